@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The `space` command line: shared state and helpers of the subcommands. */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "space.h"
+
+/* Exit codes: 0 success, 1 the operation failed, 2 the command line was wrong. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+struct cli {
+	const char *state_dir;  /* --state, or NULL */
+	bool json;              /* --json */
+	int verbose;            /* -v */
+	space_ctx *ctx;         /* opened by cli_ctx() */
+};
+
+struct cli_command {
+	const char *name;
+	int (*run)(struct cli *cli, int argc, char **argv); /* argv[0] is the command name */
+	const char *summary;
+	const char *usage;      /* text after "usage: space "; NULL for hidden commands */
+};
+
+/* The context, created on first use. Exits the process with EXIT_FAIL if it cannot be created. */
+space_ctx *cli_ctx(struct cli *cli);
+
+/* Prints "space: <what>: <detail>" where detail is the context's last error, or space_strerror(r). Returns
+ * EXIT_FAIL. */
+int cli_fail(struct cli *cli, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Prints "space: <message>" and the command's usage hint. Returns EXIT_USAGE. */
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints "usage: space <usage>" and the summary to stdout. Returns EXIT_OK. */
+int cli_help(const struct cli_command *cmd);
+
+/* True if argv holds -h or --help before any "--". */
+bool cli_wants_help(int argc, char **argv);
+
+/* Prints a cJSON value on stdout (and frees it). Returns EXIT_OK, or EXIT_FAIL when j is NULL. */
+int cli_print_json(cJSON *j);
+
+/* Progress on stderr when it is a terminal ("\r<stage>..."), else one line per stage. */
+void cli_progress(const char *stage, uint64_t done, uint64_t total, void *userdata);
+
+/* Formats a Unix time in ms as "2026-12-02 13:45:01" (local time). */
+const char *cli_time(int64_t ms, char *buf, size_t len);
+
+const struct cli_command *cli_find_command(const char *name);
+
+/* Subcommands. */
+int cmd_init(struct cli *cli, int argc, char **argv);
+int cmd_pool(struct cli *cli, int argc, char **argv);
+int cmd_template(struct cli *cli, int argc, char **argv);
+int cmd_ls(struct cli *cli, int argc, char **argv);
+int cmd_version(struct cli *cli, int argc, char **argv);
+int cmd_vm_boot(struct cli *cli, int argc, char **argv);
+
+/* A sandbox as JSON (the shape of `space ls --json` entries). */
+cJSON *cli_sandbox_json(const struct space_sandbox_info *b);
+
+/* Path of a helper binary: $SPACE_VMM_PATH / $SPACE_AGENT_PATH, else $SPACE_LIBEXEC_DIR or the install
+ * location. 0 if it exists and is executable, else -errno (buf still holds the path tried). */
+int cli_helper_path(const char *name, char *buf, size_t len);

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* space init, space pool */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util/util.h"
+
+static cJSON *pool_json(const struct space_pool_info *p, const char *state_dir)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "state_dir", state_dir);
+	cJSON_AddStringToObject(j, "pool", p->path);
+	if (p->loop_image[0])
+		cJSON_AddStringToObject(j, "loop_image", p->loop_image);
+	else
+		cJSON_AddNullToObject(j, "loop_image");
+	cJSON_AddStringToObject(j, "isolation", p->isolation);
+	cJSON_AddNumberToObject(j, "total_bytes", (double)p->total_bytes);
+	cJSON_AddNumberToObject(j, "free_bytes", (double)p->free_bytes);
+	return j;
+}
+
+static void pool_print(const struct space_pool_info *p, const char *state_dir)
+{
+	char a[32], b[32];
+	printf("state dir:  %s\n", state_dir);
+	if (p->loop_image[0])
+		printf("pool:       %s (loop image %s)\n", p->path, p->loop_image);
+	else
+		printf("pool:       %s\n", p->path);
+	printf("isolation:  %s%s\n", p->isolation,
+	       !strcmp(p->isolation, "jail") ? " (weaker boundary: shares the host kernel)" : "");
+	printf("space:      %s free of %s\n", util_format_size(p->free_bytes, a, sizeof(a)),
+	       util_format_size(p->total_bytes, b, sizeof(b)));
+}
+
+static int show_pool(struct cli *cli)
+{
+	struct space_pool_info p;
+	int r = space_pool_info(cli->ctx, &p);
+	if (r < 0)
+		return cli_fail(cli, r, "pool");
+	if (cli->json)
+		return cli_print_json(pool_json(&p, space_ctx_state_dir(cli->ctx)));
+	pool_print(&p, space_ctx_state_dir(cli->ctx));
+	return EXIT_OK;
+}
+
+int cmd_init(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("init");
+	if (cli_wants_help(argc, argv)) {
+		cli_help(cmd);
+		printf("\n  --pool PATH        keep templates and sandboxes under PATH, which must be on btrfs\n"
+		       "  --loop-pool SIZE   create a btrfs image of SIZE (e.g. 20G) at <state>/pool.img, mounted at\n"
+		       "                     <state>/pool (re-mounted automatically when needed)\n"
+		       "  --isolation MODE   default isolation for new sandboxes: vm (default) or jail (namespaces;\n"
+		       "                     a weaker boundary that shares the host kernel)\n"
+		       "Running it again on an initialized state directory checks and re-mounts the pool.\n");
+		return EXIT_OK;
+	}
+	static const struct option opts[] = {
+		{ "pool", required_argument, NULL, 'p' },
+		{ "loop-pool", required_argument, NULL, 'l' },
+		{ "isolation", required_argument, NULL, 'i' },
+		{ 0 },
+	};
+	struct space_init_options o = SPACE_INIT_OPTIONS_INIT;
+	o.progress = cli->json ? NULL : cli_progress;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			o.pool_path = optarg;
+			break;
+		case 'l':
+			if (util_parse_size(optarg, &o.loop_pool_size) < 0 || !o.loop_pool_size)
+				return cli_usage_error(cmd, "invalid --loop-pool size '%s' (e.g. 4G, 512M)", optarg);
+			break;
+		case 'i':
+			if (strcmp(optarg, "vm") && strcmp(optarg, "jail"))
+				return cli_usage_error(cmd, "--isolation must be vm or jail, not '%s'", optarg);
+			o.isolation = optarg;
+			break;
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (o.pool_path && o.loop_pool_size)
+		return cli_usage_error(cmd, "--pool and --loop-pool exclude each other");
+	space_ctx *ctx = cli_ctx(cli);
+	int r = space_init(ctx, &o);
+	if (r < 0)
+		return cli_fail(cli, r, "init %s", space_ctx_state_dir(ctx));
+	if (o.isolation && !strcmp(o.isolation, "jail"))
+		fprintf(stderr, "space: note: jail isolation shares the host kernel: it is a weaker boundary than a "
+				"VM\n");
+	return show_pool(cli);
+}
+
+int cmd_pool(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("pool");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	const char *sub = argc > 1 ? argv[1] : "info";
+	if (argc > 2)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[2]);
+	cli_ctx(cli);
+	if (!strcmp(sub, "info"))
+		return show_pool(cli);
+	if (!strcmp(sub, "unmount")) {
+		int r = space_pool_unmount(cli->ctx);
+		if (r < 0)
+			return cli_fail(cli, r, "unmount pool");
+		return EXIT_OK;
+	}
+	return cli_usage_error(cmd, "unknown pool command '%s'", sub);
+}

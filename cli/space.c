@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `space`: a thin command line over libspace. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+	{ "init", cmd_init, "prepare a state directory and its btrfs pool",
+	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]" },
+	{ "pool", cmd_pool, "show the pool, or unmount a loop pool", "pool [info | unmount] [--json]" },
+	{ "template", cmd_template, "import, list and remove templates",
+	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 [--kernel FILE] [--initrd FILE] [--size SIZE]\n"
+	  "       space template ls [--json]\n"
+	  "       space template rm NAME [--force]" },
+	{ "ls", cmd_ls, "list sandboxes", "ls [--json]" },
+	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
+	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
+	  "[--timeout S]" },
+	{ "version", cmd_version, "print the version", "version [--json]" },
+};
+
+const struct cli_command *cli_find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void print_help(FILE *f)
+{
+	fprintf(f,
+		"space %s — disposable sandboxes for AI agents\n\n"
+		"usage: space [--state DIR] [--json] [-v] COMMAND [ARGS...]\n\n"
+		"commands:\n",
+		space_version());
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (commands[i].usage)
+			fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f,
+		"\nglobal options (anywhere before \"--\"):\n"
+		"  --state DIR  state directory (default $SPACE_STATE_DIR, else /var/lib/space)\n"
+		"  --json       machine-readable output\n"
+		"  -v           log what the library does (on stderr)\n"
+		"\n`space COMMAND --help` describes a command. Exit status: 0 ok, 1 failure, 2 usage error.\n");
+}
+
+static void log_to_stderr(int level, const char *msg, void *userdata)
+{
+	const char *tag = level <= SPACE_LOG_ERROR ? "error" : level <= SPACE_LOG_WARNING ? "warning" : "info";
+	if (level >= SPACE_LOG_DEBUG)
+		tag = "debug";
+	fprintf(stderr, "space: %s: %s\n", tag, msg);
+}
+
+space_ctx *cli_ctx(struct cli *cli)
+{
+	if (cli->ctx)
+		return cli->ctx;
+	struct space_ctx_options o = SPACE_CTX_OPTIONS_INIT;
+	o.state_dir = cli->state_dir;
+	o.log = log_to_stderr;
+	o.log_level = cli->verbose >= 2 ? SPACE_LOG_DEBUG : cli->verbose ? SPACE_LOG_INFO : SPACE_LOG_WARNING;
+	int r = space_ctx_new(&o, &cli->ctx);
+	if (r < 0) {
+		fprintf(stderr, "space: create context: %s\n", space_strerror(r));
+		exit(EXIT_FAIL);
+	}
+	return cli->ctx;
+}
+
+int cli_fail(struct cli *cli, int r, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	const char *detail = cli->ctx ? space_ctx_last_error(cli->ctx) : "";
+	if (detail && *detail)
+		fprintf(stderr, "space: %s: %s\n", what, detail);
+	else
+		fprintf(stderr, "space: %s: %s\n", what, space_strerror(r));
+	return EXIT_FAIL;
+}
+
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "space: %s\n", msg);
+	if (cmd && cmd->usage)
+		fprintf(stderr, "usage: space %s\n(see `space %s --help`)\n", cmd->usage, cmd->name);
+	return EXIT_USAGE;
+}
+
+int cli_help(const struct cli_command *cmd)
+{
+	printf("usage: space %s\n\n%s.\n", cmd->usage, cmd->summary);
+	return EXIT_OK;
+}
+
+bool cli_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+int cli_print_json(cJSON *j)
+{
+	if (!j) {
+		fprintf(stderr, "space: out of memory\n");
+		return EXIT_FAIL;
+	}
+	char *s = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (!s) {
+		fprintf(stderr, "space: out of memory\n");
+		return EXIT_FAIL;
+	}
+	puts(s);
+	free(s);
+	return EXIT_OK;
+}
+
+void cli_progress(const char *stage, uint64_t done, uint64_t total, void *userdata)
+{
+	if (total)
+		fprintf(stderr, "space: %s (%llu/%llu)\n", stage, (unsigned long long)done, (unsigned long long)total);
+	else
+		fprintf(stderr, "space: %s...\n", stage);
+}
+
+const char *cli_time(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	if (!localtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, len, "%lld", (long long)ms);
+	return buf;
+}
+
+int cmd_version(struct cli *cli, int argc, char **argv)
+{
+	if (cli_wants_help(argc, argv))
+		return cli_help(cli_find_command("version"));
+	if (argc > 1)
+		return cli_usage_error(cli_find_command("version"), "unexpected argument '%s'", argv[1]);
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "version", space_version());
+		return cli_print_json(j);
+	}
+	printf("space %s\n", space_version());
+	return EXIT_OK;
+}
+
+/*
+ * Takes the global options out of argv (up to a "--"), so they may stand anywhere on the line:
+ * `space template ls --json --state /tmp/s`. Returns -1 on a usage error.
+ */
+static int take_global_options(struct cli *cli, int *argc, char **argv)
+{
+	int out = 0;
+	bool rest = false;
+	for (int i = 0; i < *argc; i++) {
+		const char *a = argv[i];
+		if (!rest && !strcmp(a, "--")) {
+			rest = true;
+		} else if (!rest && !strcmp(a, "--json")) {
+			cli->json = true;
+			continue;
+		} else if (!rest && (!strcmp(a, "-v") || !strcmp(a, "--verbose"))) {
+			cli->verbose++;
+			continue;
+		} else if (!rest && !strcmp(a, "--state")) {
+			if (i + 1 >= *argc) {
+				fprintf(stderr, "space: --state needs a directory\n");
+				return -1;
+			}
+			cli->state_dir = argv[++i];
+			continue;
+		} else if (!rest && !strncmp(a, "--state=", 8)) {
+			cli->state_dir = a + 8;
+			continue;
+		}
+		argv[out++] = argv[i];
+	}
+	argv[out] = NULL;
+	*argc = out;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	if (take_global_options(&cli, &argc, argv) < 0)
+		return EXIT_USAGE;
+	if (argc < 2) {
+		print_help(stderr);
+		return EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+		print_help(stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(name, "--version"))
+		name = "version";
+	const struct cli_command *cmd = cli_find_command(name);
+	if (!cmd) {
+		fprintf(stderr, "space: unknown command '%s' (see `space --help`)\n", name);
+		return EXIT_USAGE;
+	}
+	int rc = cmd->run(&cli, argc - 1, argv + 1);
+	space_ctx_free(cli.ctx);
+	return rc;
+}

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libspace — disposable sandboxes for AI agents.
+ *
+ * A host program links libspace to create sandboxes in-process: each sandbox is a KVM microVM (or, where
+ * hardware virtualization is not usable and the caller asks for it explicitly, a `jail`: namespaces,
+ * seccomp and cgroups around a shared kernel — a weaker boundary), its root disk a btrfs copy-on-write
+ * clone of a template, its state kept in SQLite under a state directory.
+ *
+ * Conventions (they hold for every function below unless its comment says otherwise):
+ *  - Functions returning int return 0 (or a non-negative count) on success and a negative errno-style
+ *    code on failure. space_strerror() names the code; space_ctx_last_error() gives the detail of the
+ *    last failure on that context ("what failed: why").
+ *  - Output parameters are named ret_* and are written only on success.
+ *  - Strings passed in are copied; the caller keeps ownership. Objects returned through ret_* are owned
+ *    by the caller and freed with the matching *_free() function; *_free(NULL) is a no-op.
+ *  - Option structs carry a version field first; initialize them with their *_INIT macro so that later
+ *    versions of the library can add fields without breaking callers.
+ *
+ * Thread safety: a space_ctx and the objects obtained from it may be used by one thread at a time.
+ * Different contexts are independent and may be used concurrently, from several threads or several
+ * processes sharing one state directory (the store serializes writers; every lifecycle change is one
+ * transaction).
+ */
+#ifndef SPACE_H
+#define SPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SPACE_BUILDING_LIBRARY)
+#define SPACE_API __attribute__((visibility("default")))
+#else
+#define SPACE_API
+#endif
+
+/* ---------------------------------------------------------------------------------------------------
+ * Versions
+ */
+#define SPACE_VERSION_MAJOR 0
+#define SPACE_VERSION_MINOR 1
+#define SPACE_VERSION_PATCH 0
+#define SPACE_VERSION_STRING "0.1.0"
+/* Single number for comparisons: 0x00MMmmpp. */
+#define SPACE_VERSION_NUMBER ((SPACE_VERSION_MAJOR << 16) | (SPACE_VERSION_MINOR << 8) | SPACE_VERSION_PATCH)
+
+/* The version of the library actually linked, e.g. "0.1.0". Static string. */
+SPACE_API const char *space_version(void);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Errors
+ *
+ * Codes are negative errno values (-ENOENT, -EEXIST, ...). A few carry a libspace meaning:
+ *   -ENOMEDIUM   the state directory has not been initialized (run `space init`)
+ *   -EMEDIUMTYPE the pool is not on btrfs
+ *   -EBUSY       the object is in use (a template with dependent sandboxes)
+ */
+
+/* Static, human-readable description of an error code (positive or negative). Never NULL. */
+SPACE_API const char *space_strerror(int err);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Context
+ */
+typedef struct space_ctx space_ctx;
+
+enum space_log_level {
+	SPACE_LOG_ERROR = 3,
+	SPACE_LOG_WARNING = 4,
+	SPACE_LOG_INFO = 6,
+	SPACE_LOG_DEBUG = 7,
+};
+
+/* Receives the library's log lines (no trailing newline). The library never prints by itself. */
+typedef void (*space_log_fn)(int level, const char *message, void *userdata);
+
+/* Progress of long operations: a stage name, and done/total units (total 0 = unknown). */
+typedef void (*space_progress_fn)(const char *stage, uint64_t done, uint64_t total, void *userdata);
+
+#define SPACE_CTX_OPTIONS_VERSION 1
+struct space_ctx_options {
+	uint32_t version;         /* SPACE_CTX_OPTIONS_VERSION */
+	const char *state_dir;    /* NULL: $SPACE_STATE_DIR, else /var/lib/space */
+	space_log_fn log;         /* NULL: no logging */
+	void *log_userdata;
+	int log_level;            /* highest level passed to log; 0 = SPACE_LOG_INFO */
+	const char *libexec_dir;  /* where space-vmm and space-agent live; NULL: $SPACE_LIBEXEC_DIR, else
+	                             the install location (individual $SPACE_VMM_PATH, $SPACE_AGENT_PATH win) */
+};
+#define SPACE_CTX_OPTIONS_INIT { .version = SPACE_CTX_OPTIONS_VERSION }
+
+/*
+ * Creates a context over a state directory. Touches nothing on disk: the store is opened on first use.
+ * opts may be NULL for defaults. On success *ret_ctx is owned by the caller (space_ctx_free).
+ */
+SPACE_API int space_ctx_new(const struct space_ctx_options *opts, space_ctx **ret_ctx);
+
+/* Frees the context. Sandboxes it created keep running (they outlive the process); see destroy. */
+SPACE_API void space_ctx_free(space_ctx *ctx);
+
+/* Detail of the last failure on ctx ("open store: database is locked"), or "" if none. Valid until the
+ * next call on ctx. */
+SPACE_API const char *space_ctx_last_error(const space_ctx *ctx);
+
+/* The state directory this context uses. Valid for the context's lifetime. */
+SPACE_API const char *space_ctx_state_dir(const space_ctx *ctx);
+
+/* ---------------------------------------------------------------------------------------------------
+ * State directory and storage pool
+ *
+ * A state directory holds space.db (SQLite, WAL) and refers to a pool: a btrfs filesystem in which
+ * templates, sandboxes and checkpoints are subvolumes, so a sandbox's disk is a copy-on-write snapshot
+ * made in milliseconds whatever the template's size.
+ */
+#define SPACE_INIT_OPTIONS_VERSION 1
+struct space_init_options {
+	uint32_t version;         /* SPACE_INIT_OPTIONS_VERSION */
+	const char *pool_path;    /* an existing directory on a btrfs filesystem, or NULL */
+	uint64_t loop_pool_size;  /* if pool_path is NULL: create (or reuse) <state_dir>/pool.img of this many
+	                             bytes, formatted btrfs, mounted at <state_dir>/pool; 0 = no loop pool */
+	const char *isolation;    /* default isolation for new sandboxes: "vm" (NULL) or "jail" */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+#define SPACE_INIT_OPTIONS_INIT { .version = SPACE_INIT_OPTIONS_VERSION }
+
+/*
+ * Prepares the state directory: creates it, the store (or migrates an older schema), and the pool.
+ * Idempotent: on an initialized state directory it checks the pool, re-mounts a loop pool if needed and
+ * applies changed settings. A pool that is not btrfs fails with -EMEDIUMTYPE and a message with the fix.
+ */
+SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts);
+
+#define SPACE_POOL_INFO_VERSION 1
+struct space_pool_info {
+	uint32_t version;
+	char path[4096];          /* pool root */
+	char loop_image[4096];    /* backing image of a loop pool, "" otherwise */
+	char isolation[8];        /* default isolation */
+	uint64_t total_bytes;     /* filesystem size */
+	uint64_t free_bytes;      /* available to unprivileged writers */
+	bool mounted;
+};
+
+/* Reports where the pool is and how full. Re-mounts a loop pool that is not mounted. */
+SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret_info);
+
+/* Unmounts a loop pool (its loop device is released). Nothing else changes; the next use re-mounts it.
+ * Returns -EBUSY while sandboxes are running. A pool on an existing btrfs path is left alone. */
+SPACE_API int space_pool_unmount(space_ctx *ctx);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Templates
+ *
+ * A template is a read-only root disk image (rootfs.ext4) plus optionally a kernel and an initrd, in a
+ * subvolume of the pool. Sandboxes are copy-on-write snapshots of it.
+ */
+#define SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION 1
+struct space_template_import_options {
+	uint32_t version;         /* SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION */
+	const char *name;         /* 1..63 chars of [A-Za-z0-9._-], not starting with '.' or '-' */
+	const char *rootfs;       /* a directory tree, a tarball (plain, gz, xz, zst, bz2) or an ext4 image */
+	const char *kernel;       /* optional: vmlinux or bzImage for VM sandboxes */
+	const char *initrd;       /* optional */
+	uint64_t size_bytes;      /* rootfs.ext4 size; 0 = content size plus headroom (at least 64 MiB) */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+#define SPACE_TEMPLATE_IMPORT_OPTIONS_INIT { .version = SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION }
+
+/* Imports a template. On any failure nothing of it remains (no subvolume, no row). -EEXIST if the name
+ * is taken, -EINVAL for a bad name or a rootfs that is neither directory, tarball nor ext4 image. */
+SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts);
+
+struct space_template_info {
+	char name[64];
+	char path[4096];          /* the template's subvolume */
+	uint64_t rootfs_bytes;    /* size of rootfs.ext4 */
+	bool has_kernel;
+	bool has_initrd;
+	int64_t created_ms;       /* Unix time in milliseconds */
+	uint32_t sandboxes;       /* sandboxes (not destroyed) made from it */
+	uint32_t checkpoints;     /* checkpoints that depend on it */
+};
+
+/* Lists templates sorted by name. *ret_list is one allocation: free it with free(). */
+SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count);
+
+/* Looks up one template; -ENOENT if there is none of that name. */
+SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_template_info *ret_info);
+
+/* Removes a template. -EBUSY while a sandbox or checkpoint depends on it, unless force is set (then the
+ * template's own subvolume goes; dependent sandboxes keep their own copy-on-write disks). */
+SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Sandboxes (listing; the lifecycle functions are declared with their capability)
+ */
+enum space_sandbox_status {
+	SPACE_SANDBOX_CREATING = 0,
+	SPACE_SANDBOX_RUNNING,
+	SPACE_SANDBOX_PAUSED,
+	SPACE_SANDBOX_STOPPED,
+	SPACE_SANDBOX_FAILED,
+	SPACE_SANDBOX_DESTROYED,
+};
+
+/* "creating", "running", ... Static string; "unknown" for values outside the enum. */
+SPACE_API const char *space_sandbox_status_name(enum space_sandbox_status status);
+
+struct space_sandbox_info {
+	char id[32];              /* "sb-" + 16 base32 characters */
+	char template_name[64];
+	char isolation[8];        /* "vm" or "jail" */
+	enum space_sandbox_status status;
+	char reason[256];         /* why it failed or stopped, "" otherwise */
+	int32_t pid;              /* the sandbox's host process (space-vmm, or the jail's PID 1); 0 if none */
+	uint32_t cpus;
+	uint32_t memory_mib;
+	int64_t created_ms;
+	int64_t updated_ms;
+	int64_t expires_ms;       /* 0 = no lifetime limit */
+	char path[4096];          /* the sandbox's subvolume */
+};
+
+/* Lists sandboxes that are not destroyed, oldest first. Before answering, checks that the processes of
+ * running sandboxes are alive and marks the dead ones failed, so the listing tells the truth after a
+ * crash of whatever created them. *ret_list is one allocation: free it with free(). */
+SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret_list, size_t *ret_count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPACE_H */

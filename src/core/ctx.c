@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "core/internal.h"
+#include "store/btrfs.h"
+#include "store/pool.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+SPACE_API const char *space_version(void)
+{
+	return SPACE_VERSION_STRING;
+}
+
+SPACE_API const char *space_strerror(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0:
+		return "success";
+	case ENOMEDIUM:
+		return "state directory not initialized";
+	case EMEDIUMTYPE:
+		return "not a btrfs filesystem";
+	default: {
+		const char *s = strerrordesc_np(err);
+		return s ? s : "unknown error";
+	}
+	}
+}
+
+SPACE_API int space_ctx_new(const struct space_ctx_options *opts, space_ctx **ret_ctx)
+{
+	if (!ret_ctx || (opts && opts->version == 0))
+		return -EINVAL;
+	_cleanup_free_ space_ctx *ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	const char *dir = opts && opts->state_dir ? opts->state_dir : getenv("SPACE_STATE_DIR");
+	if (!dir || !*dir)
+		dir = SPACE_DEFAULT_STATE_DIR;
+	if (dir[0] != '/') {
+		/* Relative state dirs would change meaning with the cwd of a daemonized helper. */
+		char *abs = realpath(dir, NULL);
+		if (abs)
+			ctx->state_dir = abs;
+		else if (asprintf(&ctx->state_dir, "%s/%s", getcwd(NULL, 0) ?: ".", dir) < 0)
+			ctx->state_dir = NULL;
+	} else {
+		ctx->state_dir = strdup(dir);
+	}
+	if (!ctx->state_dir)
+		return -ENOMEM;
+	size_t n = strlen(ctx->state_dir);
+	while (n > 1 && ctx->state_dir[n - 1] == '/')
+		ctx->state_dir[--n] = '\0';
+	if (opts && opts->libexec_dir && !(ctx->libexec_dir = strdup(opts->libexec_dir))) {
+		free(ctx->state_dir);
+		return -ENOMEM;
+	}
+	if (opts) {
+		ctx->log = opts->log;
+		ctx->log_userdata = opts->log_userdata;
+		ctx->log_level = opts->log_level;
+	}
+	if (!ctx->log_level)
+		ctx->log_level = SPACE_LOG_INFO;
+	*ret_ctx = TAKE_PTR(ctx);
+	return 0;
+}
+
+SPACE_API void space_ctx_free(space_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	store_close(ctx->store);
+	free(ctx->state_dir);
+	free(ctx->libexec_dir);
+	free(ctx);
+}
+
+SPACE_API const char *space_ctx_last_error(const space_ctx *ctx)
+{
+	return ctx ? ctx->last_error : "";
+}
+
+SPACE_API const char *space_ctx_state_dir(const space_ctx *ctx)
+{
+	return ctx->state_dir;
+}
+
+static int ctx_verror(space_ctx *ctx, int err, bool add_why, const char *fmt, va_list ap)
+{
+	char what[768];
+	vsnprintf(what, sizeof(what), fmt, ap);
+	if (add_why)
+		snprintf(ctx->last_error, sizeof(ctx->last_error), "%s: %s", what, space_strerror(err));
+	else
+		snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", what);
+	ctx_log(ctx, SPACE_LOG_DEBUG, "error: %s", ctx->last_error);
+	return err;
+}
+
+int ctx_error(space_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ctx_verror(ctx, err, true, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int ctx_error_msg(space_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	ctx_verror(ctx, err, false, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void ctx_log(space_ctx *ctx, int level, const char *fmt, ...)
+{
+	if (!ctx->log || level > ctx->log_level)
+		return;
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ctx->log(level, msg, ctx->log_userdata);
+}
+
+int ctx_state_path(space_ctx *ctx, const char *name, char *buf, size_t len)
+{
+	if ((size_t)snprintf(buf, len, "%s/%s", ctx->state_dir, name) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int ctx_store(space_ctx *ctx, struct store **ret)
+{
+	if (!ctx->store) {
+		char db[PATH_MAX];
+		int r = ctx_state_path(ctx, "space.db", db, sizeof(db));
+		if (r < 0)
+			return ctx_error(ctx, r, "state dir %s", ctx->state_dir);
+		if (access(db, F_OK) < 0)
+			return ctx_error_msg(ctx, -ENOMEDIUM,
+					     "state directory %s is not initialized: run `space init` first "
+					     "(or pass --state DIR / set SPACE_STATE_DIR)",
+					     ctx->state_dir);
+		char msg[512];
+		r = store_open(db, false, &ctx->store, msg, sizeof(msg));
+		if (r < 0)
+			return ctx_error_msg(ctx, r, "%s", msg);
+	}
+	*ret = ctx->store;
+	return 0;
+}
+
+int ctx_pool(space_ctx *ctx, const char **ret_root)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *root = NULL, *image = NULL;
+	r = store_meta_get(s, "pool_root", &root);
+	if (r < 0)
+		return ctx_error(ctx, r == -ENOENT ? -ENOMEDIUM : r, "state directory %s has no pool (run `space init`)",
+				 ctx->state_dir);
+	if (store_meta_get(s, "loop_image", &image) == 0 && *image && !store_pool_is_mounted(root)) {
+		char msg[512];
+		if (access(image, F_OK) < 0)
+			return ctx_error(ctx, -errno, "loop pool image %s is gone (re-run `space init`)", image);
+		ctx_log(ctx, SPACE_LOG_INFO, "mounting loop pool %s on %s", image, root);
+		r = store_pool_loop_mount(image, root, msg, sizeof(msg));
+		if (r < 0)
+			return ctx_error_msg(ctx, r, "%s", msg);
+	}
+	r = store_btrfs_check(root);
+	if (r < 0)
+		return ctx_error(ctx, r, "pool %s", root);
+	r = store_pool_prepare(root);
+	if (r < 0)
+		return ctx_error(ctx, r, "prepare pool %s", root);
+	snprintf(ctx->pool_root, sizeof(ctx->pool_root), "%s", root);
+	*ret_root = ctx->pool_root;
+	return 0;
+}
+
+int ctx_helper_path(space_ctx *ctx, const char *name, char *buf, size_t len)
+{
+	const char *env = NULL;
+	if (!strcmp(name, "space-agent"))
+		env = getenv("SPACE_AGENT_PATH");
+	else if (!strcmp(name, "space-vmm"))
+		env = getenv("SPACE_VMM_PATH");
+	int n;
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if (ctx->libexec_dir)
+		n = snprintf(buf, len, "%s/%s", ctx->libexec_dir, name);
+	else if (getenv("SPACE_LIBEXEC_DIR") && *getenv("SPACE_LIBEXEC_DIR"))
+		n = snprintf(buf, len, "%s/%s", getenv("SPACE_LIBEXEC_DIR"), name);
+	else
+		n = snprintf(buf, len, "%s/%s", SPACE_LIBEXEC_DIR, name);
+	if (n < 0 || (size_t)n >= len)
+		return -ENAMETOOLONG;
+	if (access(buf, X_OK) < 0)
+		return ctx_error(ctx, -errno, "helper %s (%s)", name, buf);
+	return 0;
+}
+
+int core_new_id(const char *prefix, char *buf, size_t len)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+	uint8_t raw[10];
+	int r = util_random_bytes(raw, sizeof(raw));
+	if (r < 0)
+		return r;
+	char enc[17];
+	/* 80 bits -> 16 base32 digits, 5 bits each. */
+	for (int i = 0; i < 16; i++) {
+		int bit = i * 5;
+		unsigned v = (unsigned)(raw[bit / 8] << 8 | (bit / 8 + 1 < 10 ? raw[bit / 8 + 1] : 0));
+		enc[i] = alphabet[(v >> (11 - bit % 8)) & 31];
+	}
+	enc[16] = '\0';
+	if ((size_t)snprintf(buf, len, "%s%s", prefix, enc) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* space_init and the pool: where templates, sandboxes and checkpoints live. */
+#include <errno.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "store/btrfs.h"
+#include "store/pool.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+static const char *fs_name(const char *path)
+{
+	struct statfs sf;
+	if (statfs(path, &sf) < 0)
+		return "unknown";
+	switch ((unsigned long)sf.f_type) {
+	case EXT4_SUPER_MAGIC: return "ext4";
+	case TMPFS_MAGIC: return "tmpfs";
+	case XFS_SUPER_MAGIC: return "xfs";
+	case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
+	case NFS_SUPER_MAGIC: return "nfs";
+	case BTRFS_SUPER_MAGIC: return "btrfs";
+	default: return "a non-btrfs filesystem";
+	}
+}
+
+static void progress(const struct space_init_options *o, const char *stage)
+{
+	if (o && o->progress)
+		o->progress(stage, 0, 0, o->progress_userdata);
+}
+
+static bool pool_has_content(const char *root)
+{
+	static const char *const dirs[] = { "templates", "sandboxes", "checkpoints" };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
+		_cleanup_closedir_ DIR *d = opendir(p);
+		if (!d)
+			continue;
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				return true;
+	}
+	return false;
+}
+
+/* Sets up a loop pool; on failure removes an image it created. */
+static int init_loop_pool(space_ctx *ctx, const struct space_init_options *o, char *root, size_t rootlen,
+			  char *image, size_t imagelen)
+{
+	int r = ctx_state_path(ctx, "pool.img", image, imagelen);
+	if (r == 0)
+		r = ctx_state_path(ctx, "pool", root, rootlen);
+	if (r < 0)
+		return ctx_error(ctx, r, "state dir %s", ctx->state_dir);
+	char msg[512];
+	bool created = false;
+	struct stat st;
+	if (stat(image, &st) < 0) {
+		char sz[32];
+		progress(o, "format loop pool");
+		ctx_log(ctx, SPACE_LOG_INFO, "creating btrfs loop pool %s (%s)", image,
+			util_format_size(o->loop_pool_size, sz, sizeof(sz)));
+		r = store_pool_loop_create(image, o->loop_pool_size, msg, sizeof(msg));
+		if (r < 0)
+			return ctx_error_msg(ctx, r, "%s", msg);
+		created = true;
+	} else if ((uint64_t)st.st_size != o->loop_pool_size) {
+		ctx_log(ctx, SPACE_LOG_WARNING, "loop pool %s exists with size %llu; keeping it as it is", image,
+			(unsigned long long)st.st_size);
+	}
+	if (!store_pool_is_mounted(root)) {
+		progress(o, "mount loop pool");
+		r = store_pool_loop_mount(image, root, msg, sizeof(msg));
+		if (r < 0) {
+			if (created)
+				unlink(image);
+			return ctx_error_msg(ctx, r, "%s", msg);
+		}
+	}
+	return 0;
+}
+
+SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *o)
+{
+	if (!ctx || !o || o->version == 0)
+		return -EINVAL;
+	if (o->isolation && strcmp(o->isolation, "vm") && strcmp(o->isolation, "jail"))
+		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", o->isolation);
+	if (o->pool_path && o->loop_pool_size)
+		return ctx_error_msg(ctx, -EINVAL, "give either a pool path or a loop pool size, not both");
+
+	int r = util_mkdir_p(ctx->state_dir, 0700);
+	if (r < 0)
+		return ctx_error(ctx, r, "create state directory %s", ctx->state_dir);
+	char db[PATH_MAX];
+	r = ctx_state_path(ctx, "space.db", db, sizeof(db));
+	if (r < 0)
+		return ctx_error(ctx, r, "state dir %s", ctx->state_dir);
+	bool fresh = access(db, F_OK) < 0;
+	if (!ctx->store) {
+		char msg[512];
+		r = store_open(db, true, &ctx->store, msg, sizeof(msg));
+		if (r < 0)
+			return ctx_error_msg(ctx, r, "%s", msg);
+	}
+	struct store *s = ctx->store;
+	_cleanup_free_ char *old_root = NULL;
+	(void)store_meta_get(s, "pool_root", &old_root);
+
+	char root[PATH_MAX] = "", image[PATH_MAX] = "";
+	if (o->pool_path) {
+		if (!realpath(o->pool_path, root)) {
+			r = ctx_error(ctx, -errno, "pool %s", o->pool_path);
+			goto fail;
+		}
+		r = store_btrfs_check(root);
+		if (r == -EMEDIUMTYPE) {
+			r = ctx_error_msg(ctx, r,
+					  "pool %s is on %s, not btrfs: libspace keeps templates and sandboxes as btrfs "
+					  "subvolumes. Pass --pool with a directory on a btrfs mount, or --loop-pool SIZE "
+					  "(e.g. --loop-pool 20G) to create a btrfs image inside the state directory",
+					  root, fs_name(root));
+			goto fail;
+		}
+		if (r < 0) {
+			r = ctx_error(ctx, r, "pool %s", root);
+			goto fail;
+		}
+	} else if (o->loop_pool_size) {
+		r = init_loop_pool(ctx, o, root, sizeof(root), image, sizeof(image));
+		if (r < 0)
+			goto fail;
+	} else if (old_root) {
+		const char *p;
+		r = ctx_pool(ctx, &p);
+		if (r < 0)
+			return r;
+		snprintf(root, sizeof(root), "%s", p);
+	} else {
+		r = ctx_error_msg(ctx, -EINVAL,
+				  "no pool: pass --pool PATH (a directory on btrfs) or --loop-pool SIZE "
+				  "(a btrfs image inside the state directory)");
+		goto fail;
+	}
+
+	if (old_root && strcmp(old_root, root) && pool_has_content(old_root)) {
+		r = ctx_error_msg(ctx, -EBUSY,
+				  "state directory %s already uses pool %s, which holds templates or sandboxes; "
+				  "remove them first or use another --state",
+				  ctx->state_dir, old_root);
+		goto fail;
+	}
+	r = store_pool_prepare(root);
+	if (r < 0) {
+		r = ctx_error(ctx, r, "prepare pool %s", root);
+		goto fail;
+	}
+	r = store_begin(s);
+	if (r < 0) {
+		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
+		goto fail;
+	}
+	if ((r = store_meta_set(s, "pool_root", root)) < 0 ||
+	    (r = store_meta_set(s, "loop_image", image)) < 0 ||
+	    (o->isolation && (r = store_meta_set(s, "isolation", o->isolation)) < 0) ||
+	    (r = store_event(s, NULL, fresh ? "init" : "reinit", root)) < 0 ||
+	    (r = store_commit(s)) < 0) {
+		store_rollback(s);
+		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
+		goto fail;
+	}
+	snprintf(ctx->pool_root, sizeof(ctx->pool_root), "%s", root);
+	return 0;
+
+fail:
+	if (fresh) {
+		/* A first init that failed leaves the state dir uninitialized, as it was. */
+		store_close(ctx->store);
+		ctx->store = NULL;
+		static const char *const suffixes[] = { "", "-wal", "-shm" };
+		for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
+			char p[PATH_MAX + 8];
+			snprintf(p, sizeof(p), "%s%s", db, suffixes[i]);
+			unlink(p);
+		}
+	}
+	return r;
+}
+
+SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)
+{
+	if (!ctx || !ret)
+		return -EINVAL;
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	struct space_pool_info info = { .version = SPACE_POOL_INFO_VERSION };
+	snprintf(info.path, sizeof(info.path), "%s", root);
+	_cleanup_free_ char *image = NULL, *iso = NULL;
+	if (store_meta_get(ctx->store, "loop_image", &image) == 0)
+		snprintf(info.loop_image, sizeof(info.loop_image), "%s", image);
+	snprintf(info.isolation, sizeof(info.isolation), "%s",
+		 store_meta_get(ctx->store, "isolation", &iso) == 0 ? iso : "vm");
+	struct statvfs sv;
+	if (statvfs(root, &sv) == 0) {
+		info.total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+		info.free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	}
+	info.mounted = true;
+	*ret = info;
+	return 0;
+}
+
+SPACE_API int space_pool_unmount(space_ctx *ctx)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *root = NULL, *image = NULL;
+	if (store_meta_get(s, "pool_root", &root) < 0)
+		return ctx_error_msg(ctx, -ENOMEDIUM, "state directory %s has no pool", ctx->state_dir);
+	if (store_meta_get(s, "loop_image", &image) < 0 || !*image)
+		return 0;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(store_db(s),
+			       "SELECT count(*) FROM sandboxes WHERE status IN ('creating', 'running', 'paused')",
+			       -1, &st, NULL) == SQLITE_OK) {
+		int live = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+		sqlite3_finalize(st);
+		if (live > 0)
+			return ctx_error_msg(ctx, -EBUSY, "%d sandbox(es) still running on pool %s: remove them first",
+					     live, root);
+	}
+	r = store_pool_unmount(root);
+	if (r < 0)
+		return ctx_error(ctx, r, "unmount pool %s", root);
+	ctx->pool_root[0] = '\0';
+	return 0;
+}

@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Templates: a rootfs.ext4 (plus optional kernel and initrd) in a subvolume of the pool. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "store/btrfs.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+enum rootfs_kind { ROOTFS_DIR, ROOTFS_TAR, ROOTFS_EXT4 };
+
+static void progress(const struct space_template_import_options *o, const char *stage)
+{
+	if (o->progress)
+		o->progress(stage, 0, 0, o->progress_userdata);
+}
+
+static int detect_rootfs(const char *path, enum rootfs_kind *ret)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode)) {
+		*ret = ROOTFS_DIR;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	uint8_t head[1082];
+	memset(head, 0, sizeof(head));
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = pread(fd, head, sizeof(head), 0);
+	if (n < 0)
+		return -errno;
+	if (n >= 1082 && head[1080] == 0x53 && head[1081] == 0xef) {
+		*ret = ROOTFS_EXT4;
+		return 0;
+	}
+	static const struct {
+		size_t off;
+		const char *magic;
+		size_t len;
+	} tar_magics[] = {
+		{ 257, "ustar", 5 },                  /* POSIX / GNU tar */
+		{ 0, "\x1f\x8b", 2 },                 /* gzip */
+		{ 0, "\xfd" "7zXZ\0", 6 },            /* xz */
+		{ 0, "\x28\xb5\x2f\xfd", 4 },         /* zstd */
+		{ 0, "BZh", 3 },                      /* bzip2 */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(tar_magics); i++) {
+		if ((size_t)n >= tar_magics[i].off + tar_magics[i].len &&
+		    !memcmp(head + tar_magics[i].off, tar_magics[i].magic, tar_magics[i].len)) {
+			*ret = ROOTFS_TAR;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static uint64_t tree_bytes;
+static uint64_t tree_inodes;
+
+static int tree_add(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	tree_bytes += (uint64_t)st->st_blocks * 512;
+	tree_inodes++;
+	return 0;
+}
+
+/* Content size of a tree. nftw has no userdata: serialize through the globals (import is rare). */
+static int measure_tree(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes)
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&lock);
+	tree_bytes = tree_inodes = 0;
+	int r = nftw(dir, tree_add, 64, FTW_PHYS) < 0 ? -errno : 0;
+	*ret_bytes = tree_bytes;
+	*ret_inodes = tree_inodes;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* Copies a file, sharing extents when both sides are on one btrfs. */
+static int copy_file(const char *src, const char *dst, mode_t mode)
+{
+	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0)
+		return -errno;
+	if (ioctl(out, FICLONE, in) == 0)
+		return 0;
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EXDEV && errno != EOPNOTSUPP && errno != ENOSYS)
+				return -errno;
+			/* Fall back to read/write. */
+			char buf[1 << 16];
+			ssize_t k;
+			while ((k = read(in, buf, sizeof(buf))) > 0) {
+				int r = util_write_all(out, buf, (size_t)k);
+				if (r < 0)
+					return r;
+			}
+			return k < 0 ? -errno : 0;
+		}
+		if (n == 0)
+			return 0;
+	}
+}
+
+static int run_tool(space_ctx *ctx, const char *const argv[], const char *what)
+{
+	_cleanup_free_ char *out = NULL;
+	int r = util_run(argv, &out);
+	if (r == -ENOENT)
+		return ctx_error_msg(ctx, r, "%s: %s not found (install e2fsprogs and tar)", what, argv[0]);
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "%s failed: %s", what, out && *out ? out : "(no output)");
+	return 0;
+}
+
+static int make_ext4(space_ctx *ctx, const struct space_template_import_options *o, const char *tree,
+		     const char *image)
+{
+	uint64_t size = o->size_bytes;
+	if (!size) {
+		uint64_t bytes, inodes;
+		int r = measure_tree(tree, &bytes, &inodes);
+		if (r < 0)
+			return ctx_error(ctx, r, "measure %s", tree);
+		/* Room for ext4 metadata, the agent's writes and package installs. */
+		size = bytes + bytes / 3 + inodes * 512 + (128ull << 20);
+		if (size < (64ull << 20))
+			size = 64ull << 20;
+	}
+	size = (size + (1 << 20) - 1) & ~((uint64_t)(1 << 20) - 1);
+	char sz[32];
+	snprintf(sz, sizeof(sz), "%lluk", (unsigned long long)(size >> 10));
+	progress(o, "mkfs.ext4");
+	const char *argv[] = { "mkfs.ext4", "-q", "-F", "-L", "rootfs", "-i", "8192", "-E",
+			       "lazy_itable_init=0,lazy_journal_init=0", "-d", tree, image, sz, NULL };
+	return run_tool(ctx, argv, "mkfs.ext4");
+}
+
+static int write_manifest(const char *dir, const char *name, const char *source, bool kernel, bool initrd)
+{
+	cJSON *j = cJSON_CreateObject();
+	if (!j)
+		return -ENOMEM;
+	cJSON_AddStringToObject(j, "name", name);
+	cJSON_AddStringToObject(j, "source", source);
+	cJSON_AddStringToObject(j, "rootfs", "rootfs.ext4");
+	if (kernel)
+		cJSON_AddStringToObject(j, "kernel", "kernel");
+	if (initrd)
+		cJSON_AddStringToObject(j, "initrd", "initrd");
+	cJSON_AddNumberToObject(j, "created_ms", (double)util_wall_ms());
+	cJSON_AddStringToObject(j, "libspace", space_version());
+	char *text = cJSON_Print(j);
+	cJSON_Delete(j);
+	if (!text)
+		return -ENOMEM;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/template.json", dir);
+	int r = util_write_file_atomic(path, text, strlen(text), 0644);
+	free(text);
+	return r;
+}
+
+static int template_exists(struct store *s, const char *name)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(store_db(s), "SELECT 1 FROM templates WHERE name = ?", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+/* Fills the staging subvolume tmp with rootfs.ext4, kernel, initrd and template.json. */
+static int stage_template(space_ctx *ctx, const struct space_template_import_options *o, enum rootfs_kind kind,
+			  const char *tmp)
+{
+	char image[PATH_MAX], tree[PATH_MAX];
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", tmp);
+	snprintf(tree, sizeof(tree), "%s/.tree", tmp);
+	int r;
+	switch (kind) {
+	case ROOTFS_DIR:
+		r = make_ext4(ctx, o, o->rootfs, image);
+		break;
+	case ROOTFS_TAR: {
+		r = util_mkdir_p(tree, 0755);
+		if (r < 0)
+			return ctx_error(ctx, r, "create %s", tree);
+		progress(o, "extract tarball");
+		const char *argv[] = { "tar", "-x", "-f", o->rootfs, "-C", tree, "--numeric-owner",
+				       "--same-owner", "--same-permissions", NULL };
+		r = run_tool(ctx, argv, "extract tarball");
+		if (r == 0)
+			r = make_ext4(ctx, o, tree, image);
+		int k = util_rm_rf(tree);
+		if (r == 0 && k < 0)
+			r = ctx_error(ctx, k, "remove %s", tree);
+		break;
+	}
+	case ROOTFS_EXT4: {
+		progress(o, "copy ext4 image");
+		r = copy_file(o->rootfs, image, 0644);
+		if (r < 0)
+			return ctx_error(ctx, r, "copy %s", o->rootfs);
+		progress(o, "check ext4 image");
+		const char *fsck[] = { "e2fsck", "-n", "-f", image, NULL };
+		r = run_tool(ctx, fsck, "e2fsck of the rootfs image");
+		if (r == 0 && o->size_bytes) {
+			char sz[32];
+			snprintf(sz, sizeof(sz), "%lluK", (unsigned long long)(o->size_bytes >> 10));
+			const char *rs[] = { "resize2fs", image, sz, NULL };
+			r = run_tool(ctx, rs, "resize2fs");
+		}
+		break;
+	}
+	}
+	if (r < 0)
+		return r;
+	if (o->kernel) {
+		char dst[PATH_MAX];
+		snprintf(dst, sizeof(dst), "%s/kernel", tmp);
+		r = copy_file(o->kernel, dst, 0644);
+		if (r < 0)
+			return ctx_error(ctx, r, "copy kernel %s", o->kernel);
+	}
+	if (o->initrd) {
+		char dst[PATH_MAX];
+		snprintf(dst, sizeof(dst), "%s/initrd", tmp);
+		r = copy_file(o->initrd, dst, 0644);
+		if (r < 0)
+			return ctx_error(ctx, r, "copy initrd %s", o->initrd);
+	}
+	r = write_manifest(tmp, o->name, o->rootfs, o->kernel, o->initrd);
+	if (r < 0)
+		return ctx_error(ctx, r, "write template.json");
+	return 0;
+}
+
+SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *o)
+{
+	if (!ctx || !o || o->version == 0 || !o->rootfs)
+		return -EINVAL;
+	if (!util_name_valid(o->name))
+		return ctx_error_msg(ctx, -EINVAL,
+				     "invalid template name '%s': use 1-63 letters, digits, '.', '_' or '-', "
+				     "not starting with '.' or '-'",
+				     o->name ? o->name : "");
+	enum rootfs_kind kind;
+	int r = detect_rootfs(o->rootfs, &kind);
+	if (r == -EINVAL)
+		return ctx_error_msg(ctx, r, "rootfs %s is neither a directory, a tarball nor an ext4 image",
+				     o->rootfs);
+	if (r < 0)
+		return ctx_error(ctx, r, "rootfs %s", o->rootfs);
+	const char *files[] = { o->kernel, o->initrd };
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		struct stat st;
+		if (!files[i])
+			continue;
+		if (stat(files[i], &st) < 0)
+			return ctx_error(ctx, -errno, "%s %s", i ? "initrd" : "kernel", files[i]);
+		if (!S_ISREG(st.st_mode))
+			return ctx_error_msg(ctx, -EINVAL, "%s %s is not a regular file", i ? "initrd" : "kernel",
+					     files[i]);
+	}
+	const char *root;
+	r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	struct store *s = ctx->store;
+	r = template_exists(s, o->name);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	if (r > 0)
+		return ctx_error_msg(ctx, -EEXIST, "template %s already exists (remove it with `space template rm %s`)",
+				     o->name, o->name);
+
+	char id[32], tmp[PATH_MAX], dst[PATH_MAX];
+	r = core_new_id("tpl-", id, sizeof(id));
+	if (r < 0)
+		return ctx_error(ctx, r, "random id");
+	snprintf(tmp, sizeof(tmp), "%s/.tmp/%s", root, id);
+	snprintf(dst, sizeof(dst), "%s/templates/%s", root, o->name);
+	progress(o, "create subvolume");
+	r = store_btrfs_subvolume_create(tmp);
+	if (r < 0)
+		return ctx_error(ctx, r, "create subvolume %s", tmp);
+	r = stage_template(ctx, o, kind, tmp);
+	if (r < 0)
+		goto fail;
+
+	struct stat st;
+	char image[PATH_MAX];
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", tmp);
+	if (stat(image, &st) < 0) {
+		r = ctx_error(ctx, -errno, "stat %s", image);
+		goto fail;
+	}
+	/* The row and the final name appear together: insert in a transaction, rename, then commit. */
+	r = store_begin(s);
+	if (r < 0) {
+		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
+		goto fail;
+	}
+	if (template_exists(s, o->name) != 0) {
+		store_rollback(s);
+		r = ctx_error_msg(ctx, -EEXIST, "template %s already exists", o->name);
+		goto fail;
+	}
+	sqlite3_stmt *ins;
+	r = store_errno(sqlite3_prepare_v2(store_db(s),
+					   "INSERT INTO templates(name, path, rootfs_bytes, kernel, initrd, created_ms)"
+					   " VALUES (?, ?, ?, ?, ?, ?)",
+					   -1, &ins, NULL));
+	if (r == 0) {
+		sqlite3_bind_text(ins, 1, o->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 2, dst, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 3, st.st_size);
+		if (o->kernel)
+			sqlite3_bind_text(ins, 4, "kernel", -1, SQLITE_STATIC);
+		if (o->initrd)
+			sqlite3_bind_text(ins, 5, "initrd", -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 6, util_wall_ms());
+		r = store_errno(sqlite3_step(ins));
+		sqlite3_finalize(ins);
+	}
+	if (r == 0)
+		r = store_event(s, NULL, "template.import", o->name);
+	if (r < 0) {
+		store_rollback(s);
+		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
+		goto fail;
+	}
+	if (rename(tmp, dst) < 0) {
+		r = ctx_error(ctx, -errno, "move template into %s", dst);
+		store_rollback(s);
+		goto fail;
+	}
+	r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
+		if (rename(dst, tmp) < 0)
+			snprintf(tmp, sizeof(tmp), "%s", dst);
+		goto fail;
+	}
+	ctx_log(ctx, SPACE_LOG_INFO, "template %s imported (%lld bytes)", o->name, (long long)st.st_size);
+	return 0;
+
+fail:
+	(void)store_btrfs_subvolume_delete(tmp);
+	return r;
+}
+
+static const char TEMPLATE_SELECT[] =
+	"SELECT t.name, t.path, t.rootfs_bytes, t.kernel IS NOT NULL, t.initrd IS NOT NULL, t.created_ms,"
+	" (SELECT count(*) FROM sandboxes s WHERE s.template = t.name AND s.status != 'destroyed'),"
+	" (SELECT count(*) FROM checkpoints c WHERE c.template = t.name)"
+	" FROM templates t";
+
+static void template_row(sqlite3_stmt *st, struct space_template_info *t)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "%s", (const char *)sqlite3_column_text(st, 0));
+	snprintf(t->path, sizeof(t->path), "%s", (const char *)sqlite3_column_text(st, 1));
+	t->rootfs_bytes = (uint64_t)sqlite3_column_int64(st, 2);
+	t->has_kernel = sqlite3_column_int(st, 3);
+	t->has_initrd = sqlite3_column_int(st, 4);
+	t->created_ms = sqlite3_column_int64(st, 5);
+	t->sandboxes = (uint32_t)sqlite3_column_int(st, 6);
+	t->checkpoints = (uint32_t)sqlite3_column_int(st, 7);
+}
+
+SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count)
+{
+	if (!ctx || !ret_list || !ret_count)
+		return -EINVAL;
+	/* Paths in the answer must exist: make sure the pool is mounted. */
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	struct store *s = ctx->store;
+	char sql[sizeof(TEMPLATE_SELECT) + 32];
+	snprintf(sql, sizeof(sql), "%s ORDER BY t.name", TEMPLATE_SELECT);
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	struct space_template_info *list = NULL;
+	size_t n = 0;
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct space_template_info *nl = realloc(list, (n + 1) * sizeof(*list));
+		if (!nl) {
+			r = -ENOMEM;
+			break;
+		}
+		list = nl;
+		template_row(st, &list[n++]);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
+	sqlite3_finalize(st);
+	if (r < 0) {
+		free(list);
+		return r;
+	}
+	*ret_list = list;
+	*ret_count = n;
+	return 0;
+}
+
+SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_template_info *ret)
+{
+	if (!ctx || !name || !ret)
+		return -EINVAL;
+	/* Paths in the answer must exist: make sure the pool is mounted. */
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	struct store *s = ctx->store;
+	char sql[sizeof(TEMPLATE_SELECT) + 32];
+	snprintf(sql, sizeof(sql), "%s WHERE t.name = ?", TEMPLATE_SELECT);
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		template_row(st, ret);
+	else if (rc == SQLITE_DONE)
+		r = ctx_error_msg(ctx, -ENOENT, "no template named %s (see `space template ls`)", name);
+	else
+		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
+	sqlite3_finalize(st);
+	return r;
+}
+
+SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force)
+{
+	struct space_template_info t;
+	int r = space_template_get(ctx, name, &t);
+	if (r < 0)
+		return r;
+	if (!force && (t.sandboxes || t.checkpoints))
+		return ctx_error_msg(ctx, -EBUSY,
+				     "template %s is used by %u sandbox(es) and %u checkpoint(s): remove them first, "
+				     "or pass --force",
+				     name, t.sandboxes, t.checkpoints);
+	const char *root;
+	r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	r = store_btrfs_subvolume_delete(t.path);
+	if (r < 0)
+		return ctx_error(ctx, r, "delete subvolume %s", t.path);
+	struct store *s = ctx->store;
+	r = store_begin(s);
+	sqlite3_stmt *st = NULL;
+	if (r == 0)
+		r = store_errno(sqlite3_prepare_v2(store_db(s), "DELETE FROM templates WHERE name = ?", -1, &st, NULL));
+	if (r == 0) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		r = store_errno(sqlite3_step(st));
+	}
+	sqlite3_finalize(st);
+	if (r == 0)
+		r = store_event(s, NULL, force ? "template.remove.force" : "template.remove", name);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	}
+	return 0;
+}

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "store/db.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/util.h"
+
+struct store {
+	sqlite3 *db;
+};
+
+#define BUSY_TIMEOUT_MS 10000
+
+/*
+ * Migrations: index i takes the schema from version i to i + 1. Append only; never edit a released step,
+ * since stores in the field are at every earlier version.
+ */
+static const char *const migrations[] = {
+	/* 0 -> 1: the base schema. */
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL);"
+	"CREATE TABLE templates ("
+	"  name TEXT PRIMARY KEY,"
+	"  path TEXT NOT NULL,"
+	"  rootfs_bytes INTEGER NOT NULL,"
+	"  kernel TEXT,"
+	"  initrd TEXT,"
+	"  created_ms INTEGER NOT NULL);"
+	"CREATE TABLE sandboxes ("
+	"  id TEXT PRIMARY KEY,"
+	"  template TEXT NOT NULL,"
+	"  isolation TEXT NOT NULL CHECK (isolation IN ('vm', 'jail')),"
+	"  status TEXT NOT NULL CHECK (status IN"
+	"    ('creating', 'running', 'paused', 'stopped', 'failed', 'destroyed')),"
+	"  reason TEXT,"
+	"  pid INTEGER,"
+	"  pid_start INTEGER,"
+	"  cpus INTEGER NOT NULL,"
+	"  memory_mib INTEGER NOT NULL,"
+	"  path TEXT NOT NULL,"
+	"  runtime_dir TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL);"
+	"CREATE INDEX sandboxes_status ON sandboxes(status);"
+	"CREATE TABLE checkpoints ("
+	"  id TEXT PRIMARY KEY,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  template TEXT NOT NULL,"
+	"  name TEXT,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('disk', 'full')),"
+	"  path TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL);"
+	"CREATE TABLE events ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  ts_ms INTEGER NOT NULL,"
+	"  sandbox_id TEXT,"
+	"  kind TEXT NOT NULL,"
+	"  detail TEXT);",
+
+	/* 1 -> 2: lifetimes, isolation details and metadata on sandboxes; events by sandbox. */
+	"ALTER TABLE sandboxes ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN cgroup TEXT;"
+	"ALTER TABLE sandboxes ADD COLUMN metadata TEXT;"
+	"CREATE INDEX events_sandbox ON events(sandbox_id, seq);",
+};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+int store_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EUCLEAN;
+	case SQLITE_IOERR:
+		return -EIO;
+	default:
+		return -EPROTO;
+	}
+}
+
+int store_schema_version(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return store_errno(sqlite3_errcode(db));
+	int rc = sqlite3_step(st);
+	int v = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : store_errno(rc);
+	sqlite3_finalize(st);
+	return v;
+}
+
+int store_migrate(sqlite3 *db, int target, char *errbuf, size_t errlen)
+{
+	if (target > STORE_SCHEMA_VERSION)
+		target = STORE_SCHEMA_VERSION;
+	for (;;) {
+		/* Take the write lock before reading the version so two processes never run one step twice. */
+		int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+		if (rc != SQLITE_OK) {
+			snprintf(errbuf, errlen, "begin migration: %s", sqlite3_errmsg(db));
+			return store_errno(rc);
+		}
+		int v = store_schema_version(db);
+		if (v < 0) {
+			snprintf(errbuf, errlen, "read schema version: %s", sqlite3_errmsg(db));
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return v;
+		}
+		if (v > STORE_SCHEMA_VERSION) {
+			snprintf(errbuf, errlen,
+				 "store schema version %d is newer than this libspace supports (%d): upgrade libspace",
+				 v, STORE_SCHEMA_VERSION);
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return -EPROTO;
+		}
+		if (v >= target) {
+			sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+			return 0;
+		}
+		char *msg = NULL;
+		rc = sqlite3_exec(db, migrations[v], NULL, NULL, &msg);
+		if (rc == SQLITE_OK) {
+			char pragma[64];
+			snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", v + 1);
+			rc = sqlite3_exec(db, pragma, NULL, NULL, &msg);
+		}
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db, "COMMIT", NULL, NULL, &msg);
+		if (rc != SQLITE_OK) {
+			snprintf(errbuf, errlen, "migrate schema %d -> %d: %s", v, v + 1,
+				 msg ? msg : sqlite3_errmsg(db));
+			sqlite3_free(msg);
+			sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+			return store_errno(rc);
+		}
+	}
+}
+
+int store_open(const char *path, bool create, struct store **ret, char *errbuf, size_t errlen)
+{
+	if (!create && access(path, F_OK) < 0) {
+		int r = -errno;
+		snprintf(errbuf, errlen, "open store %s: %s", path, strerror(errno));
+		return r;
+	}
+	sqlite3 *db = NULL;
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+	/* The store holds paths and host state: keep it private to root (or whoever owns the state dir). */
+	mode_t old = umask(077);
+	int rc = sqlite3_open_v2(path, &db, flags, NULL);
+	umask(old);
+	if (rc != SQLITE_OK) {
+		snprintf(errbuf, errlen, "open store %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return store_errno(rc);
+	}
+	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+	sqlite3_extended_result_codes(db, 0);
+	char *msg = NULL;
+	rc = sqlite3_exec(db,
+			  "PRAGMA journal_mode = WAL;"
+			  "PRAGMA synchronous = NORMAL;"
+			  "PRAGMA foreign_keys = ON;",
+			  NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		snprintf(errbuf, errlen, "configure store %s: %s", path, msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		sqlite3_close(db);
+		return store_errno(rc);
+	}
+	int r = store_migrate(db, STORE_SCHEMA_VERSION, errbuf, errlen);
+	if (r < 0) {
+		sqlite3_close(db);
+		return r;
+	}
+	struct store *s = calloc(1, sizeof(*s));
+	if (!s) {
+		sqlite3_close(db);
+		return -ENOMEM;
+	}
+	s->db = db;
+	*ret = s;
+	return 0;
+}
+
+void store_close(struct store *s)
+{
+	if (!s)
+		return;
+	sqlite3_close(s->db);
+	free(s);
+}
+
+sqlite3 *store_db(struct store *s)
+{
+	return s->db;
+}
+
+const char *store_errmsg(struct store *s)
+{
+	return sqlite3_errmsg(s->db);
+}
+
+int store_exec(struct store *s, const char *sql)
+{
+	return store_errno(sqlite3_exec(s->db, sql, NULL, NULL, NULL));
+}
+
+int store_begin(struct store *s)
+{
+	return store_exec(s, "BEGIN IMMEDIATE");
+}
+
+int store_commit(struct store *s)
+{
+	return store_exec(s, "COMMIT");
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int store_meta_get(struct store *s, const char *key, char **ret)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	int r;
+	if (rc == SQLITE_ROW) {
+		char *v = strdup((const char *)sqlite3_column_text(st, 0));
+		r = v ? 0 : -ENOMEM;
+		if (v)
+			*ret = v;
+	} else {
+		r = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int store_meta_set(struct store *s, const char *key, const char *value)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "INSERT INTO meta(key, value) VALUES (?, ?)"
+				    " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int store_event(struct store *s, const char *sandbox_id, const char *kind, const char *detail)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "INSERT INTO events(ts_ms, sandbox_id, kind, detail) VALUES (?, ?, ?, ?)",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_int64(st, 1, util_wall_ms());
+	if (sandbox_id)
+		sqlite3_bind_text(st, 2, sandbox_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+	if (detail)
+		sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}

@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * Binds a free loop device to image (LOOP_CTL_GET_FREE + LOOP_CONFIGURE, with autoclear so the device is
+ * released when its last user — a mount, or the returned fd — goes away). Writes "/dev/loopN" into
+ * ret_dev and returns an open fd of the device (caller closes it after mounting) or -errno.
+ */
+int util_loop_attach(const char *image, bool read_only, char *ret_dev, size_t devlen);

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small helpers shared by the library, the CLI and the helper binaries. All return 0 or -errno. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Creates path and its missing parents with mode. Existing directories are fine. */
+int util_mkdir_p(const char *path, mode_t mode);
+
+/* Removes path recursively (files, directories, symlinks; never follows links). Missing is fine. */
+int util_rm_rf(const char *path);
+
+/* Reads a whole file of at most max bytes (-EFBIG beyond) into a NUL-terminated buffer. */
+int util_read_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Writes a file atomically: temp file in the same directory, fsync, rename. */
+int util_write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode);
+
+/* Parses "4096", "512K", "64M", "4G", "1T" (binary units; optional trailing "iB"/"B"). */
+int util_parse_size(const char *s, uint64_t *ret);
+
+/* Parses a decimal unsigned integer in [min, max]; rejects sign, junk and overflow. */
+int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+
+/* Formats bytes for humans ("1.5 GiB") into buf. */
+const char *util_format_size(uint64_t bytes, char *buf, size_t len);
+
+/* Fills buf from getrandom(2), retrying on EINTR and short reads. */
+int util_random_bytes(void *buf, size_t len);
+
+/* Monotonic and wall clocks. */
+uint64_t util_now_ns(void);
+int64_t util_wall_ms(void);
+
+/*
+ * Runs argv[0] (looked up in PATH) with stdin from /dev/null, waits for it and returns 0 when it exited 0.
+ * Its combined stdout+stderr is captured (last 4 KiB) into *ret_output when ret_output is non-NULL
+ * (caller frees), so a failure can be reported with the tool's own words.
+ * Returns -ENOENT if the program is missing, -EPROTO if it exited non-zero or died by a signal.
+ */
+int util_run(const char *const argv[], char **ret_output);
+
+/* Whether a program is found in PATH. */
+bool util_have_program(const char *name);
+
+/* Validates a user-chosen name: 1..63 chars of [A-Za-z0-9._-], not starting with '.' or '-'. */
+bool util_name_valid(const char *name);
+
+/* Writes all of buf to fd, retrying on EINTR and short writes. */
+int util_write_all(int fd, const void *buf, size_t len);
+
+/* Reads exactly len bytes; -EPIPE on early EOF. */
+int util_read_exact(int fd, void *buf, size_t len);

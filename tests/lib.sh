@@ -1,0 +1,44 @@
+# Shared helpers for the shell tests. Source it; it sets `set -u` and a cleanup trap runner.
+set -u
+SPACE=${SPACE_CLI:?SPACE_CLI must point at the built space binary}
+_cleanups=()
+on_exit() { _cleanups+=("$*"); }
+_run_cleanups() {
+	local i
+	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1 || true; done
+}
+trap _run_cleanups EXIT
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+need_btrfs() { grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || skip "no btrfs in this kernel"; command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs missing (btrfs-progs)"; }
+need_loop() { [ -e /dev/loop-control ] || skip "no /dev/loop-control"; }
+# expect_rc WANT CMD...: runs CMD, stores stdout/stderr in $out/$err, fails unless it exits WANT.
+expect_rc() {
+	local want=$1; shift
+	local tmpo tmpe
+	tmpo=$(mktemp); tmpe=$(mktemp)
+	"$@" >"$tmpo" 2>"$tmpe"; rc=$?
+	out=$(cat "$tmpo"); err=$(cat "$tmpe"); rm -f "$tmpo" "$tmpe"
+	[ "$rc" = "$want" ] || fail "'$*' exited $rc, wanted $want; stdout: $out; stderr: $err"
+}
+# A busybox root tree in $1 (needs busybox-static).
+make_busybox_tree() {
+	local root=$1 bb
+	bb=$(command -v busybox) || skip "busybox missing (busybox-static)"
+	file -L "$bb" 2>/dev/null | grep -q 'dynamically' && skip "busybox is not static (install busybox-static)"
+	mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,root,usr/bin,usr/sbin}
+	cp "$bb" "$root/bin/busybox"
+	"$root/bin/busybox" --list-full | while read -r p; do
+		[ -e "$root/$p" ] || ln -s /bin/busybox "$root/$p"
+	done
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+	echo 'root:x:0:' >"$root/etc/group"
+}
+# State dir with a loop pool in a fresh temp dir; unmounted and removed at exit.
+make_state() {
+	STATE=$(mktemp -d /tmp/space-test-XXXXXX)
+	on_exit "rm -rf '$STATE'"
+	on_exit "'$SPACE' pool unmount --state '$STATE'; umount '$STATE/pool' 2>/dev/null"
+	"$SPACE" init --loop-pool "${1:-2G}" --state "$STATE" >/dev/null 2>&1 || fail "space init failed"
+}
