@@ -57,6 +57,12 @@ int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_pool(struct cli *cli, int argc, char **argv);
 int cmd_template(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);
+int cmd_run(struct cli *cli, int argc, char **argv);
+int cmd_create(struct cli *cli, int argc, char **argv);
+int cmd_exec(struct cli *cli, int argc, char **argv);
+int cmd_cp(struct cli *cli, int argc, char **argv);
+int cmd_rm(struct cli *cli, int argc, char **argv);
+int cmd_logs(struct cli *cli, int argc, char **argv);
 int cmd_version(struct cli *cli, int argc, char **argv);
 int cmd_vm_boot(struct cli *cli, int argc, char **argv);
 

@@ -18,7 +18,17 @@ static const struct cli_command commands[] = {
 	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 [--kernel FILE] [--initrd FILE] [--size SIZE]\n"
 	  "       space template ls [--json]\n"
 	  "       space template rm NAME [--force]" },
+	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
+	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--cwd D]\n"
+	  "       [--timeout S] [--exec-timeout S] [-i] [-t] -- CMD..." },
+	{ "create", cmd_create, "create a sandbox and print its id",
+	  "create [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--timeout S] "
+	  "[--json]" },
+	{ "exec", cmd_exec, "run a command in a sandbox", "exec [--env K=V]... [--cwd D] [-i] [-t] ID -- CMD..." },
+	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp SRC DST   (one of them ID:/path)" },
 	{ "ls", cmd_ls, "list sandboxes", "ls [--json]" },
+	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created)", "rm ID... [--json]" },
+	{ "logs", cmd_logs, "show a sandbox's log", "logs ID" },
 	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
 	  "[--timeout S]" },

@@ -233,6 +233,158 @@ struct space_sandbox_info {
  * crash of whatever created them. *ret_list is one allocation: free it with free(). */
 SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret_list, size_t *ret_count);
 
+/* ---------------------------------------------------------------------------------------------------
+ * Sandbox lifecycle
+ *
+ * A sandbox is created from a template (its disk is a copy-on-write snapshot of the template's), runs
+ * space-agent as PID 1 behind the isolation boundary, and lives until it is destroyed, its lifetime ends,
+ * or its process dies. It outlives the process that created it: any process using the same state
+ * directory can open it by id. A space_sandbox handle is only a reference: freeing it leaves the sandbox
+ * running; space_sandbox_destroy() ends it.
+ */
+typedef struct space_sandbox space_sandbox;
+
+#define SPACE_SANDBOX_OPTIONS_VERSION 1
+struct space_sandbox_options {
+	uint32_t version;         /* SPACE_SANDBOX_OPTIONS_VERSION */
+	const char *template_name; /* NULL: "base" */
+	const char *isolation;    /* "vm" or "jail"; NULL: the state directory's default (see space_init).
+	                             jail shares the host kernel: a weaker boundary than a VM. */
+	uint32_t cpus;            /* 0: 1 */
+	uint32_t memory_mib;      /* 0: 512 */
+	uint32_t timeout_s;       /* lifetime in seconds after which the sandbox is stopped and reclaimed;
+	                             0: none */
+	const char *hostname;     /* NULL: the sandbox id */
+	const char *const *env;   /* NULL-terminated "KEY=VALUE" list applied to every process; may be NULL */
+};
+#define SPACE_SANDBOX_OPTIONS_INIT { .version = SPACE_SANDBOX_OPTIONS_VERSION }
+
+/*
+ * Creates a sandbox and returns once its agent answers. On failure nothing of it is left running or on
+ * disk (its row stays, marked destroyed with the reason, for the event log). -ENOENT for an unknown
+ * template, -ENODEV when the isolation is not usable on this host (the message says why and what to do).
+ */
+SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *opts,
+				   space_sandbox **ret_sandbox);
+
+/* Opens an existing sandbox by id (-ENOENT if there is none, -ESRCH if it is no longer running). */
+SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox **ret_sandbox);
+
+/* Releases the handle. The sandbox keeps running. NULL is fine. */
+SPACE_API void space_sandbox_free(space_sandbox *sb);
+
+/* The sandbox's id ("sb-..."). Valid for the handle's lifetime. */
+SPACE_API const char *space_sandbox_id(const space_sandbox *sb);
+
+/* Current state from the store (with the liveness check of space_sandbox_list). */
+SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info *ret_info);
+
+/* Stops the sandbox and deletes its disk and runtime files. The handle must still be freed. */
+SPACE_API int space_sandbox_destroy(space_sandbox *sb);
+
+/* Destroys a sandbox by id whatever its state (running, failed, half-created after a crash): the cleanup
+ * behind `space rm`. -ENOENT if there is no such sandbox. */
+SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id);
+
+/* Destroys every sandbox whose lifetime has ended, and marks dead ones failed. Returns how many it
+ * destroyed. Long-running hosts (space serve) call it periodically; listings call it too. */
+SPACE_API int space_sandbox_reap(space_ctx *ctx);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Running processes in a sandbox
+ */
+
+/* Receives output as it is produced: stream 1 = stdout, 2 = stderr. Return 0 to go on, or a negative
+ * errno to stop (the process is then killed). */
+typedef int (*space_output_fn)(int stream, const void *data, size_t len, void *userdata);
+
+#define SPACE_EXEC_OPTIONS_VERSION 1
+struct space_exec_options {
+	uint32_t version;         /* SPACE_EXEC_OPTIONS_VERSION */
+	const char *const *argv;  /* NULL-terminated; argv[0] is looked up in the sandbox's PATH */
+	const char *const *env;   /* extra "KEY=VALUE" entries on top of the sandbox's; may be NULL */
+	const char *cwd;          /* NULL: /root if it exists, else / */
+	uint32_t uid, gid;        /* 0/0: root */
+	bool pty;                 /* run on a terminal (stdout and stderr merge into stream 1) */
+	uint16_t rows, cols;      /* terminal size when pty (0: 24x80) */
+	uint32_t timeout_ms;      /* kill the process group after this long; 0: no limit */
+	int stdin_fd;             /* space_sandbox_exec: read to EOF and fed to the process; -1: no stdin.
+	                             space_process_start: -1 = no stdin, else stdin is fed through
+	                             space_process_write_stdin() */
+	space_output_fn output;   /* may be NULL: output discarded */
+	void *userdata;
+};
+#define SPACE_EXEC_OPTIONS_INIT { .version = SPACE_EXEC_OPTIONS_VERSION, .stdin_fd = -1 }
+
+struct space_exec_result {
+	bool exited;              /* exited normally: exit_code is valid */
+	int exit_code;
+	int signal;               /* !exited: the signal that ended it */
+	bool timed_out;           /* killed at timeout_ms */
+};
+
+/* Runs a process to its end, streaming its output. -ENOENT (with message) if argv[0] does not exist in
+ * the sandbox. A non-zero exit code is a result, not an error. */
+SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_options *opts,
+				 struct space_exec_result *ret_result);
+
+/* An interactive process: input, signals and terminal size while it runs. */
+typedef struct space_process space_process;
+
+SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_options *opts,
+				  space_process **ret_process);
+/* A file descriptor that polls readable when space_process_pump() has new input. Owned by the process.
+ * Output may already be buffered when it does not poll readable: check space_process_pending() first. */
+SPACE_API int space_process_fd(space_process *p);
+/* True when space_process_pump() has buffered work and would not block. */
+SPACE_API bool space_process_pending(space_process *p);
+/* The process id inside the sandbox. */
+SPACE_API int space_process_pid(space_process *p);
+/* Feeds stdin (needs opts.stdin_fd != -1 at start); len 0 closes it. */
+SPACE_API int space_process_write_stdin(space_process *p, const void *data, size_t len);
+SPACE_API int space_process_signal(space_process *p, int sig);
+SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t cols);
+/* Delivers pending output to opts.output (blocking until some arrives). Returns 1 when the process has
+ * ended (*ret_result filled), 0 while it runs, or -errno. */
+SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret_result);
+/* Frees the handle; a process still running is killed. NULL is fine. */
+SPACE_API void space_process_free(space_process *p);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Files in a sandbox (streamed; any size)
+ */
+
+/* Writes src_fd's content (to EOF) to path in the sandbox with mode, creating missing parent directories.
+ * The file appears whole or not at all. */
+SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int src_fd, uint32_t mode);
+
+/* Streams the file at path in the sandbox into dst_fd. */
+SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd);
+
+struct space_file_stat {
+	uint32_t mode;            /* st_mode bits (type and permissions) */
+	uint32_t uid, gid;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret_stat);
+
+/* Calls fn for each entry of a directory (not "." or ".."); a negative return from fn stops with it. */
+typedef int (*space_dirent_fn)(const char *name, const struct space_file_stat *st, void *userdata);
+SPACE_API int space_sandbox_list_dir(space_sandbox *sb, const char *path, space_dirent_fn fn, void *userdata);
+
+SPACE_API int space_sandbox_mkdir(space_sandbox *sb, const char *path, uint32_t mode, bool parents);
+SPACE_API int space_sandbox_remove_path(space_sandbox *sb, const char *path, bool recursive);
+SPACE_API int space_sandbox_rename(space_sandbox *sb, const char *from, const char *to);
+
+/* Copies the sandbox's log (the agent's own messages: start-up, errors) to dst_fd. Works for failed
+ * sandboxes too, until they are removed. */
+SPACE_API int space_sandbox_read_log(space_ctx *ctx, const char *id, int dst_fd);
+
+/* Path of the sandbox's log (the agent's output: boot messages, errors). Valid for the handle's lifetime. */
+SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb);
+
 #ifdef __cplusplus
 }
 #endif

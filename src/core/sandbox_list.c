@@ -87,7 +87,8 @@ int core_sandbox_set_status(space_ctx *ctx, const char *id, enum space_sandbox_s
 
 static const char SANDBOX_SELECT[] =
 	"SELECT id, template, isolation, status, coalesce(reason, ''), coalesce(pid, 0), coalesce(pid_start, 0),"
-	" cpus, memory_mib, created_ms, updated_ms, expires_ms, path FROM sandboxes";
+	" cpus, memory_mib, created_ms, updated_ms, expires_ms, path, runtime_dir, coalesce(cgroup, ''), metadata"
+	" FROM sandboxes";
 
 void core_sandbox_row(sqlite3_stmt *st, struct space_sandbox_info *b, uint64_t *ret_pid_start)
 {
@@ -122,6 +123,8 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 	int r = ctx_store(ctx, &s);
 	if (r < 0)
 		return r;
+	/* Sandboxes past their lifetime go first, so the listing never shows them. */
+	(void)space_sandbox_reap(ctx);
 	char sql[sizeof(SANDBOX_SELECT) + 64];
 	snprintf(sql, sizeof(sql), "%s WHERE status != 'destroyed' ORDER BY created_ms, id", SANDBOX_SELECT);
 	sqlite3_stmt *st;
@@ -157,11 +160,14 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 	/* A sandbox whose process is gone is no longer running, whatever the row says. */
 	for (size_t i = 0; i < n; i++) {
 		struct space_sandbox_info *b = &list[i];
-		if (b->status != SPACE_SANDBOX_RUNNING && b->status != SPACE_SANDBOX_PAUSED)
+		if (b->status != SPACE_SANDBOX_RUNNING && b->status != SPACE_SANDBOX_PAUSED &&
+		    b->status != SPACE_SANDBOX_CREATING)
 			continue;
 		if (core_process_alive(b->pid, starts[i]))
 			continue;
-		const char *why = "sandbox process exited unexpectedly";
+		/* A creating row names its creator's process: gone means the creation was interrupted. */
+		const char *why = b->status == SPACE_SANDBOX_CREATING ? "creation interrupted: its process died"
+								     : "sandbox process exited unexpectedly";
 		if (core_sandbox_set_status(ctx, b->id, SPACE_SANDBOX_FAILED, why) == 0) {
 			b->status = SPACE_SANDBOX_FAILED;
 			snprintf(b->reason, sizeof(b->reason), "%s", why);

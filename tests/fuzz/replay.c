@@ -18,7 +18,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_INPUT (1u << 20)
+#define REPLAY_MAX_INPUT (1u << 20)
 #define MAX_SEEDS 4096
 
 static uint8_t *seeds[MAX_SEEDS];
@@ -61,8 +61,8 @@ static void load_dir(const char *dir)
 		FILE *f = fopen(path, "rb");
 		if (!f)
 			continue;
-		uint8_t *buf = malloc(MAX_INPUT);
-		size_t n = buf ? fread(buf, 1, MAX_INPUT, f) : 0;
+		uint8_t *buf = malloc(REPLAY_MAX_INPUT);
+		size_t n = buf ? fread(buf, 1, REPLAY_MAX_INPUT, f) : 0;
 		fclose(f);
 		if (!buf)
 			continue;

@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* space run, create, exec, cp, rm, logs */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util/util.h"
+
+#define MAX_ENV 256
+
+struct run_opts {
+	struct space_sandbox_options sb;
+	const char *env[MAX_ENV + 1];
+	size_t nenv;
+	const char *cwd;
+	bool interactive;
+	bool tty;
+	uint32_t exec_timeout_ms;
+	char **argv;  /* the command, after "--" */
+};
+
+static int parse_u32(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+		     uint32_t *ret)
+{
+	uint64_t v;
+	if (util_parse_uint(s, min, max, &v) < 0)
+		return cli_usage_error(cmd, "%s needs a number from %llu to %llu, not '%s'", opt,
+				       (unsigned long long)min, (unsigned long long)max, s);
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+/*
+ * Parses the sandbox and process options shared by run, create and exec. want_cmd: a command after the
+ * options is required (run, exec); positional: where the remaining non-option arguments go (exec's ID).
+ */
+static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, struct run_opts *o, bool sandbox_opts,
+			  bool want_cmd, char **positional)
+{
+	static const struct option opts[] = {
+		{ "template", required_argument, NULL, 'T' },
+		{ "isolation", required_argument, NULL, 'I' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "env", required_argument, NULL, 'e' },
+		{ "cwd", required_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 'O' },
+		{ "exec-timeout", required_argument, NULL, 'X' },
+		{ "hostname", required_argument, NULL, 'H' },
+		{ "interactive", no_argument, NULL, 'i' },
+		{ "tty", no_argument, NULL, 't' },
+		{ 0 },
+	};
+	memset(o, 0, sizeof(*o));
+	o->sb = (struct space_sandbox_options)SPACE_SANDBOX_OPTIONS_INIT;
+	o->sb.env = o->env;
+	int c;
+	optind = 1;
+	opterr = 0;
+	/* "+": options end at the first non-option (the command, or exec's ID is taken below). */
+	while ((c = getopt_long(argc, argv, "+e:w:it", opts, NULL)) != -1) {
+		if (!sandbox_opts && strchr("TIcmOH", c))
+			return cli_usage_error(cmd, "option '%s' applies when the sandbox is created", argv[optind - 1]);
+		switch (c) {
+		case 'T': o->sb.template_name = optarg; break;
+		case 'I':
+			if (strcmp(optarg, "vm") && strcmp(optarg, "jail"))
+				return cli_usage_error(cmd, "--isolation must be vm or jail, not '%s'", optarg);
+			o->sb.isolation = optarg;
+			break;
+		case 'c':
+			if (parse_u32(cmd, "--cpus", optarg, 1, 256, &o->sb.cpus) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'm':
+			if (parse_u32(cmd, "--memory", optarg, 16, 1 << 20, &o->sb.memory_mib) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'O':
+			if (parse_u32(cmd, "--timeout", optarg, 1, 30u * 24 * 3600, &o->sb.timeout_s) < 0)
+				return EXIT_USAGE;
+			break;
+		case 'X':
+			if (parse_u32(cmd, "--exec-timeout", optarg, 1, 24u * 3600, &o->exec_timeout_ms) < 0)
+				return EXIT_USAGE;
+			o->exec_timeout_ms *= 1000;
+			break;
+		case 'H': o->sb.hostname = optarg; break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				return cli_usage_error(cmd, "--env needs KEY=VALUE, not '%s'", optarg);
+			if (o->nenv == MAX_ENV)
+				return cli_usage_error(cmd, "too many --env (at most %d)", MAX_ENV);
+			o->env[o->nenv++] = optarg;
+			break;
+		case 'w': o->cwd = optarg; break;
+		case 'i': o->interactive = true; break;
+		case 't': o->tty = true; break;
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (positional) {
+		if (optind >= argc || !strcmp(argv[optind], "--"))
+			return cli_usage_error(cmd, "missing sandbox ID");
+		*positional = argv[optind++];
+	}
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
+	if (want_cmd && optind >= argc)
+		return cli_usage_error(cmd, "missing command (put it after --)");
+	if (!want_cmd && optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	o->argv = argv + optind;
+	return 0;
+}
+
+static void warn_jail(struct cli *cli, const char *iso)
+{
+	if (iso && !strcmp(iso, "jail") && !cli->json && getenv("SPACE_QUIET_JAIL") == NULL)
+		fprintf(stderr, "space: note: jail isolation shares the host kernel: a weaker boundary than a VM\n");
+}
+
+/* ---- streaming a process to the terminal ----------------------------------------------------------- */
+
+static int sigpipe_fds[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	unsigned char s = (unsigned char)sig;
+	int saved = errno;
+	if (write(sigpipe_fds[1], &s, 1) < 0) { /* the pipe is full: the signal is already pending */ }
+	errno = saved;
+}
+
+static int to_fd(int stream, const void *data, size_t len, void *userdata)
+{
+	int r = util_write_all(stream == 2 ? STDERR_FILENO : STDOUT_FILENO, data, len);
+	/* A closed stdout (| head) stops the output, not the sandbox's cleanup. */
+	return r == -EPIPE ? 0 : r;
+}
+
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void restore_tty(void)
+{
+	if (tio_saved)
+		tcsetattr(STDIN_FILENO, TCSADRAIN, &saved_tio);
+	tio_saved = false;
+}
+
+static int exit_status_of(const struct space_exec_result *res)
+{
+	if (res->timed_out) {
+		fprintf(stderr, "space: the command timed out and was killed\n");
+		return 124;
+	}
+	return res->exited ? res->exit_code : 128 + res->signal;
+}
+
+/*
+ * Runs argv in sb with stdout/stderr (or the terminal) wired to ours; forwards SIGINT, SIGTERM, SIGHUP
+ * (and, with a tty, window size changes). Returns the exit status to use, or EXIT_FAIL.
+ */
+static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_opts *o)
+{
+	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
+	eo.argv = (const char *const *)o->argv;
+	eo.cwd = o->cwd;
+	eo.env = o->sb.env; /* for exec; create already applied them sandbox-wide */
+	eo.timeout_ms = o->exec_timeout_ms;
+	eo.output = to_fd;
+	eo.stdin_fd = o->interactive || o->tty ? STDIN_FILENO : -1;
+	bool tty = o->tty && isatty(STDIN_FILENO);
+	if (tty) {
+		struct winsize ws;
+		eo.pty = true;
+		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+			eo.rows = ws.ws_row;
+			eo.cols = ws.ws_col;
+		}
+	} else if (o->tty) {
+		eo.pty = true;
+	}
+	if (sigpipe_fds[0] < 0 && pipe2(sigpipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
+		return cli_fail(cli, -errno, "signal pipe");
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	space_process *p;
+	int r = space_process_start(sb, &eo, &p);
+	if (r < 0)
+		return cli_fail(cli, r, "exec in %s", space_sandbox_id(sb));
+	if (tty && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
+		struct termios raw = saved_tio;
+		cfmakeraw(&raw);
+		tio_saved = tcsetattr(STDIN_FILENO, TCSADRAIN, &raw) == 0;
+		atexit(restore_tty);
+	}
+	bool stdin_open = eo.stdin_fd >= 0;
+	int interrupts = 0;
+	struct space_exec_result res = { 0 };
+	int status = EXIT_FAIL;
+	for (;;) {
+		struct pollfd pf[3] = {
+			{ .fd = space_process_fd(p), .events = POLLIN },
+			{ .fd = sigpipe_fds[0], .events = POLLIN },
+			{ .fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN },
+		};
+		if (poll(pf, 3, space_process_pending(p) ? 0 : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			cli_fail(cli, -errno, "poll");
+			break;
+		}
+		if (pf[1].revents & POLLIN) {
+			unsigned char s;
+			while (read(sigpipe_fds[0], &s, 1) == 1) {
+				if (s == SIGWINCH) {
+					struct winsize ws;
+					if (tty && ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+						space_process_resize(p, ws.ws_row, ws.ws_col);
+					continue;
+				}
+				/* The first interrupt is forwarded; a third one gives up on the process. */
+				space_process_signal(p, ++interrupts >= 3 ? SIGKILL : s);
+			}
+		}
+		if (pf[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+			char buf[65536];
+			ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+			if (n > 0) {
+				if (space_process_write_stdin(p, buf, (size_t)n) < 0)
+					stdin_open = false;
+			} else if (n == 0 || errno != EINTR) {
+				space_process_write_stdin(p, NULL, 0);
+				stdin_open = false;
+			}
+		}
+		if (pf[0].revents || space_process_pending(p)) {
+			r = space_process_pump(p, &res);
+			if (r < 0) {
+				cli_fail(cli, r, "exec in %s", space_sandbox_id(sb));
+				break;
+			}
+			if (r == 1) {
+				status = exit_status_of(&res);
+				break;
+			}
+		}
+	}
+	restore_tty();
+	space_process_free(p);
+	return status;
+}
+
+/* ---- commands ---------------------------------------------------------------------------------------- */
+
+int cmd_run(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("run");
+	if (cli_wants_help(argc, argv)) {
+		cli_help(cmd);
+		printf("\nCreates a sandbox from the template (default base), runs CMD in it with its output streamed,\n"
+		       "destroys the sandbox and exits with CMD's exit status (128+N if a signal N ended it, 124 on\n"
+		       "--exec-timeout). Ctrl-C is forwarded to CMD.\n\n"
+		       "  --template T       template to clone (default: base)\n"
+		       "  --isolation MODE   vm (default) or jail (namespaces: a weaker boundary, shares the host kernel)\n"
+		       "  --cpus N, --memory MIB   resources (default 1 CPU, 512 MiB)\n"
+		       "  --env K=V          environment for CMD (repeatable)\n"
+		       "  --cwd DIR          working directory\n"
+		       "  --timeout S        lifetime of the sandbox\n"
+		       "  --exec-timeout S   kill CMD after S seconds\n"
+		       "  -i, -t             forward stdin; run on a terminal\n");
+		return EXIT_OK;
+	}
+	struct run_opts o;
+	int r = parse_run_opts(cmd, argc, argv, &o, true, true, NULL);
+	if (r)
+		return r;
+	warn_jail(cli, o.sb.isolation);
+	space_sandbox *sb;
+	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
+	if (r < 0)
+		return cli_fail(cli, r, "create sandbox");
+	o.sb.env = NULL; /* applied sandbox-wide already */
+	int status = stream_process(cli, sb, &o);
+	r = space_sandbox_destroy(sb);
+	if (r < 0) {
+		cli_fail(cli, r, "destroy sandbox %s", space_sandbox_id(sb));
+		if (status == 0)
+			status = EXIT_FAIL;
+	}
+	space_sandbox_free(sb);
+	return status;
+}
+
+int cmd_create(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("create");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	struct run_opts o;
+	int r = parse_run_opts(cmd, argc, argv, &o, true, false, NULL);
+	if (r)
+		return r;
+	if (o.cwd || o.interactive || o.tty || o.exec_timeout_ms)
+		return cli_usage_error(cmd, "--cwd, -i, -t and --exec-timeout apply to exec, not create");
+	warn_jail(cli, o.sb.isolation);
+	space_sandbox *sb;
+	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
+	if (r < 0)
+		return cli_fail(cli, r, "create sandbox");
+	int rc = EXIT_OK;
+	if (cli->json) {
+		struct space_sandbox_info info;
+		if (space_sandbox_get_info(sb, &info) == 0)
+			rc = cli_print_json(cli_sandbox_json(&info));
+	} else {
+		printf("%s\n", space_sandbox_id(sb));
+	}
+	space_sandbox_free(sb);
+	return rc;
+}
+
+int cmd_exec(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("exec");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	struct run_opts o;
+	char *id = NULL;
+	int r = parse_run_opts(cmd, argc, argv, &o, false, true, &id);
+	if (r)
+		return r;
+	space_sandbox *sb;
+	r = space_sandbox_open(cli_ctx(cli), id, &sb);
+	if (r < 0)
+		return cli_fail(cli, r, "open sandbox %s", id);
+	int status = stream_process(cli, sb, &o);
+	space_sandbox_free(sb);
+	return status;
+}
+
+/* "ID:/path" -> id and path; NULL for a local path. */
+static char *split_remote(char *arg, char **ret_path)
+{
+	char *colon = strchr(arg, ':');
+	if (!colon || colon == arg || strncmp(arg, "sb-", 3) != 0)
+		return NULL;
+	*colon = '\0';
+	*ret_path = colon + 1;
+	return arg;
+}
+
+int cmd_cp(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("cp");
+	if (cli_wants_help(argc, argv)) {
+		cli_help(cmd);
+		printf("\nOne side is ID:/path in a sandbox, the other a local path or - (stdin/stdout).\n");
+		return EXIT_OK;
+	}
+	if (argc != 3)
+		return cli_usage_error(cmd, "cp needs SRC and DST");
+	char *src_path = NULL, *dst_path = NULL;
+	char *src_id = split_remote(argv[1], &src_path);
+	char *dst_id = split_remote(argv[2], &dst_path);
+	if (!!src_id == !!dst_id)
+		return cli_usage_error(cmd, "exactly one of SRC and DST must be ID:/path");
+	const char *id = src_id ? src_id : dst_id;
+	const char *rpath = src_id ? src_path : dst_path;
+	if (rpath[0] != '/')
+		return cli_usage_error(cmd, "the sandbox path must be absolute, not '%s'", rpath);
+	space_sandbox *sb;
+	int r = space_sandbox_open(cli_ctx(cli), id, &sb);
+	if (r < 0)
+		return cli_fail(cli, r, "open sandbox %s", id);
+	int rc = EXIT_OK;
+	if (dst_id) {
+		const char *local = argv[1];
+		int fd = strcmp(local, "-") ? open(local, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			rc = cli_fail(cli, -errno, "open %s", local);
+		} else if (S_ISDIR(st.st_mode)) {
+			rc = cli_fail(cli, -EISDIR, "copy %s", local);
+		} else {
+			uint32_t mode = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0644;
+			r = space_sandbox_write_file(sb, rpath, fd, mode);
+			if (r < 0)
+				rc = cli_fail(cli, r, "copy %s to %s:%s", local, id, rpath);
+		}
+		if (fd > STDIN_FILENO)
+			close(fd);
+	} else {
+		const char *local = argv[2];
+		bool to_stdout = !strcmp(local, "-");
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.space-cp.%d", local, (int)getpid());
+		int fd = to_stdout ? STDOUT_FILENO : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			rc = cli_fail(cli, -errno, "create %s", local);
+		} else {
+			r = space_sandbox_read_file(sb, rpath, fd);
+			if (r < 0)
+				rc = cli_fail(cli, r, "copy %s:%s to %s", id, rpath, local);
+			if (!to_stdout) {
+				struct space_file_stat st;
+				if (rc == EXIT_OK && space_sandbox_stat(sb, rpath, &st) == 0)
+					fchmod(fd, st.mode & 0777);
+				if (close(fd) < 0 && rc == EXIT_OK)
+					rc = cli_fail(cli, -errno, "write %s", local);
+				/* The local file appears whole or not at all. */
+				if (rc == EXIT_OK && rename(tmp, local) < 0)
+					rc = cli_fail(cli, -errno, "rename to %s", local);
+				if (rc != EXIT_OK)
+					unlink(tmp);
+			}
+		}
+	}
+	space_sandbox_free(sb);
+	return rc;
+}
+
+int cmd_rm(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("rm");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc < 2)
+		return cli_usage_error(cmd, "rm needs at least one sandbox ID");
+	int rc = EXIT_OK;
+	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
+	for (int i = 1; i < argc; i++) {
+		int r = space_sandbox_remove(cli_ctx(cli), argv[i]);
+		if (r < 0)
+			rc = cli_fail(cli, r, "remove %s", argv[i]);
+		else if (a)
+			cJSON_AddItemToArray(a, cJSON_CreateString(argv[i]));
+	}
+	if (a) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToObject(j, "removed", a);
+		cli_print_json(j);
+	}
+	return rc;
+}
+
+int cmd_logs(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("logs");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc != 2)
+		return cli_usage_error(cmd, "logs needs one sandbox ID");
+	int r = space_sandbox_read_log(cli_ctx(cli), argv[1], STDOUT_FILENO);
+	if (r < 0)
+		return cli_fail(cli, r, "logs of %s", argv[1]);
+	return EXIT_OK;
+}

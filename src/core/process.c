@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Processes and files in a sandbox: the public face of the agent client. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/sandbox.h"
+#include "proto/agent_client.h"
+#include "util/cleanup.h"
+
+static const char *const default_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"TERM=xterm-256color",
+	"LANG=C.UTF-8",
+};
+
+/* Records "<verb> <arg>: <the agent's message>" as the context's error. */
+static int agent_fail(space_ctx *ctx, int r, const struct agent_error *e, const char *verb, const char *arg)
+{
+	char what[512];
+	snprintf(what, sizeof(what), "%s %s", verb, arg);
+	if (e && e->msg[0])
+		return ctx_error_msg(ctx, r, "%s: %s", what, e->msg);
+	return ctx_error(ctx, r, "%s", what);
+}
+
+static size_t key_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+/* defaults, then the sandbox's, then the call's: a later KEY replaces an earlier one. */
+static const char **merge_env(char *const *sandbox, const char *const *call)
+{
+	size_t n = ARRAY_SIZE(default_env);
+	for (char *const *e = sandbox; e && *e; e++)
+		n++;
+	for (const char *const *e = call; e && *e; e++)
+		n++;
+	const char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	const char *const *lists[3] = { default_env, (const char *const *)sandbox, call };
+	size_t counts[3] = { ARRAY_SIZE(default_env), SIZE_MAX, SIZE_MAX };
+	for (int l = 0; l < 3; l++) {
+		for (size_t i = 0; lists[l] && i < counts[l] && lists[l][i]; i++) {
+			const char *kv = lists[l][i];
+			size_t kl = key_len(kv);
+			size_t j;
+			for (j = 0; j < k; j++)
+				if (key_len(v[j]) == kl && !strncmp(v[j], kv, kl))
+					break;
+			v[j] = kv;
+			if (j == k)
+				k++;
+		}
+	}
+	return v;
+}
+
+struct space_process {
+	space_ctx *ctx;
+	struct agent_exec *x;
+	space_output_fn output;
+	void *userdata;
+};
+
+static int deliver(int stream, const void *buf, size_t len, void *userdata)
+{
+	struct space_process *p = userdata;
+	return p->output ? p->output(stream, buf, len, p->userdata) : 0;
+}
+
+SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_options *o, space_process **ret)
+{
+	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0] || !ret)
+		return -EINVAL;
+	space_ctx *ctx = sandbox_ctx(sb);
+	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
+	if (!env)
+		return -ENOMEM;
+	struct agent_exec_req req = {
+		.argv = o->argv,
+		.env = env,
+		.cwd = o->cwd,
+		.uid = o->uid,
+		.gid = o->gid,
+		.stdin_pipe = o->stdin_fd >= 0,
+		.pty = o->pty,
+		.rows = o->rows,
+		.cols = o->cols,
+		.timeout_ms = o->timeout_ms,
+	};
+	struct space_process *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->ctx = ctx;
+	p->output = o->output;
+	p->userdata = o->userdata;
+	struct agent_error err = { 0 };
+	int r = agent_exec_start(sandbox_addr(sb), &req, &p->x, &err);
+	if (r < 0) {
+		free(p);
+		return agent_fail(ctx, r, &err, "run", o->argv[0]);
+	}
+	*ret = p;
+	return 0;
+}
+
+SPACE_API int space_process_fd(space_process *p)
+{
+	return agent_exec_fd(p->x);
+}
+
+SPACE_API bool space_process_pending(space_process *p)
+{
+	return agent_exec_pending(p->x);
+}
+
+SPACE_API int space_process_pid(space_process *p)
+{
+	return agent_exec_pid(p->x);
+}
+
+SPACE_API int space_process_write_stdin(space_process *p, const void *data, size_t len)
+{
+	return agent_exec_write_stdin(p->x, data, len);
+}
+
+SPACE_API int space_process_signal(space_process *p, int sig)
+{
+	return agent_exec_signal(p->x, sig);
+}
+
+SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t cols)
+{
+	return agent_exec_resize(p->x, rows, cols);
+}
+
+SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret)
+{
+	struct agent_exit ex;
+	int r = agent_exec_pump(p->x, deliver, p, &ex);
+	if (r < 0)
+		return ctx_error(p->ctx, r, "process output");
+	if (r == 1 && ret) {
+		ret->exited = ex.exited;
+		ret->exit_code = ex.code;
+		ret->signal = ex.signal;
+		ret->timed_out = ex.timed_out;
+	}
+	return r;
+}
+
+SPACE_API void space_process_free(space_process *p)
+{
+	if (!p)
+		return;
+	agent_exec_free(p->x);
+	free(p);
+}
+
+SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_options *o,
+				 struct space_exec_result *ret)
+{
+	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0])
+		return -EINVAL;
+	space_ctx *ctx = sandbox_ctx(sb);
+	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
+	if (!env)
+		return -ENOMEM;
+	struct agent_exec_req req = {
+		.argv = o->argv,
+		.env = env,
+		.cwd = o->cwd,
+		.uid = o->uid,
+		.gid = o->gid,
+		.stdin_pipe = o->stdin_fd >= 0,
+		.pty = o->pty,
+		.rows = o->rows,
+		.cols = o->cols,
+		.timeout_ms = o->timeout_ms,
+	};
+	struct space_process p = { .ctx = ctx, .output = o->output, .userdata = o->userdata };
+	struct agent_exit ex;
+	struct agent_error err = { 0 };
+	int r = agent_exec_run(sandbox_addr(sb), &req, o->stdin_fd, deliver, &p, &ex, &err);
+	if (r < 0)
+		return agent_fail(ctx, r, &err, "run", o->argv[0]);
+	if (ret) {
+		ret->exited = ex.exited;
+		ret->exit_code = ex.code;
+		ret->signal = ex.signal;
+		ret->timed_out = ex.timed_out;
+	}
+	return 0;
+}
+
+/* ---- files --------------------------------------------------------------------------------------- */
+
+SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int src_fd, uint32_t mode)
+{
+	if (!sb || !path || src_fd < 0)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	int r = agent_file_write(sandbox_addr(sb), path, mode, true, src_fd, &err);
+	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "write", path) : 0;
+}
+
+SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd)
+{
+	if (!sb || !path || dst_fd < 0)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	int r = agent_file_read(sandbox_addr(sb), path, dst_fd, NULL, &err);
+	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "read", path) : 0;
+}
+
+static void stat_out(const struct agent_stat *a, struct space_file_stat *s)
+{
+	s->mode = a->mode;
+	s->uid = a->uid;
+	s->gid = a->gid;
+	s->size = a->size;
+	s->mtime_ns = a->mtime_ns;
+}
+
+SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret)
+{
+	if (!sb || !path || !ret)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	struct agent_stat st;
+	int r = agent_stat(sandbox_addr(sb), path, true, &st, &err);
+	if (r < 0)
+		return agent_fail(sandbox_ctx(sb), r, &err, "stat", path);
+	stat_out(&st, ret);
+	return 0;
+}
+
+struct list_ctx {
+	space_dirent_fn fn;
+	void *userdata;
+};
+
+static int list_entry(const char *name, const struct agent_stat *st, void *userdata)
+{
+	struct list_ctx *l = userdata;
+	struct space_file_stat s;
+	stat_out(st, &s);
+	return l->fn(name, &s, l->userdata);
+}
+
+SPACE_API int space_sandbox_list_dir(space_sandbox *sb, const char *path, space_dirent_fn fn, void *userdata)
+{
+	if (!sb || !path || !fn)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	struct list_ctx l = { fn, userdata };
+	int r = agent_list_dir(sandbox_addr(sb), path, list_entry, &l, &err);
+	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "list", path) : 0;
+}
+
+SPACE_API int space_sandbox_mkdir(space_sandbox *sb, const char *path, uint32_t mode, bool parents)
+{
+	if (!sb || !path)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	int r = agent_mkdir(sandbox_addr(sb), path, mode, parents, &err);
+	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "mkdir", path) : 0;
+}
+
+SPACE_API int space_sandbox_remove_path(space_sandbox *sb, const char *path, bool recursive)
+{
+	if (!sb || !path)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	int r = agent_remove(sandbox_addr(sb), path, recursive, &err);
+	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "remove", path) : 0;
+}
+
+SPACE_API int space_sandbox_rename(space_sandbox *sb, const char *from, const char *to)
+{
+	if (!sb || !from || !to)
+		return -EINVAL;
+	struct agent_error err = { 0 };
+	int r = agent_rename(sandbox_addr(sb), from, to, &err);
+	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "rename", from) : 0;
+}

@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox lifecycle: creating -> running -> stopped/failed -> destroyed, each change one transaction.
+ * Everything here is shared by the isolation modes; the mode-specific parts (start, alive, kill) sit
+ * behind the small iso_* functions at the top.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "core/sandbox.h"
+#include "jail/jail.h"
+#include "proto/agent_client.h"
+#include "store/btrfs.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define AGENT_HELLO_TIMEOUT_MS 15000
+#define KILL_TIMEOUT_MS 10000
+
+/* ---- isolation back-ends --------------------------------------------------------------------------- */
+
+static int vm_unavailable(space_ctx *ctx)
+{
+	if (access("/dev/kvm", R_OK | W_OK) < 0)
+		return ctx_error_msg(ctx, -ENODEV,
+				     "vm isolation needs /dev/kvm, which this host does not have (%s): enable "
+				     "hardware virtualization (VT-x/AMD-V, nested virtualization in a cloud VM), "
+				     "or choose --isolation jail (a weaker boundary that shares the host kernel)",
+				     strerror(errno));
+	return ctx_error_msg(ctx, -ENODEV,
+			     "vm isolation is not available in this build of libspace yet: choose --isolation jail "
+			     "(a weaker boundary that shares the host kernel)");
+}
+
+/* The jail_info a sandbox row describes. */
+static void jail_info_of(const struct sandbox_row *row, struct jail_info *ji)
+{
+	memset(ji, 0, sizeof(*ji));
+	ji->pid = row->info.pid;
+	ji->start_time = row->pid_start;
+	ji->uid_base = row->uid_base;
+	snprintf(ji->cgroup, sizeof(ji->cgroup), "%s", row->cgroup);
+}
+
+static int iso_kill(space_ctx *ctx, const struct sandbox_row *row)
+{
+	if (row->info.pid <= 0)
+		return 0;
+	if (!strcmp(row->info.isolation, "jail")) {
+		struct jail_info ji;
+		jail_info_of(row, &ji);
+		int r = jail_kill(&ji, KILL_TIMEOUT_MS);
+		if (r < 0)
+			return ctx_error(ctx, r, "stop sandbox %s (pid %d)", row->info.id, row->info.pid);
+	}
+	return 0;
+}
+
+/* ---- rows ------------------------------------------------------------------------------------------ */
+
+int sandbox_row_load(space_ctx *ctx, const char *id, struct sandbox_row *row)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	char sql[1024];
+	snprintf(sql, sizeof(sql), "%s WHERE id = ?", core_sandbox_select());
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		memset(row, 0, sizeof(*row));
+		core_sandbox_row(st, &row->info, &row->pid_start);
+		snprintf(row->runtime_dir, sizeof(row->runtime_dir), "%s", (const char *)sqlite3_column_text(st, 13));
+		const char *cg = (const char *)sqlite3_column_text(st, 14);
+		snprintf(row->cgroup, sizeof(row->cgroup), "%s", cg ? cg : "");
+		const char *meta = (const char *)sqlite3_column_text(st, 15);
+		row->metadata = meta ? strdup(meta) : NULL;
+		if (row->metadata) {
+			cJSON *j = cJSON_Parse(row->metadata);
+			cJSON *ub = cJSON_GetObjectItemCaseSensitive(j, "uid_base");
+			if (cJSON_IsNumber(ub))
+				row->uid_base = (uint32_t)ub->valuedouble;
+			cJSON_Delete(j);
+		}
+	} else if (rc == SQLITE_DONE) {
+		r = ctx_error_msg(ctx, -ENOENT, "no sandbox %s (see `space ls`)", id);
+	} else {
+		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+void sandbox_row_clear(struct sandbox_row *row)
+{
+	free(row->metadata);
+	row->metadata = NULL;
+}
+
+/* One UPDATE + event in one transaction. */
+static int row_update(space_ctx *ctx, const char *id, const char *sql_set, const char *event, const char *detail,
+		      int (*bind)(sqlite3_stmt *st, void *ud), void *ud)
+{
+	struct store *s = ctx->store;
+	int r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	char sql[512];
+	snprintf(sql, sizeof(sql), "UPDATE sandboxes SET %s, updated_ms = ?1 WHERE id = ?2", sql_set);
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
+	if (r == 0) {
+		sqlite3_bind_int64(st, 1, util_wall_ms());
+		sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+		if (bind)
+			r = bind(st, ud);
+		if (r == 0)
+			r = store_errno(sqlite3_step(st));
+		sqlite3_finalize(st);
+	}
+	if (r == 0)
+		r = store_event(s, id, event, detail);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	}
+	return 0;
+}
+
+struct mark_bind {
+	const char *status;
+	const char *reason;
+};
+
+static int bind_mark(sqlite3_stmt *st, void *ud)
+{
+	const struct mark_bind *m = ud;
+	if (m->reason && *m->reason)
+		sqlite3_bind_text(st, 3, m->reason, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 4, m->status, -1, SQLITE_STATIC);
+	return 0;
+}
+
+static int mark(space_ctx *ctx, const char *id, enum space_sandbox_status status, const char *reason)
+{
+	struct mark_bind m = { space_sandbox_status_name(status), reason };
+	return row_update(ctx, id, "status = ?4, reason = ?3", m.status, reason, bind_mark, &m);
+}
+
+/* ---- handles --------------------------------------------------------------------------------------- */
+
+struct space_sandbox {
+	space_ctx *ctx;
+	struct sandbox_row row;
+	char addr[PATH_MAX + 16];    /* agent address for the client */
+	char log_path[PATH_MAX];
+	char **env;                  /* sandbox-wide environment, NULL-terminated */
+};
+
+static void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+static char **env_from_metadata(const char *meta)
+{
+	cJSON *j = meta ? cJSON_Parse(meta) : NULL;
+	cJSON *env = cJSON_GetObjectItemCaseSensitive(j, "env");
+	int n = cJSON_IsArray(env) ? cJSON_GetArraySize(env) : 0;
+	char **v = calloc((size_t)n + 1, sizeof(char *));
+	int k = 0;
+	cJSON *e;
+	if (v) {
+		cJSON_ArrayForEach(e, env) {
+			if (cJSON_IsString(e) && k < n && (v[k] = strdup(e->valuestring)))
+				k++;
+		}
+	}
+	cJSON_Delete(j);
+	return v;
+}
+
+static int handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **ret)
+{
+	space_sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return -ENOMEM;
+	sb->ctx = ctx;
+	sb->row = *row;
+	row->metadata = NULL; /* moved */
+	snprintf(sb->addr, sizeof(sb->addr), "unix:%s/agent.sock", sb->row.runtime_dir);
+	snprintf(sb->log_path, sizeof(sb->log_path), "%s/sandbox.log", sb->row.runtime_dir);
+	sb->env = env_from_metadata(sb->row.metadata);
+	if (!sb->env) {
+		sandbox_row_clear(&sb->row);
+		free(sb);
+		return -ENOMEM;
+	}
+	*ret = sb;
+	return 0;
+}
+
+SPACE_API void space_sandbox_free(space_sandbox *sb)
+{
+	if (!sb)
+		return;
+	sandbox_row_clear(&sb->row);
+	strv_free(sb->env);
+	free(sb);
+}
+
+SPACE_API const char *space_sandbox_id(const space_sandbox *sb)
+{
+	return sb->row.info.id;
+}
+
+SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb)
+{
+	return sb->log_path;
+}
+
+const char *sandbox_addr(const space_sandbox *sb)
+{
+	return sb->addr;
+}
+
+space_ctx *sandbox_ctx(const space_sandbox *sb)
+{
+	return sb->ctx;
+}
+
+char *const *sandbox_env(const space_sandbox *sb)
+{
+	return sb->env;
+}
+
+/* ---- create ---------------------------------------------------------------------------------------- */
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_base)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON *env = cJSON_AddArrayToObject(j, "env");
+	for (const char *const *e = o->env; e && *e; e++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+	cJSON_AddNumberToObject(j, "uid_base", uid_base);
+	char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+static int insert_row(space_ctx *ctx, const struct sandbox_row *row, const char *metadata)
+{
+	struct store *s = ctx->store;
+	int r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(
+		store_db(s),
+		"INSERT INTO sandboxes(id, template, isolation, status, pid, pid_start, cpus, memory_mib, path,"
+		" runtime_dir, created_ms, updated_ms, expires_ms, metadata)"
+		" VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		-1, &st, NULL));
+	if (r == 0) {
+		const struct space_sandbox_info *b = &row->info;
+		sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, b->template_name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, b->isolation, -1, SQLITE_STATIC);
+		/* Until the sandbox has its own process, the creator's identifies a live creation. */
+		sqlite3_bind_int(st, 4, b->pid);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)row->pid_start);
+		sqlite3_bind_int(st, 6, (int)b->cpus);
+		sqlite3_bind_int(st, 7, (int)b->memory_mib);
+		sqlite3_bind_text(st, 8, b->path, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, row->runtime_dir, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 10, b->created_ms);
+		sqlite3_bind_int64(st, 11, b->created_ms);
+		sqlite3_bind_int64(st, 12, b->expires_ms);
+		sqlite3_bind_text(st, 13, metadata, -1, SQLITE_STATIC);
+		r = store_errno(sqlite3_step(st));
+		sqlite3_finalize(st);
+	}
+	if (r == 0)
+		r = store_event(s, row->info.id, "creating", row->info.template_name);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	}
+	return 0;
+}
+
+struct running_bind {
+	const struct jail_info *ji;
+	const char *metadata;
+};
+
+static int bind_running(sqlite3_stmt *st, void *ud)
+{
+	const struct running_bind *b = ud;
+	sqlite3_bind_int(st, 3, b->ji->pid);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)b->ji->start_time);
+	sqlite3_bind_text(st, 5, b->ji->cgroup, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, b->metadata, -1, SQLITE_STATIC);
+	return 0;
+}
+
+/* Removes what a sandbox has on disk: its subvolume and runtime directory. */
+static int release_disk(space_ctx *ctx, const struct sandbox_row *row)
+{
+	int r = store_btrfs_subvolume_delete(row->info.path);
+	if (r < 0)
+		return ctx_error(ctx, r, "delete subvolume %s", row->info.path);
+	if (row->runtime_dir[0]) {
+		r = util_rm_rf(row->runtime_dir);
+		if (r < 0)
+			return ctx_error(ctx, r, "remove %s", row->runtime_dir);
+	}
+	return 0;
+}
+
+SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
+{
+	if (!ctx || !o || o->version == 0 || !ret)
+		return -EINVAL;
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	const char *tname = o->template_name ? o->template_name : "base";
+	struct space_template_info t;
+	r = space_template_get(ctx, tname, &t);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *def_iso = NULL;
+	const char *iso = o->isolation;
+	if (!iso)
+		iso = store_meta_get(ctx->store, "isolation", &def_iso) == 0 ? def_iso : "vm";
+	if (strcmp(iso, "vm") && strcmp(iso, "jail"))
+		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", iso);
+	if (!strcmp(iso, "vm"))
+		return vm_unavailable(ctx);
+	if (o->cpus > 256 || o->memory_mib > (1u << 22))
+		return ctx_error_msg(ctx, -EINVAL, "cpus (%u) or memory (%u MiB) out of range", o->cpus,
+				     o->memory_mib);
+	for (const char *const *e = o->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=')
+			return ctx_error_msg(ctx, -EINVAL, "environment entry '%s' is not KEY=VALUE", *e);
+	if (o->hostname && !util_name_valid(o->hostname))
+		return ctx_error_msg(ctx, -EINVAL, "invalid hostname '%s'", o->hostname);
+
+	char agent[PATH_MAX];
+	r = ctx_helper_path(ctx, "space-agent", agent, sizeof(agent));
+	if (r < 0)
+		return r;
+
+	struct sandbox_row row = { 0 };
+	struct space_sandbox_info *b = &row.info;
+	r = core_new_id("sb-", b->id, sizeof(b->id));
+	if (r < 0)
+		return ctx_error(ctx, r, "random id");
+	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
+	snprintf(b->isolation, sizeof(b->isolation), "%s", iso);
+	b->cpus = o->cpus ? o->cpus : 1;
+	b->memory_mib = o->memory_mib ? o->memory_mib : 512;
+	b->created_ms = util_wall_ms();
+	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
+	b->pid = getpid();
+	row.pid_start = core_process_start_time(getpid());
+	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
+	char run[PATH_MAX];
+	snprintf(run, sizeof(run), "%s/run/%s", ctx->state_dir, b->id);
+	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s", run);
+
+	_cleanup_free_ char *meta = make_metadata(o, 0);
+	if (!meta)
+		return -ENOMEM;
+	r = insert_row(ctx, &row, meta);
+	if (r < 0)
+		return r;
+
+	char why[512] = "";
+	struct jail_info ji = { 0 };
+	bool started = false;
+	_cleanup_close_ int lfd = -1, logfd = -1;
+	char sock[PATH_MAX], image[PATH_MAX], logp[PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s/agent.sock", run);
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", b->path);
+	snprintf(logp, sizeof(logp), "%s/sandbox.log", run);
+
+	r = store_btrfs_snapshot(t.path, b->path, false);
+	if (r < 0) {
+		ctx_error(ctx, r, "snapshot template %s", t.path);
+		goto fail;
+	}
+	r = util_mkdir_p(run, 0700);
+	if (r < 0) {
+		ctx_error(ctx, r, "create %s", run);
+		goto fail;
+	}
+	lfd = listen_unix(sock);
+	if (lfd < 0) {
+		r = lfd;
+		ctx_error(ctx, r, "listen on %s", sock);
+		goto fail;
+	}
+	logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (logfd < 0) {
+		r = ctx_error(ctx, -errno, "open %s", logp);
+		goto fail;
+	}
+	struct jail_config jc = {
+		.id = b->id,
+		.rootfs_image = image,
+		.agent_path = agent,
+		.hostname = o->hostname ? o->hostname : b->id,
+		.listen_fd = lfd,
+		.log_fd = logfd,
+		.cpus = b->cpus,
+		.memory_bytes = (uint64_t)b->memory_mib << 20,
+	};
+	r = jail_start(&jc, &ji, why, sizeof(why));
+	if (r < 0) {
+		ctx_error_msg(ctx, r, "start jail: %s", why[0] ? why : space_strerror(r));
+		goto fail;
+	}
+	started = true;
+	/* The agent holds its own copy of the listening socket. */
+	close(TAKE_FD(lfd));
+
+	char addr[PATH_MAX + 16];
+	snprintf(addr, sizeof(addr), "unix:%s", sock);
+	struct agent_info ai;
+	struct agent_error aerr = { 0 };
+	r = agent_hello(addr, AGENT_HELLO_TIMEOUT_MS, &ai, &aerr);
+	if (r < 0) {
+		ctx_error_msg(ctx, r, "agent did not answer: %s (see %s)", aerr.msg[0] ? aerr.msg : space_strerror(r),
+			      logp);
+		goto fail;
+	}
+	free(meta);
+	meta = make_metadata(o, ji.uid_base);
+	if (!meta) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	struct running_bind rb = { &ji, meta };
+	r = row_update(ctx, b->id, "status = 'running', pid = ?3, pid_start = ?4, cgroup = ?5, metadata = ?6",
+		       "running", ai.version, bind_running, &rb);
+	if (r < 0)
+		goto fail;
+	b->status = SPACE_SANDBOX_RUNNING;
+	b->pid = ji.pid;
+	row.pid_start = ji.start_time;
+	row.uid_base = ji.uid_base;
+	snprintf(row.cgroup, sizeof(row.cgroup), "%s", ji.cgroup);
+	row.metadata = TAKE_PTR(meta);
+	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (jail pid %d, agent %s)", b->id, ji.pid, ai.version);
+	r = handle_new(ctx, &row, ret);
+	if (r < 0) {
+		sandbox_row_clear(&row);
+		return ctx_error(ctx, r, "sandbox handle");
+	}
+	return 0;
+
+fail: {
+	/* Keep the first error's message; undo in reverse order. */
+	char msg[sizeof(ctx->last_error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+	if (started)
+		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+	(void)release_disk(ctx, &row);
+	(void)mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg);
+	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+	return r;
+}
+}
+
+/* ---- open, info, destroy ------------------------------------------------------------------------ */
+
+static bool row_alive(const struct sandbox_row *row)
+{
+	return core_process_alive(row->info.pid, row->pid_start);
+}
+
+SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox **ret)
+{
+	if (!ctx || !id || !ret)
+		return -EINVAL;
+	struct sandbox_row row;
+	int r = sandbox_row_load(ctx, id, &row);
+	if (r < 0)
+		return r;
+	if (row.info.status != SPACE_SANDBOX_RUNNING && row.info.status != SPACE_SANDBOX_PAUSED) {
+		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s is %s%s%s", id, space_sandbox_status_name(row.info.status),
+				  row.info.reason[0] ? ": " : "", row.info.reason);
+		sandbox_row_clear(&row);
+		return r;
+	}
+	if (!row_alive(&row)) {
+		(void)mark(ctx, id, SPACE_SANDBOX_FAILED, "sandbox process exited unexpectedly");
+		sandbox_row_clear(&row);
+		return ctx_error_msg(ctx, -ESRCH, "sandbox %s has died (its process %d is gone); `space rm %s` cleans up",
+				     id, row.info.pid, id);
+	}
+	r = handle_new(ctx, &row, ret);
+	if (r < 0)
+		sandbox_row_clear(&row);
+	return r;
+}
+
+SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info *ret)
+{
+	struct sandbox_row row;
+	int r = sandbox_row_load(sb->ctx, sb->row.info.id, &row);
+	if (r < 0)
+		return r;
+	if ((row.info.status == SPACE_SANDBOX_RUNNING || row.info.status == SPACE_SANDBOX_PAUSED) && !row_alive(&row)) {
+		const char *why = "sandbox process exited unexpectedly";
+		if (mark(sb->ctx, row.info.id, SPACE_SANDBOX_FAILED, why) == 0) {
+			row.info.status = SPACE_SANDBOX_FAILED;
+			snprintf(row.info.reason, sizeof(row.info.reason), "%s", why);
+		}
+	}
+	*ret = row.info;
+	sandbox_row_clear(&row);
+	return 0;
+}
+
+static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason)
+{
+	if (row->info.status == SPACE_SANDBOX_DESTROYED)
+		return 0;
+	/* A creation still in progress in a live process is not ours to tear down. */
+	if (row->info.status == SPACE_SANDBOX_CREATING && row->info.pid != getpid() && row_alive(row))
+		return ctx_error_msg(ctx, -EBUSY, "sandbox %s is being created by process %d", row->info.id,
+				     row->info.pid);
+	if (row->info.status != SPACE_SANDBOX_CREATING) {
+		int r = iso_kill(ctx, row);
+		if (r < 0)
+			return r;
+	}
+	int r = release_disk(ctx, row);
+	if (r < 0) {
+		(void)mark(ctx, row->info.id, SPACE_SANDBOX_FAILED, ctx->last_error);
+		return r;
+	}
+	return mark(ctx, row->info.id, SPACE_SANDBOX_DESTROYED, reason);
+}
+
+SPACE_API int space_sandbox_destroy(space_sandbox *sb)
+{
+	if (!sb)
+		return -EINVAL;
+	struct sandbox_row row;
+	int r = sandbox_row_load(sb->ctx, sb->row.info.id, &row);
+	if (r < 0)
+		return r;
+	r = destroy_row(sb->ctx, &row, NULL);
+	sandbox_row_clear(&row);
+	return r;
+}
+
+SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
+{
+	if (!ctx || !id)
+		return -EINVAL;
+	struct sandbox_row row;
+	int r = sandbox_row_load(ctx, id, &row);
+	if (r < 0)
+		return r;
+	if (row.info.status == SPACE_SANDBOX_DESTROYED) {
+		sandbox_row_clear(&row);
+		return ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
+	}
+	r = destroy_row(ctx, &row, NULL);
+	sandbox_row_clear(&row);
+	return r;
+}
+
+SPACE_API int space_sandbox_reap(space_ctx *ctx)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s),
+					   "SELECT id FROM sandboxes WHERE status != 'destroyed' AND expires_ms > 0"
+					   " AND expires_ms <= ?",
+					   -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_bind_int64(st, 1, util_wall_ms());
+	char ids[64][32];
+	int n = 0;
+	while (n < 64 && sqlite3_step(st) == SQLITE_ROW)
+		snprintf(ids[n++], sizeof(ids[0]), "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	int done = 0;
+	for (int i = 0; i < n; i++) {
+		struct sandbox_row row;
+		if (sandbox_row_load(ctx, ids[i], &row) < 0)
+			continue;
+		if (destroy_row(ctx, &row, "lifetime expired") == 0) {
+			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: lifetime expired", ids[i]);
+			done++;
+		}
+		sandbox_row_clear(&row);
+	}
+	return done;
+}
+
+SPACE_API int space_sandbox_read_log(space_ctx *ctx, const char *id, int dst_fd)
+{
+	if (!ctx || !id || dst_fd < 0)
+		return -EINVAL;
+	struct sandbox_row row;
+	int r = sandbox_row_load(ctx, id, &row);
+	if (r < 0)
+		return r;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/sandbox.log", row.runtime_dir);
+	sandbox_row_clear(&row);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ctx_error(ctx, -errno, "log of %s (%s)", id, path);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		r = util_write_all(dst_fd, buf, (size_t)n);
+		if (r < 0)
+			return ctx_error(ctx, r, "write log");
+	}
+	return n < 0 ? ctx_error(ctx, -errno, "read %s", path) : 0;
+}
