@@ -204,8 +204,11 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 
 	space_process *p;
 	int r = space_process_start(sb, &eo, &p);
-	if (r < 0)
-		return cli_fail(cli, r, "exec in %s", space_sandbox_id(sb));
+	if (r < 0) {
+		cli_fail(cli, r, "exec in %s", space_sandbox_id(sb));
+		/* Like a shell: 127 for a command that is not there, 126 for one that cannot run. */
+		return r == -ENOENT ? 127 : r == -EACCES || r == -ENOEXEC ? 126 : EXIT_FAIL;
+	}
 	if (tty && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
 		struct termios raw = saved_tio;
 		cfmakeraw(&raw);

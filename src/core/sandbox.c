@@ -22,6 +22,7 @@
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
+#include "util/loop.h"
 #include "util/util.h"
 
 #define AGENT_HELLO_TIMEOUT_MS 15000
@@ -348,6 +349,12 @@ static int bind_running(sqlite3_stmt *st, void *ud)
 /* Removes what a sandbox has on disk: its subvolume and runtime directory. */
 static int release_disk(space_ctx *ctx, const struct sandbox_row *row)
 {
+	/* The jail's loop device goes only after the kernel tears down its mount namespace: wait for it,
+	 * so a pool unmount or template removal right after a destroy does not find the image busy. */
+	char image[PATH_MAX];
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", row->info.path);
+	if (util_loop_wait_released(image, KILL_TIMEOUT_MS) < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
 	int r = store_btrfs_subvolume_delete(row->info.path);
 	if (r < 0)
 		return ctx_error(ctx, r, "delete subvolume %s", row->info.path);

@@ -3,10 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
+#include <limits.h>
 #include <linux/loop.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
@@ -47,4 +50,43 @@ int util_loop_attach(const char *image, bool read_only, char *ret_dev, size_t de
 			return -err;
 	}
 	return -EBUSY;
+}
+
+/* Whether a loop device is bound to the file (dev, ino): paths in sysfs are as seen from the mount
+ * namespace that attached it, so compare identities instead. */
+static bool loop_backs(dev_t dev, ino_t ino)
+{
+	_cleanup_closedir_ DIR *d = opendir("/sys/block");
+	if (!d)
+		return false;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		char p[300];
+		snprintf(p, sizeof(p), "/dev/%s", de->d_name);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct loop_info64 info;
+		int r = ioctl(fd, LOOP_GET_STATUS64, &info);
+		close(fd);
+		if (r == 0 && info.lo_device == dev && info.lo_inode == ino)
+			return true;
+	}
+	return false;
+}
+
+int util_loop_wait_released(const char *image, int timeout_ms)
+{
+	struct stat st;
+	if (stat(image, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (int waited = 0;; waited += 10) {
+		if (!loop_backs(st.st_dev, st.st_ino))
+			return 0;
+		if (waited >= timeout_ms)
+			return -ETIMEDOUT;
+		usleep(10000);
+	}
 }

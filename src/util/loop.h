@@ -10,3 +10,10 @@
  * ret_dev and returns an open fd of the device (caller closes it after mounting) or -errno.
  */
 int util_loop_attach(const char *image, bool read_only, char *ret_dev, size_t devlen);
+
+/*
+ * Waits until no loop device is backed by image any more (a loop device with autoclear is released only
+ * once the last mount namespace that mounted it is gone, which the kernel finishes asynchronously after
+ * the namespace's last process exits). Returns 0, or -ETIMEDOUT.
+ */
+int util_loop_wait_released(const char *image, int timeout_ms);

@@ -52,3 +52,22 @@ uint64_t guest_parse_num(const char *s, const char **end);
 
 /* A bump allocator over a static arena (page-aligned allocations possible); never freed. */
 void *guest_alloc(size_t size, size_t align);
+
+/* Little-endian field readers for boot_params and ACPI tables (no alignment assumptions). */
+static inline uint16_t guest_rd16(const void *p) { const uint8_t *b = p; return (uint16_t)(b[0] | b[1] << 8); }
+static inline uint32_t guest_rd32(const void *p) { return guest_rd16(p) | (uint32_t)guest_rd16((const uint8_t *)p + 2) << 16; }
+static inline uint64_t guest_rd64(const void *p) { return guest_rd32(p) | (uint64_t)guest_rd32((const uint8_t *)p + 4) << 32; }
+
+/* Debug exit port of space-vmm: outb(code) ends the VM (0 = success). */
+#define GUEST_DEBUG_EXIT_PORT 0x501
+
+/* AP bring-up (rt/start.S): the trampoline copied to GUEST_AP_TRAMPOLINE (SIPI vector 0x08). */
+#define GUEST_AP_TRAMPOLINE 0x8000
+extern char guest_ap_tramp_start[], guest_ap_tramp_end[];
+extern uint64_t guest_ap_cr3, guest_ap_stack, guest_ap_entry;
+
+/*
+ * Starts the AP with the given local APIC ID with INIT + SIPI; it runs entry() on its own stack
+ * (stack_size bytes from guest_alloc). Copies the trampoline on first use.
+ */
+void guest_start_ap(unsigned apic_id, void (*entry)(void), size_t stack_size);

@@ -1,0 +1,45 @@
+#!/bin/bash
+# One command from a fresh Debian/Ubuntu machine to a working libspace: installs the dependencies,
+# builds and installs libspace, prepares the state directory and the templates, then runs a command in
+# a sandbox. Run it as root from the source tree:  sudo ./scripts/setup.sh
+# Environment: SPACE_STATE_DIR (default /var/lib/space), SPACE_POOL_SIZE (loop pool size, default 16G),
+# SPACE_POOL (an existing btrfs directory to use instead of a loop pool), PREFIX (default /usr/local).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ "$(id -u)" = 0 ] || { echo "setup.sh: run as root (sudo ./scripts/setup.sh)" >&2; exit 1; }
+PREFIX=${PREFIX:-/usr/local}
+STATE=${SPACE_STATE_DIR:-/var/lib/space}
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+step "installing dependencies (apt-get)"
+./scripts/deps.sh
+
+step "building libspace"
+if [ -d build/meson-private ]; then
+	meson configure build --prefix "$PREFIX" >/dev/null
+else
+	meson setup build --prefix "$PREFIX" --buildtype=release -Dtests=false >/dev/null
+fi
+meson compile -C build
+step "installing into $PREFIX"
+meson install -C build --quiet
+ldconfig
+export PATH="$PREFIX/bin:$PATH"
+export SPACE_STATE_DIR="$STATE"
+
+# Hardware virtualization decides the default isolation. VM sandboxes need /dev/kvm; without it the
+# jail mode (namespaces + seccomp + cgroups around the shared host kernel, a weaker boundary) is used,
+# and said so.
+ISOLATION=jail
+step "initializing $STATE (default isolation: $ISOLATION — a weaker boundary than a VM: it shares the host kernel)"
+if [ -n "${SPACE_POOL:-}" ]; then
+	space init --pool "$SPACE_POOL" --isolation "$ISOLATION"
+else
+	space init --loop-pool "${SPACE_POOL_SIZE:-16G}" --isolation "$ISOLATION"
+fi
+
+step "building templates (tiny, base)"
+SPACE=space ./scripts/make-templates.sh tiny base
+
+step "running: space run -- python3 -c 'print(6*7)'"
+space run -- python3 -c 'print(6*7)'

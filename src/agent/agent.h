@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * space-agent internals. One thread, one epoll loop: every fd the agent waits on is a `struct watch`
+ * embedded in the object that owns it (connection, process). Objects are never freed while an epoll
+ * batch may still name them: they are marked dead and freed after the batch.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "proto/proto.h"
+
+/* Flow-control bounds per connection. */
+#define AGENT_OUT_HIGH (1u << 20)    /* stop producing (pipes, file reads) above this much unsent */
+#define AGENT_STDIN_HIGH (256u << 10) /* stop reading the socket while this much stdin is unwritten */
+#define AGENT_PIPE_SIZE (256u << 10) /* stdio pipe capacity and read size */
+#define AGENT_MAX_CONNS 1024
+#define AGENT_MAX_PROCS 1024
+
+enum watch_kind { W_LISTEN, W_SIGNAL, W_CONN, W_PROC_OUT, W_PROC_ERR, W_PROC_IN, W_PROC_TIMER };
+
+struct watch {
+	int fd;
+	enum watch_kind kind;
+	uint32_t events; /* as registered; 0 = not in the epoll set */
+	void *obj;
+};
+
+enum conn_state {
+	C_HELLO,      /* waiting for the client's HELLO */
+	C_REQUEST,    /* waiting for the request */
+	C_EXEC,       /* an exec runs; STDIN/SIGNAL/RESIZE accepted */
+	C_FILE_WRITE, /* DATA* END into a temp file */
+	C_DISCARD,    /* a failed FILE_WRITE: DATA ignored until END */
+	C_FILE_READ,  /* streaming a file out */
+	C_CLOSING,    /* reply queued: close once flushed */
+};
+
+struct agent;
+struct proc;
+
+struct conn {
+	struct watch w;
+	struct agent *a;
+	struct conn *next;
+	bool dead;
+	enum conn_state state;
+	uint8_t *rbuf;
+	size_t rlen, rcap;
+	struct proto_buf out;
+	struct proc *proc; /* C_EXEC */
+	int file_fd;       /* C_FILE_WRITE / C_FILE_READ */
+	char *tmp_path;    /* C_FILE_WRITE: temp file, renamed to final_path at END */
+	char *final_path;
+	bool shutdown_after; /* SHUTDOWN acknowledged: quit once flushed */
+	bool rd_eof;         /* the client half-closed: stop reading */
+};
+
+struct proc {
+	struct agent *a;
+	struct proc *next;
+	bool dead;
+	pid_t pid;
+	struct conn *conn; /* NULL once the client went away */
+	struct watch out, err, in, timer;
+	bool pty;
+	uint8_t *inbuf; /* stdin bytes not yet taken by the process */
+	size_t inlen, incap;
+	bool in_eof;    /* close stdin once inbuf is drained */
+	bool exited;
+	int status;
+	bool timed_out;
+	char **argv; /* copy for LIST_PROCS; one allocation */
+};
+
+struct agent {
+	int epfd;
+	bool vm;   /* VM mode: vsock, poweroff on shutdown */
+	bool jail; /* jail mode: exit on shutdown */
+	bool quit;
+	bool listen_paused; /* out of fds: accept again once a connection is gone */
+	struct rlimit nofile; /* as the agent found it: what its children get */
+	struct watch listen, sig;
+	struct conn *conns;
+	struct proc *procs;
+	unsigned nconns, nprocs;
+	char hostname[PROTO_MAX_IDENT + 1];
+};
+
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* epoll bookkeeping: sets the watch's events (0 removes it). */
+int watch_set(struct agent *a, struct watch *w, uint32_t events);
+void watch_close(struct agent *a, struct watch *w);
+
+/* conn.c */
+void conn_accept(struct agent *a);
+void conn_event(struct conn *c, uint32_t events);
+/* Sends what the socket takes, closes a finished connection, resumes producers. */
+void conn_flush(struct conn *c);
+void conn_update(struct conn *c);
+void conn_close(struct conn *c);
+/* Frees dead connections and processes (after an epoll batch). */
+void agent_reap_dead(struct agent *a);
+
+/* exec.c */
+int exec_start(struct conn *c, const struct proto_exec *x);
+void exec_frame(struct conn *c, const struct proto_frame *f);
+void proc_event(struct watch *w, uint32_t events);
+void proc_reap(struct agent *a);
+/* The connection has room again: resume reading the process's output. */
+void proc_resume(struct proc *p);
+/* The connection is gone: kill the process group, keep reaping it. */
+void proc_detach(struct proc *p);
+void proc_kill_all(struct agent *a);
+int exec_signal_pid(struct agent *a, uint32_t pid, uint32_t sig);
+void exec_list(struct conn *c);
+bool proc_stdin_full(const struct proc *p);
+
+/* files.c */
+void files_request(struct conn *c, const struct proto_frame *f);
+void files_write_frame(struct conn *c, const struct proto_frame *f);
+void files_read_more(struct conn *c);
+void files_abort(struct conn *c);
+
+/* system.c */
+int system_setup_jail(const char *hostname);
+int system_setup_vm(void);
+void system_request(struct conn *c, const struct proto_frame *f);
+void system_final(struct agent *a);

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* PID 1 duties: the sandbox's mounts, and the SYNC / SET_TIME / RESEED / SHUTDOWN requests. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/random.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "util/util.h"
+
+struct mnt {
+	const char *src, *target, *type;
+	unsigned long flags;
+	const char *data;
+	unsigned long magic; /* already mounted (statfs f_type): keep it */
+};
+
+static const struct mnt base_mounts[] = {
+	/* A user namespace may mount proc and sysfs only while the old root still shows them, so the jail
+	 * code mounts them before pivot_root; as a VM's /init we mount them ourselves. */
+	{ "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, PROC_SUPER_MAGIC },
+	/* Read-only: nothing in a sandbox has business tuning the (possibly shared) kernel. */
+	{ "sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, NULL, SYSFS_MAGIC },
+	/* A private pts instance: the sandbox sees only its own terminals. */
+	{ "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620",
+	  DEVPTS_SUPER_MAGIC },
+	{ "shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 0 },
+	{ "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 0 },
+	{ "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", 0 },
+};
+
+/* Mounts what a process expects to find. A failure is reported and the agent goes on: a sandbox
+ * without /sys is still useful (sysfs cannot be mounted in some user namespaces). */
+static int mount_base(void)
+{
+	int ret = 0;
+	for (size_t i = 0; i < sizeof(base_mounts) / sizeof(base_mounts[0]); i++) {
+		const struct mnt *m = &base_mounts[i];
+		struct statfs sfs;
+		if (m->magic && statfs(m->target, &sfs) == 0 && (unsigned long)sfs.f_type == m->magic)
+			continue;
+		if (util_mkdir_p(m->target, 0755) < 0 ||
+		    mount(m->src, m->target, m->type, m->flags, m->data) < 0) {
+			agent_log("mount %s on %s: %m", m->type, m->target);
+			ret = -errno;
+		}
+	}
+	/* /dev/ptmx must reach the new devpts instance. */
+	struct stat st;
+	if (lstat("/dev/ptmx", &st) == 0 && !S_ISLNK(st.st_mode)) {
+		if (mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
+			agent_log("bind /dev/pts/ptmx: %m");
+	} else {
+		unlink("/dev/ptmx");
+		if (symlink("pts/ptmx", "/dev/ptmx") < 0)
+			agent_log("symlink /dev/ptmx: %m");
+	}
+	return ret;
+}
+
+int system_setup_jail(const char *hostname)
+{
+	mount_base();
+	if (hostname && sethostname(hostname, strlen(hostname)) < 0)
+		agent_log("sethostname: %m");
+	return 0;
+}
+
+/*
+ * VM mode: we are /init of an initramfs (or the rootfs). The kernel gave us an empty /dev; loading
+ * modules and switching to the real root would go between devtmpfs and the rest.
+ */
+int system_setup_vm(void)
+{
+	util_mkdir_p("/dev", 0755);
+	if (mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755") < 0 && errno != EBUSY)
+		agent_log("mount devtmpfs: %m");
+	mount_base();
+	return 0;
+}
+
+static int reseed(const uint8_t *buf, size_t len)
+{
+	int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Credit the entropy when we may (CAP_SYS_ADMIN); mix it in by writing in any case. */
+	struct rand_pool_info *info = malloc(sizeof(*info) + len);
+	if (info) {
+		info->entropy_count = (int)(len * 8);
+		info->buf_size = (int)len;
+		memcpy(info->buf, buf, len);
+		ioctl(fd, RNDADDENTROPY, info);
+		explicit_bzero(info->buf, len);
+		free(info);
+	}
+	int r = util_write_all(fd, buf, len);
+	close(fd);
+	return r;
+}
+
+void system_request(struct conn *c, const struct proto_frame *f)
+{
+	int r = 0;
+	int64_t ns;
+	switch (f->type) {
+	case PROTO_SYNC:
+		if (proto_get_empty(f) < 0)
+			goto bad;
+		sync();
+		break;
+	case PROTO_SET_TIME: {
+		if (proto_get_set_time(f, &ns) < 0 || ns < 0)
+			goto bad;
+		struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+		r = clock_settime(CLOCK_REALTIME, &ts) < 0 ? -errno : 0;
+		break;
+	}
+	case PROTO_RESEED:
+		if (f->len == 0 || f->len > PROTO_MAX_RESEED)
+			goto bad;
+		r = reseed(f->payload, f->len);
+		break;
+	case PROTO_SHUTDOWN:
+		if (proto_get_empty(f) < 0)
+			goto bad;
+		c->shutdown_after = true;
+		break;
+	default:
+		goto bad;
+	}
+	if (r < 0)
+		proto_put_err(&c->out, -r, "%s: %s", proto_type_name(f->type), strerror(-r));
+	else
+		proto_put_empty(&c->out, PROTO_OK);
+	c->state = C_CLOSING;
+	return;
+bad:
+	conn_close(c);
+}
+
+void system_final(struct agent *a)
+{
+	proc_kill_all(a);
+	/* Only the sandbox's PID 1 may power off: never the machine a test runs the agent on. */
+	if (!a->vm || getpid() != 1)
+		return;
+	sync();
+	reboot(RB_POWER_OFF);
+	for (;;)
+		pause(); /* PID 1 must not exit: that would panic the kernel */
+}

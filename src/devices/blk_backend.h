@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Block back-ends: where virtio-blk's sectors live. The front-end (virtio_blk.c) speaks only to this
+ * interface, so it can be tested against a back-end that fails on purpose. Every operation moves all
+ * the bytes asked for or returns -errno (short transfers are retried or turned into -EIO).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct blk_backend_ops {
+	/* Reads/writes exactly the iovec's total at byte offset off. 0 or -errno. */
+	int (*readv)(void *b, const struct iovec *iov, int iovcnt, uint64_t off);
+	int (*writev)(void *b, const struct iovec *iov, int iovcnt, uint64_t off);
+	/* Makes completed writes durable. 0 or -errno. */
+	int (*flush)(void *b);
+	/* Deallocates [off, off+len) (reads back as zeroes). 0, -EOPNOTSUPP or -errno. May be NULL. */
+	int (*discard)(void *b, uint64_t off, uint64_t len);
+	/* Releases the back-end. */
+	void (*close)(void *b);
+};
+
+struct blk_backend {
+	const struct blk_backend_ops *ops;
+	void *b;
+	uint64_t size;  /* bytes */
+	bool read_only;
+};
+
+/*
+ * Opens a raw image file (O_RDWR, or O_RDONLY when read_only) as a back-end. Its size is rounded down
+ * to whole 512-byte sectors. Returns 0 or -errno; *ret is written only on success.
+ */
+int blk_backend_open_file(const char *path, bool read_only, struct blk_backend *ret);
+
+/* Same over an open descriptor, whose ownership passes to the back-end on success. */
+int blk_backend_from_fd(int fd, bool read_only, struct blk_backend *ret);
+
+/* Closes be (no-op for a zeroed struct). */
+void blk_backend_close(struct blk_backend *be);

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cgroup limits for a jail, with two back-ends chosen at run time:
+ *  - v2: /sys/fs/cgroup is the unified hierarchy; the jail gets space.slice/<id> with memory.max, cpu.max,
+ *    pids.max, and cgroup.freeze for pausing. Controllers are enabled in the parents' subtree_control.
+ *  - v1: one hierarchy per controller (/sys/fs/cgroup/{memory,cpu,pids,freezer}); the jail gets space/<id>
+ *    in each, with memory.limit_in_bytes, cpu.cfs_quota_us, pids.max, freezer.state.
+ * A spec string ("v1:space/<id>", "v2:space.slice/<id>") records which, so another process can clean up.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jail/jail_internal.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define CG_ROOT "/sys/fs/cgroup"
+#define CGROUP_SUPER_MAGIC_ 0x27e0eb
+#define CGROUP2_SUPER_MAGIC_ 0x63677270
+#define CPU_PERIOD_US 100000
+
+/* v1 controllers the jail uses; "required" ones must exist, the others only when their limit is set. */
+static const char *const v1_ctrls[] = { "memory", "cpu", "pids", "freezer" };
+
+static int write_str(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t n = strlen(s);
+	ssize_t w = write(fd, s, n);
+	if (w < 0)
+		return -errno;
+	return (size_t)w == n ? 0 : -EIO;
+}
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = read(fd, buf, len - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+static bool fs_is(const char *path, long magic)
+{
+	struct statfs sf;
+	return statfs(path, &sf) == 0 && (long)sf.f_type == magic;
+}
+
+/* Splits a spec into its version and relative path; -EINVAL if malformed. */
+static int spec_parse(const char *spec, int *ret_ver, const char **ret_rel)
+{
+	if (!spec || strncmp(spec, "v1:", 3) != 0) {
+		if (!spec || strncmp(spec, "v2:", 3) != 0)
+			return -EINVAL;
+		*ret_ver = 2;
+	} else
+		*ret_ver = 1;
+	const char *rel = spec + 3;
+	if (!*rel || rel[0] == '/' || strstr(rel, ".."))
+		return -EINVAL;
+	*ret_rel = rel;
+	return 0;
+}
+
+/* Path of <file> in the jail's cgroup directory of hierarchy ctrl (ignored on v2). */
+static int cg_path(char *buf, size_t len, int ver, const char *ctrl, const char *rel, const char *file)
+{
+	int n;
+	if (ver == 2)
+		n = snprintf(buf, len, CG_ROOT "/%s%s%s", rel, file ? "/" : "", file ? file : "");
+	else
+		n = snprintf(buf, len, CG_ROOT "/%s/%s%s%s", ctrl, rel, file ? "/" : "", file ? file : "");
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int cg_write(int ver, const char *ctrl, const char *rel, const char *file, const char *val)
+{
+	char path[512];
+	int r = cg_path(path, sizeof(path), ver, ctrl, rel, file);
+	return r < 0 ? r : write_str(path, val);
+}
+
+static bool v1_has(const char *ctrl)
+{
+	char path[128];
+	snprintf(path, sizeof(path), CG_ROOT "/%s", ctrl);
+	return fs_is(path, CGROUP_SUPER_MAGIC_);
+}
+
+static int detect_version(void)
+{
+	if (fs_is(CG_ROOT, CGROUP2_SUPER_MAGIC_))
+		return 2;
+	if (v1_has("pids") && v1_has("freezer"))
+		return 1;
+	return -EOPNOTSUPP;
+}
+
+static int rmdir_tree(const char *path)
+{
+	if (rmdir(path) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EBUSY && errno != ENOTEMPTY)
+		return -errno;
+	/* Sub-cgroups made inside (v2 delegation through the cgroup namespace): remove them bottom-up. */
+	_cleanup_closedir_ DIR *d = opendir(path);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+				continue;
+			char sub[1024];
+			if ((size_t)snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= sizeof(sub))
+				continue;
+			rmdir_tree(sub);
+		}
+	}
+	return rmdir(path) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
+/* Kills what is still in the cgroup: cgroup.kill on v2, the listed pids on v1. */
+static void cg_kill_members(int ver, const char *ctrl, const char *rel)
+{
+	char path[512];
+	if (ver == 2) {
+		if (cg_path(path, sizeof(path), 2, NULL, rel, "cgroup.kill") == 0)
+			write_str(path, "1");
+		return;
+	}
+	if (cg_path(path, sizeof(path), 1, ctrl, rel, "cgroup.procs") < 0)
+		return;
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	long pid;
+	while (f && fscanf(f, "%ld", &pid) == 1)
+		if (pid > 1)
+			kill((pid_t)pid, SIGKILL);
+}
+
+static int v2_enable(const char *dir)
+{
+	char path[512], avail[512];
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", dir);
+	int r = read_line(path, avail, sizeof(avail));
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", dir);
+	static const char *const want[] = { "+memory", "+cpu", "+pids" };
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		if (!strstr(avail, want[i] + 1))
+			continue;
+		r = write_str(path, want[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int set_limits(int ver, const char *rel, const struct jail_cgroup_limits *lim, const char **ret_file)
+{
+	char val[64];
+	int r;
+
+	if (lim->memory_bytes) {
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)lim->memory_bytes);
+		*ret_file = ver == 2 ? "memory.max" : "memory.limit_in_bytes";
+		r = cg_write(ver, "memory", rel, *ret_file, val);
+		if (r < 0)
+			return r;
+		/* Without swap limited too the memory limit leaks into swap; absent files mean no swap accounting. */
+		if (ver == 2)
+			r = cg_write(2, NULL, rel, "memory.swap.max", "0");
+		else
+			r = cg_write(1, "memory", rel, "memory.memsw.limit_in_bytes", val);
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	if (lim->cpus) {
+		unsigned long long quota = (unsigned long long)lim->cpus * CPU_PERIOD_US;
+		if (ver == 2) {
+			snprintf(val, sizeof(val), "%llu %u", quota, CPU_PERIOD_US);
+			*ret_file = "cpu.max";
+			r = cg_write(2, NULL, rel, "cpu.max", val);
+		} else {
+			snprintf(val, sizeof(val), "%u", CPU_PERIOD_US);
+			*ret_file = "cpu.cfs_period_us";
+			r = cg_write(1, "cpu", rel, *ret_file, val);
+			if (r >= 0) {
+				snprintf(val, sizeof(val), "%llu", quota);
+				*ret_file = "cpu.cfs_quota_us";
+				r = cg_write(1, "cpu", rel, *ret_file, val);
+			}
+		}
+		if (r < 0)
+			return r;
+	}
+	snprintf(val, sizeof(val), "%u", lim->pids_max);
+	*ret_file = "pids.max";
+	return cg_write(ver, "pids", rel, "pids.max", val);
+}
+
+int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, char *ret_spec, size_t speclen,
+                       char *errbuf, size_t errlen)
+{
+	char spec[JAIL_CGROUP_SPEC_MAX], path[512];
+	const char *rel;
+	int ver = detect_version(), r;
+
+	if (ver < 0) {
+		jail_set_err(errbuf, errlen, "cgroups: neither a cgroup v2 tree nor v1 pids+freezer under " CG_ROOT);
+		return ver;
+	}
+	if ((size_t)snprintf(spec, sizeof(spec), "v%d:%s/%s", ver, ver == 2 ? "space.slice" : "space", id) >=
+	    sizeof(spec) || strlen(spec) >= speclen)
+		return -ENAMETOOLONG;
+	rel = spec + 3;
+
+	if (ver == 2) {
+		r = v2_enable(CG_ROOT);
+		if (r >= 0 && mkdir(CG_ROOT "/space.slice", 0755) < 0 && errno != EEXIST)
+			r = -errno;
+		if (r >= 0)
+			r = v2_enable(CG_ROOT "/space.slice");
+		if (r < 0) {
+			jail_set_err(errbuf, errlen, "cgroup v2: prepare " CG_ROOT "/space.slice: %s", strerror(-r));
+			return r;
+		}
+		cg_path(path, sizeof(path), 2, NULL, rel, NULL);
+		/* A leftover of a crashed run with the same id is removed when empty. */
+		if (rmdir_tree(path) < 0 || mkdir(path, 0755) < 0) {
+			r = -errno;
+			jail_set_err(errbuf, errlen, "cgroup v2: mkdir %s: %s", path, strerror(errno));
+			return r;
+		}
+	} else {
+		for (size_t i = 0; i < ARRAY_SIZE(v1_ctrls); i++) {
+			const char *c = v1_ctrls[i];
+			if (!v1_has(c)) {
+				bool needed = (!strcmp(c, "memory") && lim->memory_bytes) ||
+				              (!strcmp(c, "cpu") && lim->cpus);
+				if (!needed)
+					continue;
+				jail_set_err(errbuf, errlen, "cgroup v1: no %s hierarchy under " CG_ROOT, c);
+				jail_cgroup_remove(spec, 0);
+				return -EOPNOTSUPP;
+			}
+			snprintf(path, sizeof(path), CG_ROOT "/%s/space", c);
+			if (mkdir(path, 0755) < 0 && errno != EEXIST)
+				r = -errno;
+			else {
+				cg_path(path, sizeof(path), 1, c, rel, NULL);
+				r = rmdir_tree(path) < 0 || mkdir(path, 0755) < 0 ? -errno : 0;
+			}
+			if (r < 0) {
+				jail_set_err(errbuf, errlen, "cgroup v1: mkdir %s: %s", path, strerror(-r));
+				jail_cgroup_remove(spec, 0);
+				return r;
+			}
+		}
+	}
+
+	const char *file = "";
+	r = set_limits(ver, rel, lim, &file);
+	if (r < 0) {
+		jail_set_err(errbuf, errlen, "cgroup v%d: set %s: %s", ver, file, strerror(-r));
+		jail_cgroup_remove(spec, 0);
+		return r;
+	}
+	memcpy(ret_spec, spec, strlen(spec) + 1);
+	return 0;
+}
+
+int jail_cgroup_attach(const char *spec, pid_t pid)
+{
+	char val[32], path[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	snprintf(val, sizeof(val), "%d", (int)pid);
+	if (ver == 2)
+		return cg_write(2, NULL, rel, "cgroup.procs", val);
+	for (size_t i = 0; i < ARRAY_SIZE(v1_ctrls); i++) {
+		r = cg_path(path, sizeof(path), 1, v1_ctrls[i], rel, NULL);
+		if (r < 0)
+			return r;
+		if (access(path, F_OK) < 0)
+			continue; /* controller not used for this jail */
+		r = cg_write(1, v1_ctrls[i], rel, "cgroup.procs", val);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+int jail_cgroup_freeze(const char *spec, bool frozen)
+{
+	char path[512], state[256];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	if (ver == 2)
+		r = cg_write(2, NULL, rel, "cgroup.freeze", frozen ? "1" : "0");
+	else
+		r = cg_write(1, "freezer", rel, "freezer.state", frozen ? "FROZEN" : "THAWED");
+	if (r < 0)
+		return r;
+
+	const char *want = ver == 2 ? (frozen ? "frozen 1" : "frozen 0") : (frozen ? "FROZEN" : "THAWED");
+	r = cg_path(path, sizeof(path), ver, "freezer", rel, ver == 2 ? "cgroup.events" : "freezer.state");
+	if (r < 0)
+		return r;
+	for (int i = 0; i < 2000; i++) {
+		if (ver == 2) {
+			/* cgroup.events has several lines; read it whole. */
+			_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd < 0)
+				return -errno;
+			ssize_t n = read(fd, state, sizeof(state) - 1);
+			if (n < 0)
+				return -errno;
+			state[n] = 0;
+			if (strstr(state, want))
+				return 0;
+		} else {
+			r = read_line(path, state, sizeof(state));
+			if (r < 0)
+				return r;
+			if (!strcmp(state, want))
+				return 0;
+			/* v1 can get stuck in FREEZING: writing FROZEN again retries the stragglers. */
+			if (frozen && i % 50 == 49)
+				cg_write(1, "freezer", rel, "freezer.state", "FROZEN");
+		}
+		sleep_ms(1);
+	}
+	return -ETIMEDOUT;
+}
+
+int jail_cgroup_remove(const char *spec, int timeout_ms)
+{
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	uint64_t deadline = util_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL;
+	size_t n = ver == 2 ? 1 : ARRAY_SIZE(v1_ctrls);
+	int result = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *ctrl = ver == 2 ? NULL : v1_ctrls[i];
+		char path[512];
+		r = cg_path(path, sizeof(path), ver, ctrl, rel, NULL);
+		if (r < 0)
+			return r;
+		/* A frozen cgroup keeps its processes from dying: thaw it first (no-op when absent). */
+		if (ver == 2)
+			cg_write(2, NULL, rel, "cgroup.freeze", "0");
+		else if (!strcmp(ctrl, "freezer"))
+			cg_write(1, "freezer", rel, "freezer.state", "THAWED");
+		for (int attempt = 0;; attempt++) {
+			r = rmdir_tree(path);
+			if (r >= 0 || (r != -EBUSY && r != -ENOTEMPTY))
+				break;
+			if (util_now_ns() >= deadline)
+				break;
+			if (attempt == 20)
+				cg_kill_members(ver, ctrl, rel);
+			sleep_ms(1);
+		}
+		if (r < 0 && result == 0)
+			result = r == -EBUSY || r == -ENOTEMPTY ? -ETIMEDOUT : r;
+	}
+	return result;
+}
+
+int jail_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len)
+{
+	char path[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	r = cg_path(path, sizeof(path), ver, ctrl, rel, file);
+	return r < 0 ? r : read_line(path, buf, len);
+}

@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Starting a jail (lifecycle.c has alive/kill/freeze).
+ *
+ * Process chain (no allocation after the first fork, so callers may be multithreaded):
+ *   caller --fork--> stager --clone3(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS)--> PID 1 --execveat--> agent
+ * The stager is root in the initial user namespace, inside its own private mount namespace: it loop-mounts
+ * the image (mounting ext4 is not possible from a user namespace), idmaps it to PID 1's user namespace,
+ * sets rlimits, writes PID 1's uid/gid maps, builds /dev, mounts the jail's locked /proc and /sys, and puts
+ * PID 1 in the cgroup(s). PID 1 then makes its own mount and cgroup namespaces (a copy of the staged tree,
+ * owned by its user namespace), pivots into the rootfs, drops the host tree, sets no_new_privs and seccomp,
+ * and execs the agent. The stager reports PID 1's pid
+ * and start time, waits for the exec (close-on-exec pipe) and exits, so PID 1 is reparented away from the
+ * caller. The loop device auto-clears and the mounts vanish when the jail's last process dies.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "jail/jail.h"
+#include "jail/jail_internal.h"
+#include "util/cleanup.h"
+#include "util/loop.h"
+#include "util/util.h"
+
+#define UID_RANGE 65536u
+/* Private ranges live in [1 GiB, 2 GiB) of the uid space, far above any distribution's users. */
+#define UID_BASE_FIRST 0x40000000u
+#define UID_BASE_SLOTS 16384u
+#define DEFAULT_PIDS 4096u
+#define DEFAULT_NOFILE 65536u
+
+enum { MSG_PID = 1, MSG_DONE = 2 };
+
+struct msg {
+	int type;
+	int err;         /* MSG_DONE: 0 or -errno */
+	pid_t pid;       /* MSG_PID */
+	uint64_t start;  /* MSG_PID */
+	uint32_t uid_base;
+	char text[200];  /* MSG_DONE with err != 0 */
+};
+
+/* Everything the forked children need, prepared before the first fork. */
+struct plan {
+	const struct jail_config *cfg;
+	int agent_fd, log_fd, null_fd;
+	const char *stage;
+	const char *hostname;
+	const char *const *argv;
+	const void *bpf;
+	size_t bpf_len;
+	uint64_t nofile;
+	uint32_t nproc;
+	uint32_t uid_base; /* 0 = identity mapping */
+	char cgroup[JAIL_CGROUP_SPEC_MAX];
+};
+
+
+void jail_set_err(char *buf, size_t len, const char *fmt, ...)
+{
+	if (!buf || len == 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* strerror() may allocate or take locale locks: in the forked children use the untranslated table. */
+static const char *errdesc(int err)
+{
+	const char *s = strerrordesc_np(err < 0 ? -err : err);
+	return s ? s : "unknown error";
+}
+
+/* Sends the final message with a ready text; child-safe. */
+static int send_text(int fd, int err, const char *text)
+{
+	struct msg m = { .type = MSG_DONE, .err = err };
+	snprintf(m.text, sizeof(m.text), "%s", text);
+	util_write_all(fd, &m, sizeof(m));
+	return err;
+}
+
+/*
+ * Sends the final message and returns err; for a failure (err < 0) the text is "<what>: <errno text>".
+ * Child-safe.
+ */
+static int send_done(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int send_done(int fd, int err, const char *fmt, ...)
+{
+	char text[sizeof(((struct msg *)0)->text)] = "";
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		int n = vsnprintf(text, sizeof(text), fmt, ap);
+		va_end(ap);
+		if (err < 0 && n >= 0 && (size_t)n < sizeof(text))
+			snprintf(text + n, sizeof(text) - (size_t)n, ": %s", errdesc(err));
+	}
+	return send_text(fd, err, text);
+}
+
+static int write_proc(pid_t pid, const char *file, const char *val)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return util_write_all(fd, val, strlen(val));
+}
+
+static int write_id_maps(pid_t pid, uint32_t base)
+{
+	char map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", base, UID_RANGE);
+	int r = write_proc(pid, "uid_map", map);
+	return r < 0 ? r : write_proc(pid, "gid_map", map);
+}
+
+/* ---- PID 1, between clone3 and the agent's exec ---- */
+
+/*
+ * Sets resource to want (soft = hard). Raising a hard limit needs CAP_SYS_RESOURCE on the host, which a
+ * containerized caller may lack: then the current hard limit is used.
+ */
+static int set_rlimit(int resource, uint64_t want)
+{
+	struct rlimit cur, rl = { want, want };
+	if (setrlimit(resource, &rl) == 0)
+		return 0;
+	if (errno != EPERM || getrlimit(resource, &cur) < 0 || cur.rlim_max >= want)
+		return -errno;
+	rl.rlim_cur = rl.rlim_max = cur.rlim_max;
+	return setrlimit(resource, &rl) < 0 ? -errno : 0;
+}
+
+/* Set in the stager, before PID 1 exists, so they hold from the first instruction of the jail. */
+static int set_rlimits(const struct plan *p)
+{
+	int r = set_rlimit(RLIMIT_NOFILE, p->nofile);
+	if (r >= 0)
+		r = set_rlimit(RLIMIT_CORE, 0);
+	if (r >= 0)
+		r = set_rlimit(RLIMIT_NPROC, p->nproc);
+	return r;
+}
+
+/* Puts listen_fd at 3, log at 1 and 2, /dev/null at 0; everything else closes on exec. */
+static int pid1_set_fds(const struct plan *p)
+{
+	int listen = -1, log = -1, null = -1;
+	if (p->cfg->listen_fd >= 0 && (listen = fcntl(p->cfg->listen_fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		return -errno;
+	if ((log = fcntl(p->log_fd, F_DUPFD_CLOEXEC, 10)) < 0 || (null = fcntl(p->null_fd, F_DUPFD_CLOEXEC, 10)) < 0)
+		return -errno;
+	if (dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
+		return -errno;
+	if (listen >= 0 ? dup2(listen, 3) < 0 : (close(3) < 0 && errno != EBADF))
+		return -errno;
+	if (syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+static void pid1_main(const struct plan *p, int go_fd, int err_fd)
+{
+	char c;
+	const char *step = "wait for the stager";
+	int r = 0;
+
+	/* The stager writes one byte once maps, mounts and cgroups are ready; EOF means it gave up. */
+	if (read(go_fd, &c, 1) != 1)
+		_exit(1);
+	close(go_fd);
+
+	/* The agent must not inherit the caller's blocked signals or ignored ones (SIG_IGN survives exec). */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+
+	step = "become root in the user namespace";
+	if (setsid() < 0 || setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+		goto fail_errno;
+	step = "sethostname";
+	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
+		goto fail_errno;
+	step = "bring up lo";
+	if ((r = jail_net_lo_up()) < 0)
+		goto fail;
+	step = "unshare mount+cgroup namespaces";
+	if (unshare(CLONE_NEWNS | CLONE_NEWCGROUP) < 0)
+		goto fail_errno;
+	step = "pivot_root";
+	if ((r = jail_rootfs_pivot(p->stage)) < 0)
+		goto fail;
+	step = "set up fds";
+	if ((r = pid1_set_fds(p)) < 0)
+		goto fail;
+	step = "seccomp";
+	if ((r = jail_seccomp_install(p->bpf, p->bpf_len)) < 0)
+		goto fail;
+
+	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		                      "HOME=/root", "container=space-jail", NULL };
+	step = "exec agent";
+	syscall(SYS_execveat, p->agent_fd, "", (char *const *)p->argv, envp, AT_EMPTY_PATH);
+fail_errno:
+	r = -errno;
+fail:
+	send_done(err_fd, r, "%s", step);
+	_exit(1);
+}
+
+/* ---- the stager ---- */
+
+static pid_t spawn_pid1(const struct plan *p, int *ret_go, int *ret_err)
+{
+	int go[2], err[2];
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		int r = -errno;
+		close(go[0]);
+		close(go[1]);
+		return r;
+	}
+	struct clone_args args = {
+		.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS,
+		.exit_signal = SIGCHLD,
+	};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0) {
+		close(go[1]);
+		close(err[0]);
+		pid1_main(p, go[0], err[1]);
+	}
+	int r = pid < 0 ? -errno : 0;
+	close(go[0]);
+	close(err[1]);
+	if (r < 0) {
+		close(go[1]);
+		close(err[0]);
+		return r;
+	}
+	*ret_go = go[1];
+	*ret_err = err[0];
+	return pid;
+}
+
+static void reap(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+static void log_line(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(int fd, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		util_write_all(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+static int stager_main(struct plan *p, pid_t caller, int out)
+{
+	char loop[64], path[64];
+	const char *step = "";
+	int mfd = -1, go = -1, errfd = -1, r;
+
+	/* If the caller dies mid-way, the half-made jail goes with us (PID 1 sees EOF on its go pipe). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		return send_done(out, -errno, "prctl");
+	if (getppid() != caller)
+		_exit(1); /* the caller died before the death signal was armed */
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return send_done(out, -errno, "private mount namespace");
+
+	int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, sizeof(loop));
+	if (lfd < 0)
+		return send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
+	r = jail_rootfs_open(loop, &mfd, &step);
+	close(lfd); /* the mount (if any) keeps the device; otherwise it auto-clears now */
+	if (r < 0)
+		return send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
+
+	if ((r = set_rlimits(p)) < 0)
+		return send_done(out, r, "rlimits");
+	pid_t pid = spawn_pid1(p, &go, &errfd);
+	if (pid < 0)
+		return send_done(out, pid, "clone3 namespaces");
+
+	if (p->uid_base) {
+		/* Private uid range; the rootfs is idmapped so its root-owned files are root's inside. */
+		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		r = write_id_maps(pid, p->uid_base);
+		int nsfd = r < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+		if (r >= 0)
+			r = nsfd < 0 ? -errno : jail_rootfs_idmap(mfd, nsfd);
+		if (nsfd >= 0)
+			close(nsfd);
+		if (r < 0) {
+			log_line(p->log_fd, "space-jail: idmapped rootfs unavailable (%s); identity uid mapping\n",
+			         errdesc(r));
+			reap(pid);
+			close(go);
+			close(errfd);
+			p->uid_base = 0;
+			pid = spawn_pid1(p, &go, &errfd);
+			if (pid < 0)
+				return send_done(out, pid, "clone3 namespaces");
+		}
+	}
+	if (!p->uid_base && (r = write_id_maps(pid, 0)) < 0) {
+		send_done(out, r, "write uid/gid maps");
+		goto fail;
+	}
+	log_line(p->log_fd, "space-jail: %s\n", jail_describe_boundary());
+	if (p->uid_base)
+		log_line(p->log_fd, "space-jail: idmapped rootfs, root inside is host uid %u\n", p->uid_base);
+	else
+		log_line(p->log_fd, "space-jail: identity uid mapping 0-65535 (weaker: root inside is host root "
+		                    "without host capabilities)\n");
+
+	r = jail_rootfs_attach(mfd, p->stage, p->uid_base, &step);
+	close(mfd);
+	mfd = -1;
+	if (r < 0) {
+		send_done(out, r, "%s", step);
+		goto fail;
+	}
+	r = jail_rootfs_pseudo(p->stage, pid);
+	if (r < 0) {
+		send_done(out, r, "mount /proc and /sys");
+		goto fail;
+	}
+	r = jail_cgroup_attach(p->cgroup, pid);
+	if (r < 0) {
+		send_done(out, r, "join cgroup %s", p->cgroup);
+		goto fail;
+	}
+
+	struct msg m = { .type = MSG_PID, .pid = pid, .uid_base = p->uid_base };
+	r = jail_proc_stat(pid, &m.start, NULL);
+	if (r < 0) {
+		send_done(out, r, "read /proc/%d/stat", (int)pid);
+		goto fail;
+	}
+	if ((r = util_write_all(out, &m, sizeof(m))) < 0)
+		goto fail;
+
+	/* Go; then the error pipe either carries PID 1's failure or reaches EOF when its exec succeeds. */
+	if (util_write_all(go, "g", 1) < 0) {
+		send_text(out, -EPIPE, "PID 1 died before it started");
+		goto fail;
+	}
+	struct msg em;
+	r = util_read_exact(errfd, &em, sizeof(em));
+	if (r == 0) {
+		em.text[sizeof(em.text) - 1] = 0;
+		send_text(out, em.err < 0 ? em.err : -EIO, em.text);
+		goto fail;
+	}
+	if (waitpid(pid, NULL, WNOHANG) == pid) {
+		send_text(out, -ECHILD, "the agent exited right after it started");
+		return -ECHILD;
+	}
+	return send_done(out, 0, NULL);
+fail:
+	if (mfd >= 0)
+		close(mfd);
+	reap(pid);
+	return -1;
+}
+
+/* ---- caller side ---- */
+
+static uint32_t uid_base_for(const char *id)
+{
+	/* FNV-1a of the id picks the slot: stable for a sandbox, spread across sandboxes. */
+	uint32_t h = 2166136261u;
+	for (const char *c = id; *c; c++)
+		h = (h ^ (uint8_t)*c) * 16777619u;
+	return UID_BASE_FIRST + (h % UID_BASE_SLOTS) * UID_RANGE;
+}
+
+static uint64_t nofile_limit(uint64_t want)
+{
+	char buf[32];
+	_cleanup_close_ int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		uint64_t max = strtoull(buf, NULL, 10);
+		if (max > 0 && want > max)
+			return max;
+	}
+	return want;
+}
+
+static void kill_pid1(pid_t pid, uint64_t start, const char *cgroup)
+{
+	struct jail_info info = { .pid = pid, .start_time = start };
+	snprintf(info.cgroup, sizeof(info.cgroup), "%s", cgroup);
+	jail_kill(&info, 2000);
+}
+
+int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbuf, size_t errlen)
+{
+	if (!cfg || !ret || !cfg->id || !util_name_valid(cfg->id) || !cfg->rootfs_image || !cfg->agent_path) {
+		jail_set_err(errbuf, errlen, "invalid jail configuration");
+		return -EINVAL;
+	}
+	const char *hostname = cfg->hostname ? cfg->hostname : cfg->id;
+	if (strlen(hostname) > 64) {
+		jail_set_err(errbuf, errlen, "hostname too long");
+		return -EINVAL;
+	}
+
+	struct plan p = {
+		.cfg = cfg,
+		.hostname = hostname,
+		.nofile = nofile_limit(cfg->nofile ? cfg->nofile : DEFAULT_NOFILE),
+		.nproc = cfg->pids_max ? cfg->pids_max : DEFAULT_PIDS,
+		.uid_base = cfg->identity_map ? 0 : uid_base_for(cfg->id),
+		.stage = jail_stage_dir(),
+	};
+	if (!p.stage) {
+		jail_set_err(errbuf, errlen, "no staging directory (/tmp, /run, /mnt) on the host");
+		return -ENOENT;
+	}
+	char listen_arg[] = "3";
+	const char *argv[] = { "space-agent", "--jail", "--listen-fd", listen_arg, "--hostname", hostname, NULL };
+	p.argv = cfg->argv_override ? cfg->argv_override : argv;
+
+	_cleanup_close_ int image_fd = open(cfg->rootfs_image, O_RDWR | O_CLOEXEC);
+	if (image_fd < 0) {
+		int r = -errno;
+		jail_set_err(errbuf, errlen, "open rootfs %s: %s", cfg->rootfs_image, strerror(-r));
+		return r;
+	}
+	_cleanup_close_ int agent_fd = open(cfg->agent_path, O_PATH | O_CLOEXEC);
+	if (agent_fd < 0) {
+		int r = -errno;
+		jail_set_err(errbuf, errlen, "open agent %s: %s", cfg->agent_path, strerror(-r));
+		return r;
+	}
+	_cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0)
+		return -errno;
+	p.agent_fd = agent_fd;
+	p.null_fd = null_fd;
+	p.log_fd = cfg->log_fd >= 0 ? cfg->log_fd : null_fd;
+
+	_cleanup_free_ void *bpf = NULL;
+	int r = jail_seccomp_build(&bpf, &p.bpf_len);
+	if (r < 0) {
+		jail_set_err(errbuf, errlen, "build seccomp filter: %s", strerror(-r));
+		return r;
+	}
+	p.bpf = bpf;
+
+	const struct jail_cgroup_limits lim = {
+		.cpus = cfg->cpus, .memory_bytes = cfg->memory_bytes, .pids_max = p.nproc,
+	};
+	r = jail_cgroup_create(cfg->id, &lim, p.cgroup, sizeof(p.cgroup), errbuf, errlen);
+	if (r < 0)
+		return r;
+
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		r = -errno;
+		goto fail_cgroup;
+	}
+	pid_t caller = getpid();
+	pid_t stager = fork();
+	if (stager == 0) {
+		close(pfd[0]);
+		_exit(stager_main(&p, caller, pfd[1]) == 0 ? 0 : 1);
+	}
+	close(pfd[1]);
+	if (stager < 0) {
+		r = -errno;
+		close(pfd[0]);
+		goto fail_cgroup;
+	}
+
+	struct msg m, pidmsg = { 0 };
+	bool have_pid = false, done = false;
+	r = -EIO;
+	jail_set_err(errbuf, errlen, "jail stager died");
+	while (!done && util_read_exact(pfd[0], &m, sizeof(m)) == 0) {
+		if (m.type == MSG_PID) {
+			pidmsg = m;
+			have_pid = true;
+		} else if (m.type == MSG_DONE) {
+			done = true;
+			r = m.err;
+			if (r < 0) {
+				m.text[sizeof(m.text) - 1] = 0;
+				jail_set_err(errbuf, errlen, "%s", m.text);
+			}
+		}
+	}
+	close(pfd[0]);
+	while (waitpid(stager, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0 && !have_pid)
+		r = -EIO;
+	if (r < 0) {
+		if (have_pid)
+			kill_pid1(pidmsg.pid, pidmsg.start, p.cgroup);
+		goto fail_cgroup;
+	}
+
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = pidmsg.pid;
+	ret->start_time = pidmsg.start;
+	ret->uid_base = pidmsg.uid_base;
+	snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", p.cgroup);
+	if (errbuf && errlen)
+		errbuf[0] = 0;
+	return 0;
+
+fail_cgroup:
+	jail_cgroup_remove(p.cgroup, 2000);
+	return r;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Private pieces of the jail. Functions marked "child-safe" run in the processes jail_start() forks from a
+ * possibly multithreaded caller: they do not allocate and use only syscalls and snprintf.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define JAIL_CGROUP_SPEC_MAX 256
+
+/* Formats a one-line error into buf (NULL or len 0: nothing). */
+void jail_set_err(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Field 22 of /proc/PID/stat (start time) and, when ret_state is not NULL, the state letter. Child-safe. */
+int jail_proc_stat(pid_t pid, uint64_t *ret_start, char *ret_state);
+
+/* ---- cgroup.c: v1 (per-controller hierarchies) and v2 (unified) back-ends, chosen at run time ---- */
+
+struct jail_cgroup_limits {
+	unsigned cpus;         /* 0 = no limit */
+	uint64_t memory_bytes; /* 0 = no limit */
+	uint32_t pids_max;     /* > 0 */
+};
+
+/*
+ * Creates the sandbox's cgroup(s) for id with the limits and writes a spec ("v1:space/<id>" or
+ * "v2:space.slice/<id>") into ret_spec. On failure nothing is left and errbuf says why.
+ */
+int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, char *ret_spec, size_t speclen,
+                       char *errbuf, size_t errlen);
+
+/* Moves pid into the cgroup(s) of spec. Child-safe. */
+int jail_cgroup_attach(const char *spec, pid_t pid);
+
+/* Freezes or thaws the cgroup(s) of spec and waits (up to ~2 s) until the state is reached. */
+int jail_cgroup_freeze(const char *spec, bool frozen);
+
+/*
+ * Removes the cgroup(s) of spec and any sub-cgroups, retrying while they are still busy until timeout_ms.
+ * Missing cgroups are fine. -ETIMEDOUT if something stays.
+ */
+int jail_cgroup_remove(const char *spec, int timeout_ms);
+
+/* Reads the first line of <hierarchy>/<rel>/<file> for the given spec ("memory.max" etc.). For tests. */
+int jail_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len);
+
+/* ---- rootfs.c: rootfs mount (on a util_loop_attach() device), /dev, pivot_root (all child-safe) ---- */
+
+/*
+ * Mounts the ext4 on loop_path as a detached mount (nodev, nosuid), makes sure it has /dev, and idmaps it
+ * to userns_fd when >= 0. Returns the mount fd. *ret_step names the failing step for messages.
+ */
+int jail_rootfs_open(const char *loop_path, int *ret_mfd, const char **ret_step);
+int jail_rootfs_idmap(int mfd, int userns_fd);
+
+/* Attaches mfd at stage and fills stage/dev (tmpfs owned by owner_uid, device binds, symlinks). */
+int jail_rootfs_attach(int mfd, const char *stage, uid_t owner_uid, const char **ret_step);
+
+/*
+ * Mounts the jail's proc (with sys, sysrq-trigger, irq, bus, fs read-only) and a read-only sysfs on
+ * stage/proc and stage/sys, from a helper that joins pid1's pid and net namespaces. Done from the initial
+ * user namespace, these mounts are locked once copied into the jail: it cannot unmount or remount them, nor
+ * mount other proc or sysfs instances (the kernel allows that only while a fully visible one exists).
+ * Moves the caller's pid_ns_for_children into the jail: call it after the last other fork.
+ */
+int jail_rootfs_pseudo(const char *stage, pid_t pid1);
+
+/* In the jail's own mount namespace: makes stage the root and drops the old root. */
+int jail_rootfs_pivot(const char *stage);
+
+/* Brings the loopback interface of the current network namespace up. */
+int jail_net_lo_up(void);
+
+/* Picks an existing directory to mount the rootfs on inside the private staging namespace. */
+const char *jail_stage_dir(void);
+
+/* ---- seccomp.c ---- */
+
+/* Sets no_new_privs and installs the classic BPF program built by jail_seccomp_build(). Child-safe. */
+int jail_seccomp_install(const void *prog, size_t len);

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Host-side client of space-agent (protocol: proto.h, docs/agent-protocol.md).
+ *
+ * Addresses are strings:
+ *   "unix:/path/to/sock"                the agent listens on a unix socket (jail mode, tests)
+ *   "vsock-uds:/path/to/vsock.sock:PORT" Firecracker-style vsock: connect to the VMM's unix socket,
+ *                                        send "CONNECT PORT\n", expect "OK <n>\n"
+ *   "fd:N"                              an already connected stream socket; the client works on a
+ *                                        dup() of N, the caller keeps N
+ * Every call opens its own connection (the agent serves many at once), sends HELLO and the request,
+ * and checks the agent's HELLO (-EPROTONOSUPPORT on a different major version).
+ *
+ * All functions return 0 (or the documented positive value) or -errno. A failure the agent reports
+ * comes back as its errno (-ENOENT for a missing file...) and, when err is non-NULL, its message in
+ * err->msg. Transport failures are local errnos (-ECONNREFUSED, -EPIPE, ...); a reply that breaks the
+ * protocol (malformed frame, wrong frame type, a length beyond the limits) is -EBADMSG. Everything the
+ * agent sends is treated as hostile. Outputs (ret_*) are written only on success.
+ *
+ * Only agent_hello() has a time limit; the other calls wait for the agent as long as the connection
+ * lives (a sandbox's agent is expected to answer; destroying the sandbox breaks the connection).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/proto.h"
+
+struct agent_error {
+	int code;      /* positive errno; 0 when no error was recorded */
+	char msg[256]; /* the agent's message, or a local description */
+};
+
+struct agent_info {
+	uint16_t major, minor;   /* agent protocol version */
+	uint64_t caps;           /* PROTO_CAP_* */
+	char version[PROTO_MAX_IDENT + 1];
+	char hostname[PROTO_MAX_IDENT + 1];
+};
+
+/* Connects and exchanges HELLO; retries connecting until timeout_ms has passed (the agent may still be
+ * starting), and bounds the wait for the reply by the same deadline (-ETIMEDOUT). */
+int agent_hello(const char *addr, int timeout_ms, struct agent_info *ret, struct agent_error *err);
+
+struct agent_exec_req {
+	const char *const *argv;  /* argv[0] looked up in PATH (of env) by the agent */
+	const char *const *env;   /* NULL: PATH and HOME defaults */
+	const char *cwd;          /* NULL: /root if it exists, else / */
+	uint32_t uid, gid;        /* PROTO_ID_INHERIT or equal to the agent's: no change */
+	bool stdin_pipe;          /* stdin fed with agent_exec_write_stdin(); else /dev/null */
+	bool pty;                 /* run on a new pty (output all arrives as stream 1) */
+	uint16_t rows, cols;      /* pty size (0: agent default 24x80) */
+	uint32_t timeout_ms;      /* 0 = none; else the process group is SIGKILLed at the deadline */
+};
+
+struct agent_exit {
+	bool exited;    /* normal exit: code valid */
+	int code;
+	int signal;     /* !exited: the signal that killed it */
+	bool timed_out; /* the agent killed it at timeout_ms */
+};
+
+/* Receives output as it is produced; stream 1 = stdout, 2 = stderr. A negative return aborts the pump
+ * with that value. */
+typedef int (*agent_output_fn)(int stream, const void *buf, size_t len, void *userdata);
+
+struct agent_exec;
+
+/* Starts a process; returns once the agent reported STARTED (pid) or an error (e.g. -ENOENT when
+ * argv[0] was not found, with the agent's message). Caller owns *ret (agent_exec_free). */
+int agent_exec_start(const char *addr, const struct agent_exec_req *req, struct agent_exec **ret,
+		     struct agent_error *err);
+/* The connection's fd, for poll(POLLIN) before agent_exec_pump(). Owned by x. */
+int agent_exec_fd(struct agent_exec *x);
+/* The process id inside the sandbox. */
+int agent_exec_pid(struct agent_exec *x);
+/* Sends stdin bytes; len 0 sends EOF. Blocks until the bytes are handed to the socket; the agent stops
+ * reading while the process does not consume its stdin, so a caller feeding much input to a process
+ * that also writes much output must interleave agent_exec_pump() (or use agent_exec_run()). */
+int agent_exec_write_stdin(struct agent_exec *x, const void *buf, size_t len);
+int agent_exec_signal(struct agent_exec *x, int sig);
+int agent_exec_resize(struct agent_exec *x, uint16_t rows, uint16_t cols);
+/* Handles what is readable now, blocking for at least one read when nothing is buffered: output goes to
+ * out (may be NULL). Returns 1 once EXIT arrived (*ret filled), 0 when more is to come, or -errno
+ * (-EPIPE if the agent hung up before EXIT). */
+int agent_exec_pump(struct agent_exec *x, agent_output_fn out, void *userdata, struct agent_exit *ret);
+/* True when frames are already buffered: call agent_exec_pump() before polling agent_exec_fd() again,
+ * since the fd will not poll readable for them. */
+bool agent_exec_pending(struct agent_exec *x);
+/* Closes the connection; if the process still runs, the agent kills its process group. NULL is fine. */
+void agent_exec_free(struct agent_exec *x);
+
+/* Convenience: start, feed stdin_fd (-1: no stdin) to EOF, pump output to out until EXIT. */
+int agent_exec_run(const char *addr, const struct agent_exec_req *req, int stdin_fd, agent_output_fn out,
+		   void *userdata, struct agent_exit *ret, struct agent_error *err);
+
+struct agent_stat {
+	uint32_t mode; /* st_mode */
+	uint32_t uid, gid;
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+/* Streams src_fd to its EOF into path (created with mode, parents created when mkdir_p). The agent
+ * writes a temporary file in the same directory and renames it at the end, so an interrupted transfer
+ * leaves no partial file at path. */
+int agent_file_write(const char *addr, const char *path, uint32_t mode, bool mkdir_p, int src_fd,
+		     struct agent_error *err);
+/* Streams path into dst_fd; *ret_st (may be NULL) gets its stat. */
+int agent_file_read(const char *addr, const char *path, int dst_fd, struct agent_stat *ret_st,
+		    struct agent_error *err);
+/* stat (follow = true) or lstat. */
+int agent_stat(const char *addr, const char *path, bool follow, struct agent_stat *ret, struct agent_error *err);
+
+/* One directory entry (not "." or ".."); a negative return stops the listing with that value. */
+typedef int (*agent_dirent_fn)(const char *name, const struct agent_stat *st, void *userdata);
+int agent_list_dir(const char *addr, const char *path, agent_dirent_fn fn, void *userdata,
+		   struct agent_error *err);
+
+int agent_mkdir(const char *addr, const char *path, uint32_t mode, bool parents, struct agent_error *err);
+int agent_remove(const char *addr, const char *path, bool recursive, struct agent_error *err);
+int agent_rename(const char *addr, const char *from, const char *to, struct agent_error *err);
+int agent_sync(const char *addr, struct agent_error *err);
+/* Sets CLOCK_REALTIME in the sandbox (VM mode; in jail mode the agent answers -EPERM). */
+int agent_set_time(const char *addr, int64_t unix_ns, struct agent_error *err);
+/* Credits len (<= PROTO_MAX_RESEED) bytes to the sandbox's entropy pool. */
+int agent_reseed(const char *addr, const void *buf, size_t len, struct agent_error *err);
+/* Asks the agent to power off (VM) or exit (jail); returns after the agent acknowledged. */
+int agent_shutdown(const char *addr, struct agent_error *err);
+/* Signals a process the agent started (any connection's); -ESRCH for others. */
+int agent_signal_pid(const char *addr, int pid, int sig, struct agent_error *err);
+
+/* One running exec: pid and argv. A negative return stops the listing with that value. */
+typedef int (*agent_proc_fn)(int pid, const char *const *argv, void *userdata);
+int agent_list_procs(const char *addr, agent_proc_fn fn, void *userdata, struct agent_error *err);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The microVMM core: one `struct vm` is one KVM virtual machine with its guest RAM, vCPU threads and
+ * devices. Nothing here is process-global, so several VMs could share a process; in practice each VM
+ * runs in its own space-vmm process (src/vmm/main.c), which is the only place that prints or exits.
+ *
+ * Call order: vm_create() -> vm_add_disk()* -> vm_load_kernel() -> vm_run() -> vm_destroy().
+ * Every function returns 0 (or >= 0) on success and -errno on failure; on failure vm_error() gives a
+ * human-readable reason ("bzImage truncated: ...").
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmm/guest_mem.h"
+
+#define VM_MAX_VCPUS 64
+#define VM_MAX_MMIO_DEVS 16
+
+/* Guest physical address map (x86_64). */
+#define VM_LOW_RAM_END      0xc0000000ull /* RAM below the 32-bit hole ends here */
+#define VM_HIGH_RAM_START   0x100000000ull
+#define VM_MMIO_BASE        0xd0000000ull /* virtio-mmio windows, VM_MMIO_STRIDE apart */
+#define VM_MMIO_STRIDE      0x1000ull
+#define VM_MMIO_WINDOW      0x200ull
+#define VM_MMIO_FIRST_GSI   5             /* GSI 4 is the serial port */
+#define VM_IOAPIC_ADDR      0xfec00000ull
+#define VM_LAPIC_ADDR       0xfee00000ull
+#define VM_IDENTITY_MAP     0xfeffc000ull /* KVM_SET_IDENTITY_MAP_ADDR: one page */
+#define VM_TSS_ADDR         0xfeffd000ull /* KVM_SET_TSS_ADDR: three pages */
+
+/* I/O ports the VMM answers (besides the 8250 at 0x3f8 and the i8042 at 0x60/0x64). */
+#define VM_PORT_DEBUG_EXIT  0x501 /* outb(code): ends the VM; code 0 = success, else guest failure */
+#define VM_PORT_SLEEP_CTL   0x600 /* ACPI hw-reduced sleep control register (SLP_TYP 5 + SLP_EN = off) */
+#define VM_PORT_SLEEP_STS   0x601 /* ACPI hw-reduced sleep status register */
+#define VM_PORT_RESET       0x602 /* ACPI reset register; VM_RESET_VALUE written there resets */
+#define VM_RESET_VALUE      0x01
+#define VM_ACPI_S5_TYPE     5
+
+/* Why vm_run() ended. */
+enum vm_exit_reason {
+	VM_EXIT_NONE = 0,
+	VM_EXIT_POWEROFF,      /* ACPI S5, KVM system event shutdown, or debug exit code 0 */
+	VM_EXIT_GUEST_FAILURE, /* debug exit port with a non-zero code (test guests) */
+	VM_EXIT_RESET,         /* i8042 0xfe, ACPI reset register, KVM system event reset */
+	VM_EXIT_TRIPLE_FAULT,  /* KVM_EXIT_SHUTDOWN */
+	VM_EXIT_INTERNAL,      /* KVM_EXIT_INTERNAL_ERROR, FAIL_ENTRY, unexpected exits, ioctl errors */
+	VM_EXIT_TIMEOUT,       /* vm_run's timeout elapsed */
+};
+
+struct vm_config {
+	unsigned cpus;           /* 1..VM_MAX_VCPUS */
+	uint64_t mem_bytes;      /* guest RAM; >= 16 MiB */
+	int console_fd;          /* serial output goes here when >= 0 (not owned) */
+	int console_log_fd;      /* and here when >= 0 (not owned) */
+};
+#define VM_CONFIG_INIT { .cpus = 1, .mem_bytes = 256ull << 20, .console_fd = -1, .console_log_fd = -1 }
+
+struct vm_outcome {
+	enum vm_exit_reason reason;
+	unsigned guest_code;     /* debug-exit code (VM_EXIT_GUEST_FAILURE) */
+	char detail[160];        /* e.g. "KVM internal error suberror 1 on vCPU 0 at rip 0x..." */
+};
+
+struct vm;
+
+/*
+ * Opens /dev/kvm, creates the VM, guest RAM, irqchip, PIT, platform devices and vCPUs. On failure
+ * writes the reason to err (when non-NULL) since there is no VM to ask.
+ */
+int vm_create(const struct vm_config *cfg, struct vm **ret, char *err, size_t errlen);
+
+/* Adds a virtio-blk disk backed by path (next free window and GSI). -EOPNOTSUPP when not built in. */
+int vm_add_disk(struct vm *vm, const char *path, bool read_only);
+
+/*
+ * Loads a bzImage or vmlinux ELF (and the optional initrd), writes boot_params, the command line
+ * (cmdline plus virtio_mmio.device= entries), ACPI tables, page tables, GDT, and sets the BSP's
+ * registers for the 64-bit entry. Call once, after every vm_add_disk().
+ */
+int vm_load_kernel(struct vm *vm, const char *kernel_path, const char *initrd_path, const char *cmdline);
+
+/* Runs the vCPUs until the guest ends the VM or timeout_ms (0 = none) passes. Fills *ret. */
+int vm_run(struct vm *vm, uint64_t timeout_ms, struct vm_outcome *ret);
+
+/* Stops the vCPUs if running, frees everything. NULL is fine. */
+void vm_destroy(struct vm *vm);
+
+/* Last error text of the VM ("" if none). */
+const char *vm_error(const struct vm *vm);
+
+/* Guest RAM map (for tests and devices). */
+const struct guest_mem *vm_guest_mem(const struct vm *vm);

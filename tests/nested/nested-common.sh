@@ -1,0 +1,17 @@
+# Shared by the nested suite's scripts (sourced). Finds nested-kvm beside the source tree
+# ($SPACE_SOURCE_DIR/../shared/tools/nested-kvm, or $NESTED_KVM) and skips (77) when it cannot run.
+nested_tool=${NESTED_KVM:-${SPACE_SOURCE_DIR:?}/../shared/tools/nested-kvm}
+if [ ! -x "$nested_tool" ]; then
+	echo "SKIP: nested-kvm not found at $nested_tool"
+	exit 77
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: nested-kvm needs root"
+	exit 77
+fi
+nested_cache=${NESTED_KVM_CACHE:-/var/cache/nested-kvm}
+
+# nested_run WORKDIR SCRIPT: runs `sh SCRIPT` inside nested-kvm with WORKDIR written through.
+nested_run() {
+	"$nested_tool" --timeout 1500 --rw "$1" -- sh "$2"
+}

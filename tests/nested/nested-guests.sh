@@ -1,0 +1,40 @@
+#!/bin/sh
+# nested suite: every test guest of the guests suite, booted by space-vmm inside ONE nested-kvm VM.
+# Arguments: one per guest run, "NAME|GUEST.elf|ARG|ARG..." (the space-vmm boot arguments).
+set -u
+. "$(dirname "$0")/nested-common.sh"
+work=${SPACE_BUILD_DIR:?}/nested-guests
+rm -rf "$work"
+mkdir -p "$work"
+runner=${SPACE_SOURCE_DIR:?}/tests/guests/run-guest.sh
+{
+	echo "export SPACE_VMM_PATH='${SPACE_VMM_PATH:?}' TMPDIR='$work'"
+	i=0
+	for spec in "$@"; do
+		line="sh '$runner'"
+		old_ifs=$IFS
+		IFS='|'
+		for part in $spec; do line="$line '$part'"; done
+		IFS=$old_ifs
+		echo "$line > '$work/run$i.log' 2>&1; echo \$? > '$work/run$i.rc'"
+		i=$((i + 1))
+	done
+} > "$work/inside.sh"
+nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+fails=0
+i=0
+for spec in "$@"; do
+	name=${spec%%|*}
+	rc=$(cat "$work/run$i.rc" 2>/dev/null || echo missing)
+	if [ "$rc" = 0 ]; then
+		echo "PASS: $name (run $i)"
+	else
+		echo "FAIL: $name (run $i): status $rc"
+		cat "$work/run$i.log" 2>/dev/null | tail -n 20
+		fails=$((fails + 1))
+	fi
+	i=$((i + 1))
+done
+[ $i -gt 0 ] || { echo "FAIL: no guest runs given"; exit 1; }
+[ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
+exit $((fails > 0))

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Non-fatal checks for the vmm unit tests: CHECK(cond, fmt, ...) reports and counts; check_exit(). */
+#pragma once
+
+#include <stdio.h>
+
+static int check_failures;
+
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                      \
+			fprintf(stderr, __VA_ARGS__);                                              \
+			fputc('\n', stderr);                                                       \
+			check_failures++;                                                          \
+		}                                                                                  \
+	} while (0)
+
+static inline int check_exit(void)
+{
+	if (check_failures) {
+		fprintf(stderr, "%d check(s) failed\n", check_failures);
+		return 1;
+	}
+	printf("ok\n");
+	return 0;
+}

@@ -1,0 +1,33 @@
+#!/bin/sh
+# space-vmm's user-facing errors: a non-Linux file, a truncated bzImage, a missing file and a 32-bit
+# ELF each give "space-vmm: <reason>" and exit 1, on any host (the image is checked before KVM).
+set -u
+vmm=${SPACE_VMM_PATH:?}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/space-vmm-cli.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+expect() { # expect STATUS PATTERN -- args...
+	want=$1 pat=$2
+	shift 3
+	"$vmm" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -ne "$want" ] || ! grep -q "^space-vmm: .*$pat" "$tmp/err"; then
+		echo "FAIL: space-vmm $* -> exit $rc, stderr: $(cat "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+}
+echo "just some text, not a kernel" > "$tmp/text"
+expect 1 "not a Linux kernel" -- boot --kernel "$tmp/text"
+expect 1 "cannot read kernel" -- boot --kernel "$tmp/missing"
+# A bzImage cut short: boot sector with a valid setup header, payload missing.
+{ head -c 497 /dev/zero; printf '\004'; head -c 12 /dev/zero; printf '\125\252'; printf '\353\146HdrS\017\002';
+  head -c 1000 /dev/zero; } > "$tmp/short"
+expect 1 "truncated" -- boot --kernel "$tmp/short"
+cp /bin/true "$tmp/elf64-dyn"
+expect 1 "not an x86_64 executable" -- boot --kernel "$tmp/elf64-dyn"
+expect 2 "cpus" -- boot --kernel "$tmp/text" --cpus 0
+"$vmm" --version | grep -q '^space-vmm [0-9]' || { echo "FAIL: --version"; fails=$((fails + 1)); }
+"$vmm" acpi-dump "$tmp/acpi" --cpus 2 --disks 1 && [ -s "$tmp/acpi/dsdt.dat" ] ||
+	{ echo "FAIL: acpi-dump"; fails=$((fails + 1)); }
+[ $fails -eq 0 ] && echo "ok"
+exit $((fails > 0))
