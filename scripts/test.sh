@@ -49,7 +49,7 @@ fi
 # Sanitizers: the library, the VMM's parsers and the fuzz targets' replay of their corpora. The static
 # agent cannot be sanitized; the integration tests use the one from build-test.
 if [ $# -eq 0 ]; then
-	if build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dagent=false; then
+	if build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dagent=false -Dguests=false; then
 		SPACE_AGENT_PATH="$src/build-test/src/agent/space-agent" run_suite build-asan --suite unit --suite fuzz-smoke
 	else
 		echo "test.sh: sanitizer build failed" >&2

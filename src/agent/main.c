@@ -113,7 +113,10 @@ static void on_signal(struct agent *a)
 	while (read(a->sig.fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD)
 			continue;
-		agent_log("signal %u: shutting down", si.ssi_signo);
+		if (si.ssi_signo == SIGALRM)
+			agent_log("the sandbox's lifetime has ended: shutting down");
+		else
+			agent_log("signal %u: shutting down", si.ssi_signo);
 		a->quit = true;
 	}
 	/* One wait loop for every child: a tracked exec's status goes to its connection, orphans vanish. */
@@ -155,7 +158,8 @@ static int run(struct agent *a)
 
 static void usage(void)
 {
-	fputs("usage: space-agent [--jail --listen-fd N | --listen PATH | --vsock-port P] [--hostname H]\n",
+	fputs("usage: space-agent [--jail --listen-fd N | --listen PATH | --vsock-port P] [--hostname H]\n"
+	      "                   [--lifetime SECONDS]\n",
 	      stderr);
 }
 
@@ -165,11 +169,12 @@ int main(int argc, char **argv)
 		{ "jail", no_argument, NULL, 'j' },	 { "listen-fd", required_argument, NULL, 'f' },
 		{ "listen", required_argument, NULL, 'l' }, { "vsock-port", required_argument, NULL, 'p' },
 		{ "hostname", required_argument, NULL, 'H' }, { "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },	 { 0 },
+		{ "help", no_argument, NULL, 'h' },	 { "lifetime", required_argument, NULL, 'L' },
+		{ 0 },
 	};
 	struct agent a = { .epfd = -1 };
 	const char *listen_path = NULL, *hostname = NULL;
-	uint64_t listen_fd = UINT64_MAX, port = 1024;
+	uint64_t listen_fd = UINT64_MAX, port = 1024, lifetime = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -187,6 +192,11 @@ int main(int argc, char **argv)
 			if (strlen(optarg) > PROTO_MAX_IDENT)
 				return usage(), 2;
 			hostname = optarg;
+			break;
+		case 'L':
+			/* The sandbox ends itself at its deadline even when no host process is left to do it. */
+			if (util_parse_uint(optarg, 1, 366u * 24 * 3600, &lifetime) < 0)
+				return usage(), 2;
 			break;
 		case 'V': puts("space-agent " SPACE_VERSION_STRING); return 0;
 		case 'h': usage(); return 0;
@@ -217,7 +227,10 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGCHLD);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGALRM);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if (lifetime)
+		alarm((unsigned)lifetime);
 
 	if (a.jail)
 		system_setup_jail(hostname);

@@ -456,12 +456,19 @@ SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_op
 		r = ctx_error(ctx, -errno, "open %s", logp);
 		goto fail;
 	}
+	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
+	char life_arg[24];
+	snprintf(life_arg, sizeof(life_arg), "%u", o->timeout_s);
+	const char *hostname = o->hostname ? o->hostname : b->id;
+	const char *agent_argv[] = { "space-agent", "--jail", "--listen-fd", "3", "--hostname", hostname,
+				     o->timeout_s ? "--lifetime" : NULL, life_arg, NULL };
 	struct jail_config jc = {
 		.id = b->id,
 		.rootfs_image = image,
 		.agent_path = agent,
-		.hostname = o->hostname ? o->hostname : b->id,
+		.hostname = hostname,
 		.listen_fd = lfd,
+		.argv_override = agent_argv,
 		.log_fd = logfd,
 		.cpus = b->cpus,
 		.memory_bytes = (uint64_t)b->memory_mib << 20,

@@ -4,6 +4,8 @@
  * note points at a 32-bit entry (flat protected mode, paging off), which builds identity page tables
  * for the first GiB, enters long mode and calls guest_main(NULL) (there is no Linux zero page).
  */
+#include "longmode.inc"
+
 	.section .note.Xen, "a", @note
 	.align 4
 	.long 4
@@ -18,18 +20,7 @@
 pvh_start32:
 	cli
 	lgdt pvh_gdtr
-	mov %cr4, %eax
-	or $0x20, %eax
-	mov %eax, %cr4
-	mov $pvh_pml4, %eax
-	mov %eax, %cr3
-	mov $0xc0000080, %ecx
-	rdmsr
-	or $0x100, %eax
-	wrmsr
-	mov %cr0, %eax
-	or $0x80000001, %eax
-	mov %eax, %cr0
+	ENTER_LONG_MODE $pvh_pml4
 	ljmp $0x08, $pvh_start64
 	.code64
 pvh_start64:

@@ -3,6 +3,8 @@
  * Entry of the test guests, reached like Linux's 64-bit entry: long mode, identity-mapped paging,
  * RSI = boot_params. Also the AP trampoline the smp guest copies to low memory for INIT/SIPI.
  */
+#include "longmode.inc"
+
 	.section .text.start, "ax"
 	.code64
 	.globl _start
@@ -28,18 +30,7 @@ guest_ap_tramp_start:
 	xor %ax, %ax
 	mov %ax, %ds
 	lgdtl TR(ap_gdtr)
-	mov %cr4, %eax
-	or $0x20, %eax
-	mov %eax, %cr4
-	movl TR(guest_ap_cr3), %eax
-	mov %eax, %cr3
-	mov $0xc0000080, %ecx
-	rdmsr
-	or $0x100, %eax
-	wrmsr
-	mov %cr0, %eax
-	or $0x80000001, %eax
-	mov %eax, %cr0
+	ENTER_LONG_MODE TR(guest_ap_cr3)
 	ljmpl $0x08, $TR(ap_long)
 	.code64
 ap_long:

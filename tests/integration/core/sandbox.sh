@@ -111,10 +111,13 @@ expect_rc 0 "$SPACE" ls "${S[@]}"
 echo "$out" | grep "$id" | grep -q failed || fail "dead sandbox not marked failed: $out"
 expect_rc 0 "$SPACE" rm "$id" "${S[@]}"
 
-# Lifetimes: an expired sandbox is reclaimed.
-expect_rc 0 "$SPACE" create --template tiny --isolation jail --timeout 1 "${S[@]}"
-id=$out
-sleep 1.5
+# Lifetimes: an expired sandbox stops by itself (no host process needed) and is reclaimed.
+expect_rc 0 "$SPACE" create --template tiny --isolation jail --timeout 2 --json "${S[@]}"
+id=$(echo "$out" | sed -n 's/.*"id":[[:space:]]*"\(sb-[a-z2-7]*\)".*/\1/p')
+pid=$(echo "$out" | sed -n 's/.*"pid":[[:space:]]*\([0-9]*\).*/\1/p')
+kill -0 "$pid" || fail "sandbox with a lifetime is not running"
+for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$pid" 2>/dev/null && fail "sandbox still running after its lifetime"
 expect_rc 0 "$SPACE" ls "${S[@]}"
 echo "$out" | grep -q "$id" && fail "expired sandbox still listed: $out"
 [ ! -e "$STATE/pool/sandboxes/$id" ] || fail "expired sandbox's disk not reclaimed"

@@ -9,6 +9,7 @@
  *   agent    the real space-agent ($SPACE_AGENT_PATH) as PID 1, driven through the agent client
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -252,6 +253,62 @@ static bool pid_dead(pid_t pid)
 	return zombie;
 }
 
+struct par {
+	struct fixture *f;
+	char image[512];
+	int id, result;
+};
+
+/* One thread of the parallel check: its own image, three start/kill rounds. */
+static void *par_thread(void *arg)
+{
+	struct par *t = arg;
+	t->result = 1;
+	for (int round = 0; round < 3; round++) {
+		char id[64], log[600], err[256];
+		snprintf(id, sizeof(id), "sb-test-%d-par%d-%d", (int)getpid(), t->id, round);
+		snprintf(log, sizeof(log), "%s.log", t->image);
+		int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		const char *argv[] = { "sh", "-c", "while :; do sleep 1; done", NULL };
+		struct jail_config cfg = { .id = id, .rootfs_image = t->image, .agent_path = "/bin/busybox",
+			                   .listen_fd = -1, .log_fd = lfd, .argv_override = argv };
+		struct jail_info info;
+		int r = jail_start(&cfg, &info, err, sizeof(err));
+		close(lfd);
+		if (r < 0) {
+			fprintf(stderr, "thread %d: jail_start: %s\n", t->id, err);
+			return NULL;
+		}
+		bool alive = jail_alive(&info) == 1;
+		if (jail_kill(&info, 5000) < 0 || !alive)
+			return NULL;
+	}
+	t->result = 0;
+	return NULL;
+}
+
+/* jail_start from several threads at once (the forked children must not need the caller's locks). */
+static int test_parallel(struct fixture *f)
+{
+	enum { THREADS = 4 };
+	struct par t[THREADS];
+	pthread_t th[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		t[i] = (struct par){ .f = f, .id = i };
+		CHECK(fixture_copy_image(f, t[i].image, sizeof(t[i].image)) == 0, "copy image");
+	}
+	for (int i = 0; i < THREADS; i++)
+		CHECK(pthread_create(&th[i], NULL, par_thread, &t[i]) == 0, "thread");
+	int fails = 0;
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		fails += t[i].result;
+	}
+	CHECK(fails == 0, "%d of %d threads failed", fails, THREADS);
+	printf("%d threads x 3 start/kill rounds in parallel: ok\n", THREADS);
+	return 0;
+}
+
 static int test_cycles(struct fixture *f)
 {
 	enum { CYCLES = 50, LEAK_CYCLES = 20 };
@@ -298,6 +355,16 @@ static int test_cycles(struct fixture *f)
 			       (util_now_ns() - w0) / 1e6);
 		}
 	}
+	if (test_parallel(f))
+		return 1;
+	for (int w = 0; w < 300; w++) {
+		fixture_host_state(f, &after);
+		if (after.loops == before.loops && after.mounts == before.mounts && after.cgroups == before.cgroups)
+			break;
+		fixture_sleep_ms(10);
+	}
+	CHECK(after.loops == before.loops && after.mounts == before.mounts && after.cgroups == before.cgroups,
+	      "after the parallel rounds: loops %d mounts %d cgroups %d", after.loops, after.mounts, after.cgroups);
 	qsort(start_ns, CYCLES, sizeof(start_ns[0]), cmp_u64);
 	qsort(kill_ns, CYCLES, sizeof(kill_ns[0]), cmp_u64);
 	printf("jail_start (to agent exec): median %.2f ms, p90 %.2f ms, max %.2f ms over %d\n",
