@@ -320,8 +320,11 @@ int main(int argc, char **argv)
 	}
 	if (bwrap_once(bwrap, tree, &ms) < 0)
 		goto out;
-	printf("jail_run: %llu runs each of create -> exec(true) -> destroy, libspace and bwrap alternating\n",
-	       (unsigned long long)runs);
+	double load = 0;
+	(void)getloadavg(&load, 1);
+	printf("jail_run: %llu runs each of create -> exec(true) -> destroy, libspace and bwrap alternating\n"
+	       "          (%ld CPUs, load average %.2f at start)\n",
+	       (unsigned long long)runs, sysconf(_SC_NPROCESSORS_ONLN), load);
 	for (uint64_t i = 0; i < runs && !interrupted; i++) {
 		if (space_once(ctx, p3) < 0)
 			goto out;

@@ -173,10 +173,12 @@ static void report(struct bench *b)
 	static const char *const label[NSIZES] = { "1 MiB", "1 GiB" };
 	double med[NSIZES], mx, dmed, dmx, cp[2][2];
 	char sz[32];
+	double load = 0;
+	(void)getloadavg(&load, 1);
 	printf("pool_clone: btrfs snapshot (libbtrfsutil) of a subvolume holding one file, %llu each;\n"
-	       "            cp of the %s file %llu times\n",
+	       "            cp of the %s file %llu times (%ld CPUs, load average %.2f at the end)\n",
 	       (unsigned long long)b->runs, util_format_size(b->bytes[BIG], sz, sizeof(sz)),
-	       (unsigned long long)b->copies);
+	       (unsigned long long)b->copies, sysconf(_SC_NPROCESSORS_ONLN), load);
 	printf("  %-34s %10s %10s   (ms)\n", "", "median", "max");
 	for (int s = 0; s < NSIZES; s++) {
 		const char *l = s == BIG ? util_format_size(b->bytes[BIG], sz, sizeof(sz)) : label[s];

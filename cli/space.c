@@ -32,6 +32,13 @@ static const struct cli_command commands[] = {
 	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
 	  "[--timeout S]" },
+	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
+	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-connections N] [--connection-timeout S]\n"
+	  "       [--state DIR]" },
+	{ "apikey", cmd_apikey, "create, list and remove API keys of `space serve`",
+	  "apikey create [--name NAME] [--json]\n"
+	  "       space apikey ls [--json]\n"
+	  "       space apikey rm ID" },
 	{ "version", cmd_version, "print the version", "version [--json]" },
 };
 

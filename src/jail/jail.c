@@ -2,8 +2,12 @@
 /*
  * Starting a jail (lifecycle.c has alive/kill/freeze).
  *
- * Process chain (no allocation after the first fork, so callers may be multithreaded):
- *   caller --fork--> stager --clone3(NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS)--> PID 1 --execveat--> agent
+ * Process chain:
+ *   caller --clone(VM|VFORK)--> stager --clone(VM|NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS)--> PID 1 --execveat-->
+ *   agent
+ * Both children share the caller's memory until they exit or exec (as posix_spawn does), so the cost does
+ * not grow with the caller's size; they run only syscalls and snprintf on their own stacks, never malloc,
+ * with the caller's signal handlers dropped, so callers may be multithreaded.
  * The stager is root in the initial user namespace, inside its own private mount namespace: it loop-mounts
  * the image (mounting ext4 is not possible from a user namespace), idmaps it to PID 1's user namespace,
  * sets rlimits, writes PID 1's uid/gid maps, builds /dev, mounts the jail's locked /proc and /sys, and puts
@@ -18,11 +22,13 @@
 #include <grp.h>
 #include <linux/sched.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -55,7 +61,7 @@ struct msg {
 	char text[200];  /* MSG_DONE with err != 0 */
 };
 
-/* Everything the forked children need, prepared before the first fork. */
+/* Everything the children need, prepared before the first clone. */
 struct plan {
 	const struct jail_config *cfg;
 	int agent_fd, log_fd, null_fd;
@@ -81,7 +87,7 @@ void jail_set_err(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* strerror() may allocate or take locale locks: in the forked children use the untranslated table. */
+/* strerror() may allocate or take locale locks: in the children use the untranslated table. */
 static const char *errdesc(int err)
 {
 	const char *s = strerrordesc_np(err < 0 ? -err : err);
@@ -134,7 +140,7 @@ static int write_id_maps(pid_t pid, uint32_t base)
 	return r < 0 ? r : write_proc(pid, "gid_map", map);
 }
 
-/* ---- PID 1, between clone3 and the agent's exec ---- */
+/* ---- PID 1, between clone and the agent's exec ---- */
 
 /*
  * Sets resource to want (soft = hard). Raising a hard limit needs CAP_SYS_RESOURCE on the host, which a
@@ -190,13 +196,13 @@ static void pid1_main(const struct plan *p, int go_fd, int err_fd)
 		_exit(1);
 	close(go_fd);
 
-	/* The agent must not inherit the caller's blocked signals or ignored ones (SIG_IGN survives exec). */
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The agent must not inherit ignored signals (SIG_IGN survives exec) nor the mask jail_start set. */
 	for (int sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 
 	step = "become root in the user namespace";
 	if (setsid() < 0 || setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
@@ -233,7 +239,34 @@ fail:
 
 /* ---- the stager ---- */
 
-static pid_t spawn_pid1(const struct plan *p, int *ret_go, int *ret_err)
+struct pid1_args {
+	const struct plan *p;
+	int go, err;
+};
+
+static int pid1_entry(void *arg)
+{
+	const struct pid1_args *a = arg;
+	pid1_main(a->p, a->go, a->err);
+	return 1;
+}
+
+/* Stack for a CLONE_VM child; it runs only our syscall-making code, snprintf included. */
+#define CHILD_STACK (256 * 1024)
+
+static void *child_stack(void)
+{
+	void *st = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	return st == MAP_FAILED ? NULL : st;
+}
+
+/*
+ * Creates PID 1 in new user, pid, net, ipc and uts namespaces. It shares our memory (CLONE_VM) until its
+ * exec, so no page tables of a possibly large caller are copied; its stack is *ret_stack (unmap it once
+ * PID 1 has exec'd or died) and *a must stay valid as long. It waits for a byte on *ret_go and reports
+ * failures on *ret_err.
+ */
+static pid_t spawn_pid1(const struct plan *p, struct pid1_args *a, int *ret_go, int *ret_err, void **ret_stack)
 {
 	int go[2], err[2];
 	if (pipe2(go, O_CLOEXEC) < 0)
@@ -244,26 +277,28 @@ static pid_t spawn_pid1(const struct plan *p, int *ret_go, int *ret_err)
 		close(go[1]);
 		return r;
 	}
-	struct clone_args args = {
-		.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS,
-		.exit_signal = SIGCHLD,
-	};
-	pid_t pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
-	if (pid == 0) {
-		close(go[1]);
-		close(err[0]);
-		pid1_main(p, go[0], err[1]);
+	*a = (struct pid1_args){ .p = p, .go = go[0], .err = err[1] };
+	void *stack = child_stack();
+	pid_t pid = -ENOMEM;
+	if (stack) {
+		pid = clone(pid1_entry, (char *)stack + CHILD_STACK,
+		            CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+		            a);
+		if (pid < 0) {
+			pid = -errno;
+			munmap(stack, CHILD_STACK);
+		}
 	}
-	int r = pid < 0 ? -errno : 0;
 	close(go[0]);
 	close(err[1]);
-	if (r < 0) {
+	if (pid < 0) {
 		close(go[1]);
 		close(err[0]);
-		return r;
+		return pid;
 	}
 	*ret_go = go[1];
 	*ret_err = err[0];
+	*ret_stack = stack;
 	return pid;
 }
 
@@ -291,6 +326,8 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	char loop[64], path[64];
 	const char *step = "";
 	int mfd = -1, go = -1, errfd = -1, r;
+	struct pid1_args pa;
+	void *stack = NULL;
 
 	/* If the caller dies mid-way, the half-made jail goes with us (PID 1 sees EOF on its go pipe). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -311,9 +348,9 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 
 	if ((r = set_rlimits(p)) < 0)
 		return send_done(out, r, "rlimits");
-	pid_t pid = spawn_pid1(p, &go, &errfd);
+	pid_t pid = spawn_pid1(p, &pa, &go, &errfd, &stack);
 	if (pid < 0)
-		return send_done(out, pid, "clone3 namespaces");
+		return send_done(out, pid, "clone namespaces");
 
 	if (p->uid_base) {
 		/* Private uid range; the rootfs is idmapped so its root-owned files are root's inside. */
@@ -328,12 +365,13 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 			log_line(p->log_fd, "space-jail: idmapped rootfs unavailable (%s); identity uid mapping\n",
 			         errdesc(r));
 			reap(pid);
+			munmap(stack, CHILD_STACK);
 			close(go);
 			close(errfd);
 			p->uid_base = 0;
-			pid = spawn_pid1(p, &go, &errfd);
+			pid = spawn_pid1(p, &pa, &go, &errfd, &stack);
 			if (pid < 0)
-				return send_done(out, pid, "clone3 namespaces");
+				return send_done(out, pid, "clone namespaces");
 		}
 	}
 	if (!p->uid_base && (r = write_id_maps(pid, 0)) < 0) {
@@ -381,11 +419,13 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	}
 	struct msg em;
 	r = util_read_exact(errfd, &em, sizeof(em));
+	/* Exec'd (EOF) or failed: either way PID 1 no longer runs on the stack it shared with us. */
 	if (r == 0) {
 		em.text[sizeof(em.text) - 1] = 0;
 		send_text(out, em.err < 0 ? em.err : -EIO, em.text);
 		goto fail;
 	}
+	munmap(stack, CHILD_STACK);
 	if (waitpid(pid, NULL, WNOHANG) == pid) {
 		send_text(out, -ECHILD, "the agent exited right after it started");
 		return -ECHILD;
@@ -395,7 +435,26 @@ fail:
 	if (mfd >= 0)
 		close(mfd);
 	reap(pid);
+	munmap(stack, CHILD_STACK);
 	return -1;
+}
+
+struct stager_args {
+	struct plan *p;
+	pid_t caller;
+	int out;
+};
+
+static int stager_entry(void *arg)
+{
+	const struct stager_args *a = arg;
+	/* Our own handler table (no CLONE_SIGHAND): drop the caller's handlers, keep what it ignores. */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+			signal(sig, SIG_DFL);
+	}
+	_exit(stager_main(a->p, a->caller, a->out) == 0 ? 0 : 1);
 }
 
 /* ---- caller side ---- */
@@ -497,15 +556,25 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 		r = -errno;
 		goto fail_cgroup;
 	}
-	pid_t caller = getpid();
-	pid_t stager = fork();
-	if (stager == 0) {
-		close(pfd[0]);
-		_exit(stager_main(&p, caller, pfd[1]) == 0 ? 0 : 1);
-	}
+	/*
+	 * The stager shares our memory and this thread sleeps until it exits (CLONE_VM|CLONE_VFORK, as
+	 * posix_spawn does): nothing of a large caller is copied. Signals stay blocked meanwhile, so none of
+	 * the caller's handlers ever runs on the stager's stack.
+	 */
+	struct stager_args sa = { .p = &p, .caller = getpid(), .out = pfd[1] };
+	void *stack = child_stack();
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t stager = stack ? clone(stager_entry, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &sa)
+	                     : -1;
+	int clone_errno = stack ? errno : ENOMEM;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (stack)
+		munmap(stack, CHILD_STACK);
 	close(pfd[1]);
 	if (stager < 0) {
-		r = -errno;
+		r = -clone_errno;
 		close(pfd[0]);
 		goto fail_cgroup;
 	}

@@ -3,7 +3,7 @@
  * The jail's root file system: the sandbox's ext4 image on an auto-clearing loop device, mounted with the new
  * mount API as a detached mount (so it can be idmapped before anyone sees it), attached in the private
  * staging mount namespace, given a minimal /dev, and finally made the root with pivot_root.
- * Everything here runs in forked children of jail_start(): no allocation.
+ * Everything here runs in the children of jail_start() (shared memory, own stacks): no allocation.
  */
 #include <errno.h>
 #include <fcntl.h>

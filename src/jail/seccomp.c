@@ -3,7 +3,7 @@
  * The jail's seccomp filter: default allow, with a deny list of syscalls that reach kernel-global state or
  * large attack surface the sandboxed programs have no use for. Denied calls fail with EPERM (ENOSYS for
  * clone3, so libc falls back to clone, whose flags can be inspected). The filter is built once in the caller
- * (libseccomp allocates) and exported as classic BPF, which the forked PID 1 installs right before exec.
+ * (libseccomp allocates) and exported as classic BPF, which PID 1 installs right before exec.
  *
  * What the filter cannot do, and what covers it instead:
  *  - mount(2) is allowed: its file system type is a pointer, which seccomp cannot read. The user namespace

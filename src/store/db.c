@@ -69,6 +69,14 @@ static const char *const migrations[] = {
 	"ALTER TABLE sandboxes ADD COLUMN cgroup TEXT;"
 	"ALTER TABLE sandboxes ADD COLUMN metadata TEXT;"
 	"CREATE INDEX events_sandbox ON events(sandbox_id, seq);",
+
+	/* 2 -> 3: API keys of `space serve`, stored as SHA-256 hashes of the key. */
+	"CREATE TABLE api_keys ("
+	"  id TEXT PRIMARY KEY,"
+	"  name TEXT NOT NULL,"
+	"  hash BLOB NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  last_used_ms INTEGER NOT NULL DEFAULT 0);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,8 @@ static int cmd_acpi_dump(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* A reader of the console that goes away (`| head`) must not kill the VM: writes just fail. */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
 		printf("space-vmm %s\n", SPACE_VERSION_STRING);
 		return 0;

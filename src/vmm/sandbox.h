@@ -6,5 +6,5 @@
  */
 #pragma once
 
-/* Returns 0 or -errno. */
+/* Returns 0 or -errno. A no-op in sanitizer (ASan/TSan/MSan) builds, whose runtimes need more. */
 int vmm_sandbox_apply(void);

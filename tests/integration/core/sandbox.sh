@@ -7,12 +7,17 @@ need_root; need_btrfs; need_loop
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 export SPACE_QUIET_JAIL=1
 
-snapshot_host() { # what a leak would change
-	{
-		grep -c . /proc/mounts
-		losetup -a | wc -l
-		ip netns list | wc -l
-	} | tr '\n' ' '
+# Everything a sandbox could leak on the host, for the ids given: mounts, loop devices, processes,
+# cgroups, network namespaces. Prints what is left; empty when clean.
+leaks_of() {
+	local id
+	for id in "$@"; do
+		grep -F "$id" /proc/mounts
+		losetup -a | grep -F "$id"
+		find /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null
+		ip netns list | grep -F "$id"
+		pgrep -a -f -- "--hostname $id( |\$)" || true
+	done
 }
 make_state 4G
 WORK=$(mktemp -d /tmp/space-work-XXXXXX)
@@ -22,7 +27,6 @@ echo original >"$WORK/tree/etc/marker"
 expect_rc 0 "$SPACE" template import tiny --rootfs "$WORK/tree" --state "$STATE"
 S=(--state "$STATE")
 R=(run --template tiny --isolation jail --state "$STATE")
-before=$(snapshot_host)
 
 # Exit codes and streams.
 expect_rc 3 "$SPACE" "${R[@]}" -- sh -c 'exit 3'
@@ -142,14 +146,10 @@ for i in $(seq 20); do
 	ids+=("$id") pids+=("$pid")
 	expect_rc 0 "$SPACE" rm "$id" "${S[@]}"
 done
-after=$(snapshot_host)
-[ "$before" = "$after" ] || fail "host state changed (mounts, loop devices, netns): before '$before' after '$after'"
+left=$(leaks_of "${ids[@]}")
+[ -z "$left" ] || fail "sandboxes left things behind: $left"
 for pid in "${pids[@]}"; do
 	[ -e "/proc/$pid" ] && grep -q space-agent "/proc/$pid/cmdline" 2>/dev/null && fail "sandbox process $pid still running"
-done
-for id in "${ids[@]}"; do
-	left=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null)
-	[ -z "$left" ] || fail "cgroups left for $id: $left"
 done
 [ -z "$(ls -A "$STATE/pool/sandboxes")" ] || fail "sandbox subvolumes left: $(ls "$STATE/pool/sandboxes")"
 [ -z "$(ls -A "$STATE/run" 2>/dev/null)" ] || fail "runtime dirs left: $(ls "$STATE/run")"

@@ -29,5 +29,10 @@ expect 2 "cpus" -- boot --kernel "$tmp/text" --cpus 0
 "$vmm" --version | grep -q '^space-vmm [0-9]' || { echo "FAIL: --version"; fails=$((fails + 1)); }
 "$vmm" acpi-dump "$tmp/acpi" --cpus 2 --disks 1 && [ -s "$tmp/acpi/dsdt.dat" ] ||
 	{ echo "FAIL: acpi-dump"; fails=$((fails + 1)); }
+# Without KVM a valid image gets a clear setup error rather than a crash or a hang.
+guest=${SPACE_BUILD_DIR:-}/tests/guests/guest-hello
+if [ ! -e /dev/kvm ] && [ -f "$guest" ]; then
+	expect 1 "/dev/kvm" -- boot --kernel "$guest" --timeout 5
+fi
 [ $fails -eq 0 ] && echo "ok"
 exit $((fails > 0))

@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `space serve`: the HTTP server — listening, authentication, routing, request bodies, the reaper. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "serve.h"
+#include "store/db.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define SERVE_CONNECTION_LIMIT 512
+#define SERVE_CONNECTION_TIMEOUT_S 60
+#define SERVE_REAP_INTERVAL_S 5
+
+static enum MHD_Result health(struct serve_req *r)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "status", "ok");
+	cJSON_AddStringToObject(j, "version", space_version());
+	return serve_reply_json(r, 200, j);
+}
+
+static const struct serve_route health_routes[] = {
+	{ "GET", "/v1/health", false, NULL, health },
+};
+
+/* Planes by path prefix, longest first. */
+static const struct serve_plane *const planes[] = {
+	&serve_v1_plane,
+};
+
+/* Matches path against pattern, filling params. */
+static bool route_match(const char *pattern, const char *path, struct serve_req *r)
+{
+	int np = 0;
+	while (*pattern && *path) {
+		if (*pattern == '{') {
+			const char *pe = strchr(pattern, '}');
+			size_t n = strcspn(path, "/");
+			if (!pe || n == 0 || n >= sizeof(r->params[0]) || np >= SERVE_MAX_PARAMS)
+				return false;
+			memcpy(r->params[np], path, n);
+			r->params[np++][n] = '\0';
+			pattern = pe + 1;
+			path += n;
+			continue;
+		}
+		if (*pattern != *path)
+			return false;
+		pattern++, path++;
+	}
+	return !*pattern && !*path;
+}
+
+/* Finds the route; answers 404/405 and returns false when there is none. */
+static bool route_find(struct serve_req *r)
+{
+	if (!strcmp(r->path, health_routes[0].pattern) || !strcmp(r->path, "/health")) {
+		if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
+			serve_reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s", r->method, r->path);
+			return false;
+		}
+		r->route = &health_routes[0];
+		return true;
+	}
+	bool path_known = false;
+	for (size_t p = 0; p < ARRAY_SIZE(planes); p++) {
+		if (strncmp(r->path, planes[p]->prefix, strlen(planes[p]->prefix)))
+			continue;
+		for (size_t i = 0; i < planes[p]->n_routes; i++) {
+			const struct serve_route *rt = &planes[p]->routes[i];
+			if (!route_match(rt->pattern, r->path, r))
+				continue;
+			path_known = true;
+			if (!strcmp(rt->method, r->method)) {
+				r->route = rt;
+				return true;
+			}
+		}
+	}
+	if (path_known)
+		serve_reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s", r->method, r->path);
+	else
+		serve_reply_error(r, 404, "not_found", "no such endpoint: %s %s", r->method, r->path);
+	return false;
+}
+
+/* The API key of the request: X-API-Key, or Authorization: Bearer. */
+static const char *request_key(struct serve_req *r)
+{
+	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	if (k && *k)
+		return k;
+	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (a && !strncasecmp(a, "Bearer ", 7)) {
+		a += 7;
+		while (*a == ' ')
+			a++;
+		return *a ? a : NULL;
+	}
+	return NULL;
+}
+
+static bool authenticate(struct serve_req *r)
+{
+	const char *key = request_key(r);
+	if (!key) {
+		serve_reply_error(r, 401, "unauthorized", "an API key is required (X-API-Key or Authorization: Bearer)");
+		return false;
+	}
+	pthread_mutex_lock(&r->srv->store_lock);
+	int e = serve_apikey_check(r->srv->store, key);
+	pthread_mutex_unlock(&r->srv->store_lock);
+	if (e == -EACCES) {
+		serve_reply_error(r, 401, "unauthorized", "invalid API key");
+		return false;
+	}
+	if (e < 0) {
+		serve_reply_error(r, 500, "internal", "check API key: %s", space_strerror(e));
+		return false;
+	}
+	return true;
+}
+
+/* Content-Length above the route's limit: refuse before reading the body. */
+static bool body_limit_ok(struct serve_req *r)
+{
+	const char *cl = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (!cl)
+		return true;
+	uint64_t len;
+	uint64_t limit = r->sink ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
+	if (util_parse_uint(cl, 0, UINT64_MAX, &len) < 0 || len <= limit)
+		return true;
+	serve_reply_error(r, 413, "too_large", "request body of %llu bytes is over the limit of %llu",
+			  (unsigned long long)len, (unsigned long long)limit);
+	return false;
+}
+
+static void body_append(struct serve_req *r, const char *data, size_t len)
+{
+	uint64_t limit = r->sink ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
+	r->body_seen += len;
+	if (r->body_too_large || r->body_seen > limit) {
+		r->body_too_large = true;
+		return;
+	}
+	if (r->sink) {
+		if (!r->sink_error)
+			r->sink_error = r->sink(r, data, len);
+		return;
+	}
+	char *nb = realloc(r->body, r->body_len + len + 1);
+	if (!nb) {
+		r->body_too_large = true;
+		return;
+	}
+	memcpy(nb + r->body_len, data, len);
+	r->body = nb;
+	r->body_len += len;
+	r->body[r->body_len] = '\0';
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct serve *srv = cls;
+	struct serve_req *r = *con_cls;
+	(void)version;
+
+	if (!r) {
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		r->srv = srv;
+		r->conn = conn;
+		r->method = method;
+		r->path = url;
+		r->started_ns = util_now_ns();
+		*con_cls = r;
+		if (!route_find(r))
+			return MHD_YES;
+		if (r->route->auth && !authenticate(r))
+			return MHD_YES;
+		if (r->route->start && r->route->start(r) != MHD_YES)
+			return MHD_NO;
+		if (!r->answered)
+			body_limit_ok(r);
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		/* After an early answer the rest of the body is read and dropped. */
+		if (!r->answered)
+			body_append(r, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->answered)
+		return MHD_YES;
+	if (r->body_too_large)
+		return serve_reply_error(r, 413, "too_large", "request body is over the limit of %llu bytes",
+					 (unsigned long long)(r->sink ? srv->upload_max : SERVE_JSON_BODY_MAX));
+	return r->route->run(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct serve_req *r = *con_cls;
+	(void)cls;
+	if (!r)
+		return;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	char addr[INET6_ADDRSTRLEN] = "-";
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr, sizeof(addr));
+	/* Access log: one line per request on stdout. */
+	fprintf(stdout, "{\"ts_ms\":%lld,\"remote\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%u,"
+			"\"ms\":%.1f,\"completed\":%s}\n",
+		(long long)util_wall_ms(), addr, r->method, r->route ? r->route->pattern : "-", r->status,
+		(double)(util_now_ns() - r->started_ns) / 1e6, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "true" : "false");
+	fflush(stdout);
+	if (r->state_free)
+		r->state_free(r);
+	space_sandbox_free(r->sb);
+	space_ctx_free(r->ctx);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+/* --- The reaper: ends sandboxes whose lifetime is over. --- */
+
+struct reaper {
+	struct serve *srv;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+};
+
+static void *reaper_thread(void *arg)
+{
+	struct reaper *rp = arg;
+	pthread_mutex_lock(&rp->lock);
+	while (!rp->stop) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_sec += SERVE_REAP_INTERVAL_S;
+		pthread_cond_timedwait(&rp->cond, &rp->lock, &t);
+		if (rp->stop)
+			break;
+		pthread_mutex_unlock(&rp->lock);
+		struct space_ctx_options o = SPACE_CTX_OPTIONS_INIT;
+		o.state_dir = rp->srv->state_dir;
+		space_ctx *ctx = NULL;
+		if (space_ctx_new(&o, &ctx) == 0) {
+			int n = space_sandbox_reap(ctx);
+			if (n > 0)
+				fprintf(stderr, "space serve: reaped %d expired sandbox%s\n", n, n == 1 ? "" : "es");
+			space_ctx_free(ctx);
+		}
+		pthread_mutex_lock(&rp->lock);
+	}
+	pthread_mutex_unlock(&rp->lock);
+	return NULL;
+}
+
+static int parse_listen(const char *s, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	uint64_t port;
+	if (!colon || (size_t)(colon - s) >= sizeof(host) || util_parse_uint(colon + 1, 0, 65535, &port) < 0)
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons((uint16_t)port);
+	if (!*host)
+		strcpy(host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return -EINVAL;
+	return 0;
+}
+
+int cmd_serve(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("serve");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	const char *listen = "127.0.0.1:8080";
+	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT, conn_timeout = SERVE_CONNECTION_TIMEOUT_S;
+	uint64_t conn_limit = SERVE_CONNECTION_LIMIT;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
+			listen = argv[++i];
+		else if (!strncmp(argv[i], "--listen=", 9))
+			listen = argv[i] + 9;
+		else if (!strcmp(argv[i], "--max-upload") && i + 1 < argc) {
+			if (util_parse_size(argv[++i], &upload_max) < 0 || !upload_max)
+				return cli_usage_error(cmd, "bad --max-upload '%s'", argv[i]);
+		} else if (!strcmp(argv[i], "--connection-timeout") && i + 1 < argc) {
+			if (util_parse_uint(argv[++i], 1, 3600, &conn_timeout) < 0)
+				return cli_usage_error(cmd, "bad --connection-timeout '%s' (1..3600 s)", argv[i]);
+		} else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
+			if (util_parse_uint(argv[++i], 1, 65536, &conn_limit) < 0)
+				return cli_usage_error(cmd, "bad --max-connections '%s' (1..65536)", argv[i]);
+		} else
+			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+	}
+	struct sockaddr_in sa;
+	if (parse_listen(listen, &sa) < 0)
+		return cli_usage_error(cmd, "bad --listen '%s' (want IPV4:PORT)", listen);
+
+	space_ctx *ctx = cli_ctx(cli);
+	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max };
+	char err[512];
+	int e = serve_store_open(ctx, &srv.store, err, sizeof(err));
+	if (e < 0) {
+		fprintf(stderr, "space: serve: %s\n", err);
+		return EXIT_FAIL;
+	}
+	pthread_mutex_init(&srv.store_lock, NULL);
+
+	/* Signals: SIGPIPE off (a client that goes away must not end the server), SIGINT/SIGTERM taken
+	 * with sigwait below, blocked before any thread starts so every thread inherits the mask. */
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	struct MHD_Daemon *d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		on_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+		MHD_OPTION_END);
+	if (!d) {
+		fprintf(stderr, "space: serve: cannot listen on %s: %s\n", listen, strerror(errno));
+		store_close(srv.store);
+		return EXIT_FAIL;
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	char shown[96];
+	inet_ntop(AF_INET, &sa.sin_addr, shown, sizeof(shown));
+	fprintf(stderr, "space serve: listening on http://%s:%u (state %s)\n", shown, di ? di->port : ntohs(sa.sin_port),
+		space_ctx_state_dir(ctx));
+
+	struct reaper rp = { .srv = &srv };
+	pthread_mutex_init(&rp.lock, NULL);
+	pthread_cond_init(&rp.cond, NULL);
+	pthread_t reaper;
+	bool reaping = pthread_create(&reaper, NULL, reaper_thread, &rp) == 0;
+
+	int sig = 0;
+	sigwait(&set, &sig);
+	fprintf(stderr, "space serve: %s: stopping (sandboxes keep running)\n", strsignal(sig));
+
+	if (reaping) {
+		pthread_mutex_lock(&rp.lock);
+		rp.stop = true;
+		pthread_cond_signal(&rp.cond);
+		pthread_mutex_unlock(&rp.lock);
+		pthread_join(reaper, NULL);
+	}
+	MHD_stop_daemon(d);
+	store_close(srv.store);
+	pthread_mutex_destroy(&srv.store_lock);
+	return EXIT_OK;
+}

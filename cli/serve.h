@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `space serve`: an HTTP server over libspace (libmicrohttpd, one thread per connection).
+ *
+ * A request goes through serve.c: it is authenticated, matched against the route table of the plane its
+ * path prefix selects (the native /v1 API lives in serve_v1.c), its body is collected (JSON bodies, up to
+ * a limit) or handed to the route's sink as it arrives (uploads), then the route's handler answers with
+ * the helpers below. Every request owns its own space_ctx (a context is single-threaded and cheap).
+ */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "space.h"
+
+struct store;
+
+#define SERVE_JSON_BODY_MAX (1u << 20)            /* JSON request bodies */
+#define SERVE_UPLOAD_MAX_DEFAULT (1ull << 30)     /* file uploads (--max-upload) */
+#define SERVE_EXEC_CAPTURE_MAX (16u << 20)        /* per stream, non-streaming exec */
+
+struct serve {
+	const char *state_dir;        /* NULL: the library's default */
+	uint64_t upload_max;
+	pthread_mutex_t store_lock;   /* guards store (API keys, sandbox metadata) */
+	struct store *store;
+};
+
+struct serve_req;
+
+/* A handler answers a request: it queues a response with serve_reply*() and returns its result. */
+typedef enum MHD_Result (*serve_handler_fn)(struct serve_req *r);
+/* Receives an upload's bytes as they arrive (len 0 never happens). Returns 0 or -errno (the upload is
+ * then abandoned and the handler answers). */
+typedef int (*serve_sink_fn)(struct serve_req *r, const char *data, size_t len);
+
+struct serve_route {
+	const char *method;
+	const char *pattern;          /* "/v1/sandboxes/{id}/exec": "{...}" matches one path segment */
+	bool auth;                    /* needs an API key */
+	serve_handler_fn start;       /* optional, before the body: may install a sink; may answer early */
+	serve_handler_fn run;         /* after the whole body */
+};
+
+/* A set of routes under one path prefix (the native API; later the E2B planes on the same port). */
+struct serve_plane {
+	const char *prefix;
+	const struct serve_route *routes;
+	size_t n_routes;
+};
+
+#define SERVE_MAX_PARAMS 2
+
+struct serve_req {
+	struct serve *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *path;
+	const struct serve_route *route;
+	char params[SERVE_MAX_PARAMS][128]; /* the "{...}" segments, in order */
+	bool answered;                /* a response was queued */
+
+	char *body;                   /* collected body (NUL-terminated), when there is no sink */
+	size_t body_len;
+	uint64_t body_seen;           /* bytes received, sink or not */
+	bool body_too_large;
+
+	serve_sink_fn sink;
+	int sink_error;               /* first error of the sink */
+	void *state;                  /* the route's own state ... */
+	void (*state_free)(struct serve_req *r); /* ... and how to release it (also on client abort) */
+
+	space_ctx *ctx;               /* serve_req_ctx(), freed with the request */
+	space_sandbox *sb;            /* serve_req_sandbox(), freed with the request */
+	uint64_t started_ns;
+	unsigned status;              /* the status sent, for the access log */
+};
+
+/* --- serve_http.c: responses and request helpers (shared by every plane) --- */
+
+/* Queues a JSON response (takes ownership of j; NULL = out of memory, answered 500). */
+enum MHD_Result serve_reply_json(struct serve_req *r, unsigned status, cJSON *j);
+/* {"error": {"code": code, "message": ...}}. */
+enum MHD_Result serve_reply_error(struct serve_req *r, unsigned status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* The error for a libspace failure: status from the code (-ENOENT 404, -ENODEV 503, ...), message from
+ * the context's last error. what names the operation. */
+enum MHD_Result serve_reply_space_error(struct serve_req *r, int err, const char *what);
+/* Queues a prepared response with status, adding the common headers; destroys it. */
+enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Response *resp);
+
+/* A query argument, or NULL. */
+const char *serve_query(struct serve_req *r, const char *name);
+/* A boolean query argument: "1"/"true" is true, absent is def. */
+bool serve_query_bool(struct serve_req *r, const char *name, bool def);
+
+/* Parses the body as a JSON object. On failure answers 400 and returns NULL. */
+cJSON *serve_body_object(struct serve_req *r);
+/* Returns the name of the first member of obj not in allowed (NULL-terminated), or NULL. */
+const char *serve_json_unknown_field(const cJSON *obj, const char *const *allowed);
+
+/* Copies s (len bytes) into a new string with invalid UTF-8 replaced by U+FFFD, so it is JSON-safe.
+ * With carry (3 bytes + length byte), an incomplete sequence at the end is kept for the next call. */
+char *serve_utf8_clean(const char *s, size_t len, unsigned char carry[4]);
+
+/* The request's context (created on first use) or NULL after answering 500. */
+space_ctx *serve_req_ctx(struct serve_req *r);
+/* Opens the sandbox named by params[0]; on failure answers (404, 409, ...) and returns NULL. */
+space_sandbox *serve_req_sandbox(struct serve_req *r);
+
+/*
+ * A response fed by a producer thread through a pipe: fn runs on its own thread with the write end
+ * (closed when it returns); the response streams what it writes, chunked. The request's ctx and sandbox
+ * move to the producer (fn reads them from r_ctx/r_sb in its argument). Answers 500 on failure.
+ */
+struct serve_producer {
+	int fd;                       /* write end */
+	space_ctx *ctx;
+	space_sandbox *sb;
+	bool failed;                  /* set by fn: the response ends with an error, not a clean end */
+	void *arg;                    /* the route's */
+	void (*arg_free)(void *arg);
+};
+enum MHD_Result serve_reply_stream(struct serve_req *r, unsigned status, const char *content_type,
+				   void (*fn)(struct serve_producer *p), void *arg, void (*arg_free)(void *arg));
+
+/* --- serve_v1.c: the native API; serve_v1_files.c: its file routes --- */
+extern const struct serve_plane serve_v1_plane;
+enum MHD_Result serve_v1_upload_start(struct serve_req *r);
+enum MHD_Result serve_v1_upload(struct serve_req *r);
+enum MHD_Result serve_v1_download(struct serve_req *r);
+enum MHD_Result serve_v1_file_remove(struct serve_req *r);
+enum MHD_Result serve_v1_file_stat(struct serve_req *r);
+enum MHD_Result serve_v1_file_list(struct serve_req *r);
+enum MHD_Result serve_v1_mkdir(struct serve_req *r);
+
+/* --- serve_apikey.c: API keys --- */
+
+/* Opens the state directory's store (for the server's keys and metadata). */
+int serve_store_open(space_ctx *ctx, struct store **ret, char *err, size_t errlen);
+/* 0 if key is a known API key (updates its last use), -EACCES if not, other -errno on store errors. */
+int serve_apikey_check(struct store *s, const char *key);
+
+/* Sandbox metadata (a JSON object text) kept by the server; get: NULL when none. */
+int serve_metadata_set(struct store *s, const char *id, const char *json);
+char *serve_metadata_get(struct store *s, const char *id);

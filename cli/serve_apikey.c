@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * API keys of `space serve` (`space apikey create|ls|rm`) and the server's rows in the store.
+ *
+ * A key is "e2b_" + 64 lowercase hex digits (32 random bytes): the form every 2.x E2B SDK accepts, some
+ * of which check /^e2b_[0-9a-f]+$/. Only its SHA-256 is stored; checks compare hashes in constant time.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "serve.h"
+#include "store/db.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
+
+#define APIKEY_PREFIX "e2b_"
+#define APIKEY_RANDOM_BYTES 32
+
+/* --- SHA-256 (FIPS 180-4) --- */
+
+static const uint32_t sha256_k[64] = {
+	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+	0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+	0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+	0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+	0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+	0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+	0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha256_block(uint32_t h[8], const unsigned char *p)
+{
+	uint32_t w[64], v[8];
+	for (int i = 0; i < 16; i++)
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+	for (int i = 16; i < 64; i++) {
+		uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+		uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+		w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+	}
+	memcpy(v, h, sizeof(v));
+	for (int i = 0; i < 64; i++) {
+		uint32_t t1 = v[7] + (ROR(v[4], 6) ^ ROR(v[4], 11) ^ ROR(v[4], 25)) + ((v[4] & v[5]) ^ (~v[4] & v[6])) +
+			      sha256_k[i] + w[i];
+		uint32_t t2 = (ROR(v[0], 2) ^ ROR(v[0], 13) ^ ROR(v[0], 22)) +
+			      ((v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]));
+		memmove(v + 1, v, 7 * sizeof(uint32_t));
+		v[4] += t1;
+		v[0] = t1 + t2;
+	}
+	for (int i = 0; i < 8; i++)
+		h[i] += v[i];
+}
+
+static void sha256(const void *data, size_t len, unsigned char out[32])
+{
+	uint32_t h[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+			  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	const unsigned char *p = data;
+	size_t left = len;
+	for (; left >= 64; left -= 64, p += 64)
+		sha256_block(h, p);
+	unsigned char tail[128] = { 0 };
+	memcpy(tail, p, left);
+	tail[left] = 0x80;
+	size_t tl = left < 56 ? 64 : 128;
+	uint64_t bits = (uint64_t)len * 8;
+	for (int i = 0; i < 8; i++)
+		tail[tl - 1 - i] = (unsigned char)(bits >> (8 * i));
+	sha256_block(h, tail);
+	if (tl == 128)
+		sha256_block(h, tail + 64);
+	for (int i = 0; i < 8; i++)
+		for (int j = 0; j < 4; j++)
+			out[4 * i + j] = (unsigned char)(h[i] >> (24 - 8 * j));
+}
+
+static void hex(const unsigned char *b, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* --- The store --- */
+
+int serve_store_open(space_ctx *ctx, struct store **ret, char *err, size_t errlen)
+{
+	char path[4096];
+	if (snprintf(path, sizeof(path), "%s/space.db", space_ctx_state_dir(ctx)) >= (int)sizeof(path)) {
+		snprintf(err, errlen, "state directory path too long");
+		return -ENAMETOOLONG;
+	}
+	int e = store_open(path, false, ret, err, errlen);
+	if (e == -ENOENT)
+		snprintf(err, errlen, "%s is not initialized (run `space init --state %s`)", space_ctx_state_dir(ctx),
+			 space_ctx_state_dir(ctx));
+	return e;
+}
+
+int serve_apikey_check(struct store *s, const char *key)
+{
+	unsigned char want[32];
+	sha256(key, strlen(key), want);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "SELECT id, hash FROM api_keys", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	char found[64] = "";
+	int rc;
+	/* Every key is compared, each in constant time, so timing tells nothing about which bytes matched. */
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *h = sqlite3_column_blob(st, 1);
+		if (!h || sqlite3_column_bytes(st, 1) != 32)
+			continue;
+		unsigned char diff = 0;
+		for (int i = 0; i < 32; i++)
+			diff |= (unsigned char)(h[i] ^ want[i]);
+		if (!diff)
+			snprintf(found, sizeof(found), "%s", (const char *)sqlite3_column_text(st, 0));
+	}
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	if (!found[0])
+		return -EACCES;
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *up = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "UPDATE api_keys SET last_used_ms = ? WHERE id = ?", -1, &up, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(up, 1, util_wall_ms());
+		sqlite3_bind_text(up, 2, found, -1, SQLITE_TRANSIENT);
+		sqlite3_step(up); /* best effort: a busy store must not fail the request */
+	}
+	return 0;
+}
+
+int serve_metadata_set(struct store *s, const char *id, const char *json)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "UPDATE sandboxes SET metadata = ? WHERE id = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+char *serve_metadata_get(struct store *s, const char *id)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "SELECT metadata FROM sandboxes WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) != SQLITE_TEXT)
+		return NULL;
+	return strdup((const char *)sqlite3_column_text(st, 0));
+}
+
+/* --- `space apikey` --- */
+
+static int apikey_create(struct cli *cli, struct store *s, const char *name)
+{
+	unsigned char raw[APIKEY_RANDOM_BYTES], hash[32], idb[5];
+	char key[sizeof(APIKEY_PREFIX) + 2 * APIKEY_RANDOM_BYTES], id[16];
+	if (util_random_bytes(raw, sizeof(raw)) < 0 || util_random_bytes(idb, sizeof(idb)) < 0)
+		return cli_fail(cli, -EIO, "apikey create: random bytes");
+	strcpy(key, APIKEY_PREFIX);
+	hex(raw, sizeof(raw), key + strlen(APIKEY_PREFIX));
+	sha256(key, strlen(key), hash);
+	strcpy(id, "key-");
+	hex(idb, sizeof(idb), id + 4);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "INSERT INTO api_keys (id, name, hash, created_ms) VALUES (?, ?, ?, ?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return cli_fail(cli, -EIO, "apikey create: %s", store_errmsg(s));
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name ? name : "", -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, hash, sizeof(hash), SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, util_wall_ms());
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cli_fail(cli, -EIO, "apikey create: %s", store_errmsg(s));
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "id", id);
+		cJSON_AddStringToObject(j, "name", name ? name : "");
+		cJSON_AddStringToObject(j, "key", key);
+		return cli_print_json(j);
+	}
+	printf("%s\n", key);
+	fprintf(stderr, "space: API key %s created; it is shown only this once\n", id);
+	return EXIT_OK;
+}
+
+static int apikey_ls(struct cli *cli, struct store *s)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "SELECT id, name, created_ms, last_used_ms FROM api_keys ORDER BY created_ms",
+			       -1, &st, NULL) != SQLITE_OK)
+		return cli_fail(cli, -EIO, "apikey ls: %s", store_errmsg(s));
+	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
+	if (!cli->json)
+		printf("%-14s %-20s %-19s  %s\n", "ID", "NAME", "CREATED", "LAST USED");
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+		int64_t created = sqlite3_column_int64(st, 2), used = sqlite3_column_int64(st, 3);
+		if (a) {
+			cJSON *j = cJSON_CreateObject();
+			cJSON_AddStringToObject(j, "id", id ? id : "");
+			cJSON_AddStringToObject(j, "name", name ? name : "");
+			cJSON_AddNumberToObject(j, "created_ms", (double)created);
+			cJSON_AddNumberToObject(j, "last_used_ms", (double)used);
+			cJSON_AddItemToArray(a, j);
+			continue;
+		}
+		char t1[32], t2[32] = "never";
+		cli_time(created, t1, sizeof(t1));
+		if (used)
+			cli_time(used, t2, sizeof(t2));
+		printf("%-14s %-20s %-19s  %s\n", id ? id : "", name ? name : "", t1, t2);
+	}
+	return a ? cli_print_json(a) : EXIT_OK;
+}
+
+static int apikey_rm(struct cli *cli, struct store *s, const char *id)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "DELETE FROM api_keys WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+		return cli_fail(cli, -EIO, "apikey rm: %s", store_errmsg(s));
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return cli_fail(cli, -EIO, "apikey rm: %s", store_errmsg(s));
+	if (sqlite3_changes(store_db(s)) == 0) {
+		fprintf(stderr, "space: apikey rm: no API key '%s'\n", id);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
+int cmd_apikey(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("apikey");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc < 2)
+		return cli_usage_error(cmd, "apikey needs a subcommand");
+	const char *sub = argv[1], *name = NULL;
+	bool create = !strcmp(sub, "create"), ls = !strcmp(sub, "ls"), rm = !strcmp(sub, "rm");
+	if (!create && !ls && !rm)
+		return cli_usage_error(cmd, "unknown subcommand '%s'", sub);
+	if (create) {
+		for (int i = 2; i < argc; i++) {
+			if (!strcmp(argv[i], "--name") && i + 1 < argc)
+				name = argv[++i];
+			else
+				return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+		}
+	} else if ((ls && argc != 2) || (rm && argc != 3)) {
+		return cli_usage_error(cmd, rm ? "apikey rm needs one ID" : "apikey ls takes no arguments");
+	}
+	struct store *s = NULL;
+	char err[512];
+	int e = serve_store_open(cli_ctx(cli), &s, err, sizeof(err));
+	if (e < 0) {
+		fprintf(stderr, "space: apikey: %s\n", err);
+		return EXIT_FAIL;
+	}
+	int rc = create ? apikey_create(cli, s, name) : ls ? apikey_ls(cli, s) : apikey_rm(cli, s, argv[2]);
+	store_close(s);
+	return rc;
+}

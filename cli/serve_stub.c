@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `space serve` and `space apikey` in a build without libmicrohttpd. */
+#include <stdio.h>
+
+#include "cli.h"
+
+static int unavailable(const char *name)
+{
+	fprintf(stderr, "space: %s: this space was built without libmicrohttpd (install libmicrohttpd-dev and "
+			"rebuild)\n", name);
+	return EXIT_FAIL;
+}
+
+int cmd_serve(struct cli *cli, int argc, char **argv)
+{
+	(void)cli, (void)argc, (void)argv;
+	return unavailable("serve");
+}
+
+int cmd_apikey(struct cli *cli, int argc, char **argv)
+{
+	(void)cli, (void)argc, (void)argv;
+	return unavailable("apikey");
+}
