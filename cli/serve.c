@@ -30,7 +30,7 @@ static enum MHD_Result health(struct serve_req *r)
 }
 
 static const struct serve_route health_routes[] = {
-	{ "GET", "/v1/health", false, NULL, health },
+	{ "GET", "/v1/health", false, false, NULL, health },
 };
 
 /* Planes by path prefix, longest first. */
@@ -138,7 +138,7 @@ static bool body_limit_ok(struct serve_req *r)
 	if (!cl)
 		return true;
 	uint64_t len;
-	uint64_t limit = r->sink ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
+	uint64_t limit = r->route->upload ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
 	if (util_parse_uint(cl, 0, UINT64_MAX, &len) < 0 || len <= limit)
 		return true;
 	serve_reply_error(r, 413, "too_large", "request body of %llu bytes is over the limit of %llu",
@@ -148,7 +148,7 @@ static bool body_limit_ok(struct serve_req *r)
 
 static void body_append(struct serve_req *r, const char *data, size_t len)
 {
-	uint64_t limit = r->sink ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
+	uint64_t limit = r->route->upload ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
 	r->body_seen += len;
 	if (r->body_too_large || r->body_seen > limit) {
 		r->body_too_large = true;
@@ -192,10 +192,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return MHD_YES;
 		if (r->route->auth && !authenticate(r))
 			return MHD_YES;
+		if (!body_limit_ok(r))
+			return MHD_YES;
 		if (r->route->start && r->route->start(r) != MHD_YES)
 			return MHD_NO;
-		if (!r->answered)
-			body_limit_ok(r);
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
@@ -207,9 +207,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->answered)
 		return MHD_YES;
-	if (r->body_too_large)
+	if (r->body_too_large) {
+		/* Undo what the route started (a partial upload) before the client hears of it. */
+		if (r->state_free)
+			r->state_free(r);
+		r->state_free = NULL;
 		return serve_reply_error(r, 413, "too_large", "request body is over the limit of %llu bytes",
-					 (unsigned long long)(r->sink ? srv->upload_max : SERVE_JSON_BODY_MAX));
+					 (unsigned long long)(r->route->upload ? srv->upload_max : SERVE_JSON_BODY_MAX));
+	}
 	return r->route->run(r);
 }
 
@@ -268,6 +273,9 @@ static void *reaper_thread(void *arg)
 				fprintf(stderr, "space serve: reaped %d expired sandbox%s\n", n, n == 1 ? "" : "es");
 			space_ctx_free(ctx);
 		}
+		pthread_mutex_lock(&rp->srv->store_lock);
+		serve_metadata_prune(rp->srv->store);
+		pthread_mutex_unlock(&rp->srv->store_lock);
 		pthread_mutex_lock(&rp->lock);
 	}
 	pthread_mutex_unlock(&rp->lock);

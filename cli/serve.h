@@ -43,6 +43,7 @@ struct serve_route {
 	const char *method;
 	const char *pattern;          /* "/v1/sandboxes/{id}/exec": "{...}" matches one path segment */
 	bool auth;                    /* needs an API key */
+	bool upload;                  /* the body goes to start's sink, up to --max-upload (else: JSON, 1 MiB) */
 	serve_handler_fn start;       /* optional, before the body: may install a sink; may answer early */
 	serve_handler_fn run;         /* after the whole body */
 };
@@ -104,9 +105,13 @@ cJSON *serve_body_object(struct serve_req *r);
 /* Returns the name of the first member of obj not in allowed (NULL-terminated), or NULL. */
 const char *serve_json_unknown_field(const cJSON *obj, const char *const *allowed);
 
-/* Copies s (len bytes) into a new string with invalid UTF-8 replaced by U+FFFD, so it is JSON-safe.
- * With carry (3 bytes + length byte), an incomplete sequence at the end is kept for the next call. */
-char *serve_utf8_clean(const char *s, size_t len, unsigned char carry[4]);
+/* Copies s (len bytes, NULs allowed) into a new NUL-terminated string with invalid UTF-8 replaced by
+ * U+FFFD; *ret_len (if not NULL) gets its length. With carry (3 bytes + a length byte), an incomplete
+ * sequence at the end is kept for the next call instead of being replaced. */
+char *serve_utf8_clean(const char *s, size_t len, unsigned char carry[4], size_t *ret_len);
+/* Like serve_utf8_clean, but returns a quoted JSON string literal (for cJSON_CreateRaw), so bytes that a
+ * C string cannot hold (NUL) survive as \u0000. */
+char *serve_json_quote(const char *s, size_t len, unsigned char carry[4]);
 
 /* The request's context (created on first use) or NULL after answering 500. */
 space_ctx *serve_req_ctx(struct serve_req *r);
@@ -146,6 +151,8 @@ int serve_store_open(space_ctx *ctx, struct store **ret, char *err, size_t errle
 /* 0 if key is a known API key (updates its last use), -EACCES if not, other -errno on store errors. */
 int serve_apikey_check(struct store *s, const char *key);
 
-/* Sandbox metadata (a JSON object text) kept by the server; get: NULL when none. */
+/* Client metadata of sandboxes (JSON object text) kept by the server. set with json NULL deletes; get:
+ * NULL when none; prune drops the rows of sandboxes that are gone. */
 int serve_metadata_set(struct store *s, const char *id, const char *json);
 char *serve_metadata_get(struct store *s, const char *id);
+int serve_metadata_prune(struct store *s);

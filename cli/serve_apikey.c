@@ -146,11 +146,14 @@ int serve_apikey_check(struct store *s, const char *key)
 int serve_metadata_set(struct store *s, const char *id, const char *json)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "UPDATE sandboxes SET metadata = ? WHERE id = ?", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (sqlite3_prepare_v2(store_db(s),
+			       json ? "INSERT OR REPLACE INTO sandbox_metadata (sandbox_id, metadata) VALUES (?1, ?2)"
+				    : "DELETE FROM sandbox_metadata WHERE sandbox_id = ?1",
+			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
-	sqlite3_bind_text(st, 1, json, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if (json)
+		sqlite3_bind_text(st, 2, json, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
 	return rc == SQLITE_DONE ? 0 : store_errno(rc);
 }
@@ -158,12 +161,19 @@ int serve_metadata_set(struct store *s, const char *id, const char *json)
 char *serve_metadata_get(struct store *s, const char *id)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT metadata FROM sandboxes WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(store_db(s), "SELECT metadata FROM sandbox_metadata WHERE sandbox_id = ?", -1, &st,
+			       NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-	if (sqlite3_step(st) != SQLITE_ROW || sqlite3_column_type(st, 0) != SQLITE_TEXT)
+	if (sqlite3_step(st) != SQLITE_ROW)
 		return NULL;
 	return strdup((const char *)sqlite3_column_text(st, 0));
+}
+
+int serve_metadata_prune(struct store *s)
+{
+	return store_exec(s, "DELETE FROM sandbox_metadata WHERE sandbox_id NOT IN "
+			     "(SELECT id FROM sandboxes WHERE status != 'destroyed')");
 }
 
 /* --- `space apikey` --- */

@@ -36,7 +36,16 @@ enum MHD_Result serve_reply_json(struct serve_req *r, unsigned status, cJSON *j)
 			MHD_add_response_header(resp, "Content-Type", "application/json");
 		return serve_reply(r, 500, resp);
 	}
+	/* A trailing newline, so answers read well in a terminal (curl). */
 	size_t n = strlen(s);
+	char *nl = realloc(s, n + 2);
+	if (!nl) {
+		free(s);
+		return MHD_NO;
+	}
+	s = nl;
+	s[n++] = '\n';
+	s[n] = '\0';
 	struct MHD_Response *resp = MHD_create_response_from_buffer(n, s, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(s);
@@ -53,7 +62,7 @@ enum MHD_Result serve_reply_error(struct serve_req *r, unsigned status, const ch
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	_cleanup_free_ char *clean = serve_utf8_clean(msg, strlen(msg), NULL);
+	_cleanup_free_ char *clean = serve_utf8_clean(msg, strlen(msg), NULL, NULL);
 	cJSON *j = cJSON_CreateObject();
 	cJSON *e = cJSON_AddObjectToObject(j, "error");
 	if (e) {
@@ -191,7 +200,7 @@ static int utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
-char *serve_utf8_clean(const char *s, size_t len, unsigned char carry[4])
+char *serve_utf8_clean(const char *s, size_t len, unsigned char carry[4], size_t *ret_len)
 {
 	size_t held = carry ? carry[3] : 0;
 	size_t total = held + len;
@@ -225,7 +234,38 @@ char *serve_utf8_clean(const char *s, size_t len, unsigned char carry[4])
 		i += (size_t)n;
 	}
 	out[o] = '\0';
+	if (ret_len)
+		*ret_len = o;
 	return TAKE_PTR(out);
+}
+
+char *serve_json_quote(const char *s, size_t len, unsigned char carry[4])
+{
+	size_t n;
+	_cleanup_free_ char *clean = serve_utf8_clean(s, len, carry, &n);
+	/* Worst case every byte becomes "\u00XX" (6 bytes), plus the quotes. */
+	char *out = clean && n <= (SIZE_MAX - 3) / 6 ? malloc(n * 6 + 3) : NULL;
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	out[o++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)clean[i];
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)sprintf(out + o, "\\u%04x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+	return out;
 }
 
 space_ctx *serve_req_ctx(struct serve_req *r)

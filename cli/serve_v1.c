@@ -262,6 +262,9 @@ static enum MHD_Result sandbox_delete(struct serve_req *r)
 		return serve_reply_error(r, 404, "not_found", "no sandbox '%s'", r->params[0]);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "destroy sandbox");
+	pthread_mutex_lock(&r->srv->store_lock);
+	serve_metadata_set(r->srv->store, r->params[0], NULL);
+	pthread_mutex_unlock(&r->srv->store_lock);
 	return serve_reply(r, 204, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
 }
 
@@ -447,14 +450,14 @@ static int stream_output(int stream, const void *data, size_t len, void *userdat
 {
 	struct exec_stream *es = userdata;
 	int s = stream == 2 ? 1 : 0;
-	_cleanup_free_ char *text = serve_utf8_clean(data, len, es->carry[s]);
+	_cleanup_free_ char *text = serve_json_quote(data, len, es->carry[s]);
 	if (!text)
 		return -ENOMEM;
-	if (!*text)
+	if (!strcmp(text, "\"\""))
 		return 0;
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "stream", s ? "stderr" : "stdout");
-	cJSON_AddStringToObject(j, "data", text);
+	cJSON_AddRawToObject(j, "data", text);
 	/* A failed write means the client went away: the process is then killed. */
 	return ndjson_line(es->fd, j) < 0 ? -EPIPE : 0;
 }
@@ -520,13 +523,13 @@ static enum MHD_Result sandbox_exec(struct serve_req *r)
 		result_json(j, &res);
 		static const char *const names[2] = { "stdout", "stderr" };
 		for (int s = 0; s < 2; s++) {
-			_cleanup_free_ char *text = serve_utf8_clean(c.buf[s] ? c.buf[s] : "", c.len[s], NULL);
+			_cleanup_free_ char *text = serve_json_quote(c.buf[s] ? c.buf[s] : "", c.len[s], NULL);
 			if (!text) {
 				cJSON_Delete(j);
 				j = NULL;
 				break;
 			}
-			cJSON_AddStringToObject(j, names[s], text);
+			cJSON_AddRawToObject(j, names[s], text);
 		}
 		if (j) {
 			cJSON_AddBoolToObject(j, "stdout_truncated", c.truncated[0]);
@@ -540,23 +543,23 @@ static enum MHD_Result sandbox_exec(struct serve_req *r)
 }
 
 static const struct serve_route v1_routes[] = {
-	{ "POST", "/v1/sandboxes", true, NULL, sandbox_create },
-	{ "GET", "/v1/sandboxes", true, NULL, sandbox_list },
-	{ "GET", "/v1/sandboxes/{id}", true, NULL, sandbox_get },
-	{ "DELETE", "/v1/sandboxes/{id}", true, NULL, sandbox_delete },
-	{ "POST", "/v1/sandboxes/{id}/exec", true, NULL, sandbox_exec },
-	{ "PUT", "/v1/sandboxes/{id}/files", true, serve_v1_upload_start, serve_v1_upload },
-	{ "GET", "/v1/sandboxes/{id}/files", true, NULL, serve_v1_download },
-	{ "DELETE", "/v1/sandboxes/{id}/files", true, NULL, serve_v1_file_remove },
-	{ "GET", "/v1/sandboxes/{id}/files/stat", true, NULL, serve_v1_file_stat },
-	{ "GET", "/v1/sandboxes/{id}/files/list", true, NULL, serve_v1_file_list },
-	{ "POST", "/v1/sandboxes/{id}/files/mkdir", true, NULL, serve_v1_mkdir },
-	{ "POST", "/v1/sandboxes/{id}/pause", true, NULL, not_implemented },
-	{ "POST", "/v1/sandboxes/{id}/resume", true, NULL, not_implemented },
-	{ "POST", "/v1/sandboxes/{id}/timeout", true, NULL, not_implemented },
-	{ "GET", "/v1/sandboxes/{id}/checkpoints", true, NULL, not_implemented },
-	{ "POST", "/v1/sandboxes/{id}/checkpoints", true, NULL, not_implemented },
-	{ "GET", "/v1/templates", true, NULL, template_list },
+	{ "POST", "/v1/sandboxes", true, false, NULL, sandbox_create },
+	{ "GET", "/v1/sandboxes", true, false, NULL, sandbox_list },
+	{ "GET", "/v1/sandboxes/{id}", true, false, NULL, sandbox_get },
+	{ "DELETE", "/v1/sandboxes/{id}", true, false, NULL, sandbox_delete },
+	{ "POST", "/v1/sandboxes/{id}/exec", true, false, NULL, sandbox_exec },
+	{ "PUT", "/v1/sandboxes/{id}/files", true, true, serve_v1_upload_start, serve_v1_upload },
+	{ "GET", "/v1/sandboxes/{id}/files", true, false, NULL, serve_v1_download },
+	{ "DELETE", "/v1/sandboxes/{id}/files", true, false, NULL, serve_v1_file_remove },
+	{ "GET", "/v1/sandboxes/{id}/files/stat", true, false, NULL, serve_v1_file_stat },
+	{ "GET", "/v1/sandboxes/{id}/files/list", true, false, NULL, serve_v1_file_list },
+	{ "POST", "/v1/sandboxes/{id}/files/mkdir", true, false, NULL, serve_v1_mkdir },
+	{ "POST", "/v1/sandboxes/{id}/pause", true, false, NULL, not_implemented },
+	{ "POST", "/v1/sandboxes/{id}/resume", true, false, NULL, not_implemented },
+	{ "POST", "/v1/sandboxes/{id}/timeout", true, false, NULL, not_implemented },
+	{ "GET", "/v1/sandboxes/{id}/checkpoints", true, false, NULL, not_implemented },
+	{ "POST", "/v1/sandboxes/{id}/checkpoints", true, false, NULL, not_implemented },
+	{ "GET", "/v1/templates", true, false, NULL, template_list },
 };
 
 const struct serve_plane serve_v1_plane = { "/v1/", v1_routes, ARRAY_SIZE(v1_routes) };

@@ -236,7 +236,7 @@ static int list_entry(const char *name, const struct space_file_stat *st, void *
 	cJSON *a = userdata;
 	if (cJSON_GetArraySize(a) >= LIST_ENTRIES_MAX)
 		return -E2BIG;
-	_cleanup_free_ char *clean = serve_utf8_clean(name, strlen(name), NULL);
+	_cleanup_free_ char *clean = serve_utf8_clean(name, strlen(name), NULL, NULL);
 	cJSON *e = clean ? stat_json("name", clean, st) : NULL;
 	if (!e)
 		return -ENOMEM;

@@ -204,7 +204,7 @@ static int stage_template(space_ctx *ctx, const struct space_template_import_opt
 	char image[PATH_MAX], tree[PATH_MAX];
 	snprintf(image, sizeof(image), "%s/rootfs.ext4", tmp);
 	snprintf(tree, sizeof(tree), "%s/.tree", tmp);
-	int r;
+	int r = -EINVAL;
 	switch (kind) {
 	case ROOTFS_DIR:
 		r = make_ext4(ctx, o, o->rootfs, image);

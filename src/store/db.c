@@ -70,13 +70,17 @@ static const char *const migrations[] = {
 	"ALTER TABLE sandboxes ADD COLUMN metadata TEXT;"
 	"CREATE INDEX events_sandbox ON events(sandbox_id, seq);",
 
-	/* 2 -> 3: API keys of `space serve`, stored as SHA-256 hashes of the key. */
+	/* 2 -> 3: `space serve`: API keys (SHA-256 of the key, never the key) and the metadata clients
+	 * attach to sandboxes. */
 	"CREATE TABLE api_keys ("
 	"  id TEXT PRIMARY KEY,"
 	"  name TEXT NOT NULL,"
 	"  hash BLOB NOT NULL,"
 	"  created_ms INTEGER NOT NULL,"
-	"  last_used_ms INTEGER NOT NULL DEFAULT 0);",
+	"  last_used_ms INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE sandbox_metadata ("
+	"  sandbox_id TEXT PRIMARY KEY,"
+	"  metadata TEXT NOT NULL);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

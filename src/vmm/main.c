@@ -5,7 +5,7 @@
  *   space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N]
  *                  [--memory MIB] [--timeout S] [--console-log FILE] [--quiet] [--no-seccomp]
  *   space-vmm acpi-dump DIR [--cpus N] [--disks K]
- *   space-vmm --version
+ *   space-vmm --version | --help
  *
  * Exit status of `boot` (the guest's outcome): see the VMM_STATUS_* values below and docs/vmm.md.
  * Errors go to stderr as "space-vmm: <reason>".
@@ -41,15 +41,26 @@ enum {
 
 #define MAX_DISKS 8
 
+static const char usage_text[] =
+	"usage: space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]...\n"
+	"                      [--cpus N] [--memory MIB] [--timeout S] [--console-log FILE] [--quiet]\n"
+	"                      [--no-seccomp]\n"
+	"       space-vmm acpi-dump DIR [--cpus N] [--disks K]\n"
+	"       space-vmm --version | --help\n";
+
 static int usage(void)
 {
-	fprintf(stderr,
-		"usage: space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]...\n"
-		"                      [--cpus N] [--memory MIB] [--timeout S] [--console-log FILE] [--quiet]\n"
-		"                      [--no-seccomp]\n"
-		"       space-vmm acpi-dump DIR [--cpus N] [--disks K]\n"
-		"       space-vmm --version\n");
+	fputs(usage_text, stderr);
 	return VMM_STATUS_USAGE;
+}
+
+static int help(void)
+{
+	fputs(usage_text, stdout);
+	printf("\nboot runs the kernel (bzImage or x86_64 ELF) and streams its serial console to stdout.\n"
+	       "Exit status: 0 guest powered off, 1 setup error, 2 usage, 3 guest reset, 4 triple fault,\n"
+	       "5 KVM internal error, 6 timeout, 7 guest reported failure (debug exit port 0x501).\n");
+	return 0;
 }
 
 static int fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -242,6 +253,8 @@ int main(int argc, char **argv)
 		printf("space-vmm %s\n", SPACE_VERSION_STRING);
 		return 0;
 	}
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+		return help();
 	if (argc >= 2 && strcmp(argv[1], "boot") == 0)
 		return cmd_boot(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "acpi-dump") == 0)

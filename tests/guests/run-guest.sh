@@ -1,6 +1,6 @@
 #!/bin/sh
 # usage: run-guest.sh NAME[:STATUS] GUEST.elf [space-vmm boot args...]
-# Boots a test guest under space-vmm and passes when it prints "GUEST-OK NAME" and the VMM exits 0.
+# Boots a test guest with `space vm-boot` (or space-vmm boot directly when the CLI is not built) and passes when it prints "GUEST-OK NAME" and the VMM exits 0.
 # With NAME:STATUS it passes when space-vmm exits STATUS and (for a non-zero one) says why on stderr.
 # A --timeout among the arguments overrides the default of 60 s.
 # "@DISK@" in the arguments becomes a fresh 1 MiB disk image holding a known pattern (removed after).
@@ -11,6 +11,11 @@ want_status=
 case $1 in *:*) want_status=${1##*:} ;; esac
 shift 2
 vmm=${SPACE_VMM_PATH:?SPACE_VMM_PATH not set}
+# Through the user's entry point, `space vm-boot` (which execs space-vmm boot), when the CLI is built.
+boot="$vmm boot"
+if [ -n "${SPACE_CLI:-}" ] && [ -x "$SPACE_CLI" ]; then
+	boot="$SPACE_CLI vm-boot"
+fi
 if [ ! -c /dev/kvm ] || [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
 	echo "SKIP: no /dev/kvm"
 	exit 77
@@ -29,7 +34,7 @@ for a in "$@"; do
 	args="$args $(printf '%s' "$a" | sed "s/'/'\\\\''/g; s/^/'/; s/\$/'/")"
 done
 eval "set -- $args"
-"$vmm" boot --kernel "$elf" --timeout 60 --console-log "$tmp/console" "$@" 2>"$tmp/stderr"
+$boot --kernel "$elf" --timeout 60 --console-log "$tmp/console" "$@" 2>"$tmp/stderr"
 rc=$?
 cat "$tmp/stderr" >&2
 if [ -n "$want_status" ]; then

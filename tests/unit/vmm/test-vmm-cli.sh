@@ -34,5 +34,15 @@ guest=${SPACE_BUILD_DIR:-}/tests/guests/guest-hello
 if [ ! -e /dev/kvm ] && [ -f "$guest" ]; then
 	expect 1 "/dev/kvm" -- boot --kernel "$guest" --timeout 5
 fi
+# The same errors through the CLI's `space vm-boot`, which execs space-vmm.
+if [ -n "${SPACE_CLI:-}" ] && [ -x "$SPACE_CLI" ]; then
+	"$SPACE_CLI" vm-boot --kernel "$tmp/text" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -ne 1 ] || ! grep -q "^space-vmm: .*not a Linux kernel" "$tmp/err"; then
+		echo "FAIL: space vm-boot on a text file -> exit $rc, stderr: $(cat "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+fi
+"$vmm" --help | grep -q "Exit status" || { echo "FAIL: --help"; fails=$((fails + 1)); }
 [ $fails -eq 0 ] && echo "ok"
 exit $((fails > 0))

@@ -1,0 +1,357 @@
+#!/usr/bin/env python3
+"""HTTP checks of `space serve` (started by serve_api.sh with --max-upload 8M --connection-timeout 2).
+
+Environment: SERVE_URL, SERVE_KEY, SERVE_PID, SERVE_STATE, SPACE_CLI. Standard library only.
+"""
+import concurrent.futures
+import hashlib
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+
+URL = urllib.parse.urlparse(os.environ["SERVE_URL"])
+KEY = os.environ["SERVE_KEY"]
+AUTH = {"X-API-Key": KEY}
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    if cond:
+        print(f"ok   {what}")
+    else:
+        failures += 1
+        print(f"FAIL {what}")
+    return cond
+
+
+def conn(timeout=120):
+    return http.client.HTTPConnection(URL.hostname, URL.port, timeout=timeout)
+
+
+def call(method, path, body=None, headers=None, auth=True, raw=False):
+    """One request; returns (status, parsed JSON or bytes, headers)."""
+    h = dict(AUTH) if auth else {}
+    h.update(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+        h.setdefault("Content-Type", "application/json")
+    c = conn()
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    if not raw and r.getheader("Content-Type", "").startswith("application/json"):
+        data = json.loads(data)
+    return r.status, data, r
+
+
+def early_status(method, path, length):
+    """Sends only the headers of a request with a body of length bytes; returns the status answered."""
+    s = socket.create_connection((URL.hostname, URL.port), timeout=30)
+    s.sendall(f"{method} {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {KEY}\r\nContent-Length: {length}\r\n\r\n".encode())
+    reply = s.recv(4096)
+    s.close()
+    return int(reply.split(b" ")[1]) if reply.startswith(b"HTTP/1.1 ") else 0
+
+
+def err_code(data):
+    return data.get("error", {}).get("code") if isinstance(data, dict) else None
+
+
+def create(**fields):
+    fields.setdefault("template", "tiny")
+    fields.setdefault("isolation", "jail")
+    st, data, _ = call("POST", "/v1/sandboxes", fields)
+    if st != 201:
+        raise RuntimeError(f"create: {st} {data}")
+    return data["id"]
+
+
+def q(base, **args):
+    return base + "?" + urllib.parse.urlencode(args)
+
+
+# --- health and auth ---------------------------------------------------------------------------------
+st, data, _ = call("GET", "/v1/health", auth=False)
+check(st == 200 and data.get("status") == "ok", "health without a key")
+st, data, _ = call("GET", "/v1/templates", auth=False)
+check(st == 401 and err_code(data) == "unauthorized", "no key: 401")
+st, data, _ = call("GET", "/v1/templates", auth=False, headers={"X-API-Key": "e2b_" + "0" * 64})
+check(st == 401, "unknown key: 401")
+st, data, _ = call("GET", "/v1/templates", auth=False, headers={"Authorization": "Bearer " + KEY[:-1] + "x"})
+check(st == 401, "key with one wrong character: 401")
+st, data, _ = call("GET", "/v1/templates", auth=False, headers={"Authorization": "Bearer " + KEY})
+check(st == 200 and [t["name"] for t in data["templates"]] == ["tiny"], "Bearer key: templates listed")
+st, data, _ = call("GET", "/v1/sandboxes/sb-xxxxxxxxxxxxxxxx", auth=False)
+check(st == 401, "auth is checked before the sandbox lookup")
+
+# --- bad requests ------------------------------------------------------------------------------------
+st, data, _ = call("POST", "/v1/sandboxes", b'{"template": "tiny",', {"Content-Type": "application/json"})
+check(st == 400 and err_code(data) == "bad_json", "malformed JSON: 400")
+st, data, _ = call("POST", "/v1/sandboxes", b'{"template": "tiny"} trailing', {"Content-Type": "application/json"})
+check(st == 400 and err_code(data) == "bad_json", "text after the JSON value: 400")
+st, data, _ = call("POST", "/v1/sandboxes", b'[1, 2]', {"Content-Type": "application/json"})
+check(st == 400, "JSON array instead of object: 400")
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "isolation": "jail", "colour": "red"})
+check(st == 400 and err_code(data) == "unknown_field" and "colour" in data["error"]["message"], "unknown field: 400")
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "cpus": -1})
+check(st == 400, "negative cpus: 400")
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "isolation": "container"})
+check(st == 400, "bad isolation: 400")
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "no-such-template", "isolation": "jail"})
+check(st == 404, "unknown template: 404")
+if not os.path.exists("/dev/kvm"):
+    st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "isolation": "vm"})
+    check(st == 503 and err_code(data) == "isolation_unavailable", f"vm isolation without /dev/kvm: 503 ({st})")
+st, data, _ = call("PATCH", "/v1/sandboxes")
+check(st == 405, "PATCH on /v1/sandboxes: 405")
+st, data, _ = call("GET", "/v1/nothing-here")
+check(st == 404 and err_code(data) == "not_found", "unknown endpoint: 404")
+for path in ["/v1/sandboxes/sb-aaaaaaaaaaaaaaaa", q("/v1/sandboxes/sb-aaaaaaaaaaaaaaaa/files", path="/x")]:
+    for method in ["GET", "DELETE"]:
+        st, data, _ = call(method, path)
+        check(st == 404, f"{method} {path} of an unknown sandbox: 404")
+st, data, _ = call("POST", "/v1/sandboxes/sb-aaaaaaaaaaaaaaaa/exec", {"argv": ["true"]})
+check(st == 404, "exec in an unknown sandbox: 404")
+
+# Bodies over the limit: 413, with Content-Length (refused before reading) and chunked.
+st = early_status("POST", "/v1/sandboxes", 2 << 20)
+check(st == 413, f"2 MiB JSON body announced by Content-Length: 413 before the body ({st})")
+
+
+def chunked(n):
+    yield b'{"template": "'
+    for _ in range(n):
+        yield b"x" * 65536
+    yield b'"}'
+
+
+c = conn()
+c.request("POST", "/v1/sandboxes", body=chunked(32), headers={**AUTH, "Transfer-Encoding": "chunked"},
+          encode_chunked=True)
+r = c.getresponse()
+check(r.status == 413, f"2 MiB chunked JSON body: 413 ({r.status})")
+c.close()
+
+# Malformed chunked encoding: a clean 400 from the HTTP layer, and the server goes on.
+s = socket.create_connection((URL.hostname, URL.port))
+s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: " + KEY.encode() +
+          b"\r\nTransfer-Encoding: chunked\r\n\r\nzz-not-hex\r\nabc\r\n0\r\n\r\n")
+s.settimeout(10)
+reply = s.recv(4096)
+s.close()
+check(reply.startswith(b"HTTP/1.1 400"), f"broken chunked encoding: 400 ({reply[:20]!r})")
+
+# A slow client (headers never finished) is dropped after the connection timeout, others are served.
+slow = socket.create_connection((URL.hostname, URL.port))
+slow.sendall(b"GET /v1/templates HTTP/1.1\r\nHost: x\r\n")
+st, _, _ = call("GET", "/v1/health", auth=False)
+check(st == 200, "served while a slow client holds a connection")
+slow.settimeout(15)
+t0 = time.time()
+try:
+    dropped = slow.recv(4096) == b""
+except (ConnectionResetError, socket.timeout):
+    dropped = False
+check(dropped and time.time() - t0 < 10, "slow client dropped at the connection timeout")
+slow.close()
+
+# --- lifecycle, list, pagination, metadata ----------------------------------------------------------
+a = create(env={"GREETING": "hello"}, metadata={"task": "t1", "n": 1}, timeout_s=3600)
+b = create(metadata={"task": "t2"})
+st, data, _ = call("GET", f"/v1/sandboxes/{a}")
+check(st == 200 and data["status"] == "running" and data["isolation"] == "jail" and
+      data["metadata"] == {"task": "t1", "n": 1} and "path" not in data and data.get("expires_ms", 0) > 0,
+      "get: running, metadata kept, lifetime set, no host path")
+st, data, _ = call("GET", q("/v1/sandboxes", status="running", template="tiny"))
+check(st == 200 and {s["id"] for s in data["sandboxes"]} >= {a, b}, "list filtered by status and template")
+st, data, _ = call("GET", q("/v1/sandboxes", status="failed"))
+check(st == 200 and not any(s["id"] in (a, b) for s in data["sandboxes"]), "status filter excludes")
+st, data, _ = call("GET", q("/v1/sandboxes", template="other"))
+check(st == 200 and data["sandboxes"] == [], "template filter excludes")
+seen, cursor, pages = [], None, 0
+while True:
+    args = {"limit": 1}
+    if cursor:
+        args["cursor"] = cursor
+    st, data, _ = call("GET", q("/v1/sandboxes", **args))
+    pages += 1
+    seen += [s["id"] for s in data["sandboxes"]]
+    cursor = data["next_cursor"]
+    if not cursor or pages > 10:
+        break
+check(seen == [a, b], f"pagination with limit=1 walks both sandboxes in order ({pages} pages)")
+st, data, _ = call("GET", q("/v1/sandboxes", limit=0))
+check(st == 400, "limit=0: 400")
+st, data, _ = call("GET", q("/v1/sandboxes", cursor="garbage"))
+check(st == 400, "bad cursor: 400")
+
+# --- exec --------------------------------------------------------------------------------------------
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec",
+                   {"argv": ["sh", "-c", "echo $GREETING $EXTRA $(pwd); echo oops >&2; cat; exit 3"],
+                    "env": {"EXTRA": "world"}, "cwd": "/tmp", "stdin": "line from stdin\n"})
+check(st == 200 and data["exit_code"] == 3 and data["signal"] is None and not data["timed_out"] and
+      data["stdout"] == "hello world /tmp\nline from stdin\n" and data["stderr"] == "oops\n",
+      f"exec: exit code, env (sandbox + call), cwd, stdin, streams apart ({data})")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["sleep", "10"], "timeout_ms": 300})
+check(st == 200 and data["timed_out"] and data["exit_code"] is None and data["signal"],
+      f"exec timeout kills: {data}")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["sh", "-c", "kill -TERM $$"]})
+check(st == 200 and data["signal"] == 15, "exec ended by a signal")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["no-such-command"]})
+check(st == 400 and err_code(data) == "command_not_found", "missing command: 400 command_not_found")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": []})
+check(st == 400, "empty argv: 400")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["true"], "tty": True})
+check(st == 400 and err_code(data) == "unknown_field", "exec unknown field: 400")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["printf", "\\377\\376ok\\342\\202\\254"]})
+check(st == 200 and data["stdout"] == "\ufffd\ufffdok\u20ac", f"invalid UTF-8 output is replaced: {data}")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["head", "-c", "20000000", "/dev/zero"]})
+check(st == 200 and data["stdout_truncated"] and len(data["stdout"]) == 16 << 20, "output capped at 16 MiB")
+
+# Streaming: lines arrive while the process runs, in order, and end with the result.
+for how in ({"path": "?stream=1", "headers": {}}, {"path": "", "headers": {"Accept": "application/x-ndjson"}}):
+    c = conn()
+    body = json.dumps({"argv": ["sh", "-c", "echo one; sleep 1; echo two >&2; sleep 1; echo three; exit 4"]})
+    t0 = time.time()
+    c.request("POST", f"/v1/sandboxes/{a}/exec" + how["path"], body=body,
+              headers={**AUTH, "Content-Type": "application/json", **how["headers"]})
+    r = c.getresponse()
+    lines, first_at = [], None
+    for raw in r:
+        if first_at is None:
+            first_at = time.time() - t0
+        lines.append(json.loads(raw))
+    c.close()
+    got = [(x.get("stream"), x.get("data")) for x in lines[:-1]]
+    check(r.status == 200 and r.getheader("Content-Type") == "application/x-ndjson" and
+          got == [("stdout", "one\n"), ("stderr", "two\n"), ("stdout", "three\n")] and
+          lines[-1] == {"exit_code": 4, "signal": None, "timed_out": False},
+          f"stream {how}: order and result ({lines})")
+    check(first_at is not None and first_at < 1.5, f"first line came before the process ended ({first_at:.2f} s)")
+c = conn()
+c.request("POST", f"/v1/sandboxes/{a}/exec?stream=1", body=json.dumps({"argv": ["no-such-command"]}),
+          headers=AUTH)
+r = c.getresponse()
+last = json.loads(r.read().splitlines()[-1])
+c.close()
+check(err_code(last) == "command_not_found", "stream: a missing command ends with an error line")
+
+# A client that leaves a streaming exec: the process is killed (the sandbox keeps going).
+c = conn()
+c.request("POST", f"/v1/sandboxes/{a}/exec?stream=1",
+          body=json.dumps({"argv": ["sh", "-c", "while true; do echo tick; sleep 0.1; done"]}), headers=AUTH)
+r = c.getresponse()
+r.readline()
+c.sock.shutdown(socket.SHUT_RDWR)
+c.close()
+time.sleep(1.5)
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["sh", "-c", "ps | grep -c '[w]hile true' || true"]})
+check(st == 200 and data["stdout"].strip() == "0", f"process of a departed stream client was killed ({data})")
+
+# --- files -------------------------------------------------------------------------------------------
+content = os.urandom(5 << 20)
+st, data, _ = call("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/new/dir/blob.bin", mode="0600"), content,
+                   {"Content-Type": "application/octet-stream"})
+check(st == 201 and data["size"] == len(content) and data["mode"] == 0o600 and data["type"] == "file",
+      f"upload 5 MiB into a new directory ({st} {data})")
+st, got, _ = call("GET", q(f"/v1/sandboxes/{a}/files", path="/root/new/dir/blob.bin"), raw=True)
+check(st == 200 and hashlib.sha256(got).digest() == hashlib.sha256(content).digest(), "download: same bytes")
+c = conn()
+c.request("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/chunked.txt"),
+          body=iter([b"part one, ", b"part two"]), headers=AUTH, encode_chunked=True)
+r = c.getresponse()
+r.read()
+c.close()
+st, got, _ = call("GET", q(f"/v1/sandboxes/{a}/files", path="/root/chunked.txt"), raw=True)
+check(got == b"part one, part two", "chunked upload")
+st, data, _ = call("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/empty"), b"")
+st2, got, _ = call("GET", q(f"/v1/sandboxes/{a}/files", path="/root/empty"), raw=True)
+check(st == 201 and st2 == 200 and got == b"", "empty file round trip")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{a}/files/stat", path="/root/new/dir/blob.bin"))
+check(st == 200 and data["size"] == len(content) and data["mtime_ms"] > 0, "stat")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{a}/files/list", path="/root/new/dir"))
+check(st == 200 and [e["name"] for e in data["entries"]] == ["blob.bin"], f"list: only the file, no temp ({data})")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/files/mkdir", {"path": "/srv/a/b"})
+st2, data2, _ = call("GET", q(f"/v1/sandboxes/{a}/files/stat", path="/srv/a/b"))
+check(st == 201 and st2 == 200 and data2["type"] == "dir", "mkdir with parents")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/files/mkdir", {"path": "/srv/x/y", "parents": False})
+check(st == 404, f"mkdir without parents, parent missing: 404 ({st})")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/files/mkdir", {"path": "relative"})
+check(st == 400, "relative path: 400")
+st, data, _ = call("DELETE", q(f"/v1/sandboxes/{a}/files", path="/srv"))
+check(st == 400, f"removing a non-empty dir without recursive: 400 ({st} {data})")
+st, data, _ = call("DELETE", q(f"/v1/sandboxes/{a}/files", path="/srv", recursive=1))
+st2, _, _ = call("GET", q(f"/v1/sandboxes/{a}/files/stat", path="/srv"))
+check(st == 204 and st2 == 404, "recursive remove")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{a}/files", path="/nonexistent"))
+check(st == 404, "download of a missing file: 404")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{a}/files", path="/root"))
+check(st == 400 and err_code(data) == "is_directory", "download of a directory: 400")
+st, data, _ = call("GET", f"/v1/sandboxes/{a}/files")
+check(st == 400, "files without path: 400")
+# Over --max-upload (8M): 413, and no file, whole or partial, appears.
+st = early_status("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/too-big"), 9 << 20)
+check(st == 413, f"upload over --max-upload with Content-Length: 413 before the body ({st})")
+c = conn()
+c.request("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/too-big"), body=(b"\0" * (1 << 20) for _ in range(9)),
+          headers=AUTH, encode_chunked=True)
+r = c.getresponse()
+r.read()
+c.close()
+check(r.status == 413, f"chunked upload over --max-upload: 413 ({r.status})")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{a}/files/list", path="/root"))
+names = [e["name"] for e in data["entries"]]
+check("too-big" not in names and not any(".upload-" in n for n in names), f"nothing left of refused uploads: {names}")
+
+# --- not implemented ---------------------------------------------------------------------------------
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/pause")
+check(st == 501 and err_code(data) == "not_implemented", "pause: 501")
+
+# --- delete ------------------------------------------------------------------------------------------
+st, _, _ = call("DELETE", f"/v1/sandboxes/{b}")
+st2, _, _ = call("GET", f"/v1/sandboxes/{b}")
+st3, _, _ = call("DELETE", f"/v1/sandboxes/{b}")
+check(st == 204 and st2 == 404 and st3 == 404, "delete, then 404")
+
+
+# --- 20 concurrent clients ---------------------------------------------------------------------------
+def worker(i):
+    try:
+        sid = create(env={"N": str(i)})
+    except RuntimeError as e:
+        print(e)
+        return False
+    st, data, _ = call("POST", f"/v1/sandboxes/{sid}/exec", {"argv": ["sh", "-c", "echo $N"]})
+    ok = st == 200 and data["stdout"] == f"{i}\n"
+    st2, _, _ = call("DELETE", f"/v1/sandboxes/{sid}")
+    return ok and st2 == 204
+
+
+t0 = time.time()
+with concurrent.futures.ThreadPoolExecutor(20) as pool:
+    results = list(pool.map(worker, range(20)))
+check(all(results), f"20 concurrent create/exec/destroy: {results.count(True)}/20 in {time.time() - t0:.1f} s")
+st, data, _ = call("GET", "/v1/sandboxes")
+check([s["id"] for s in data["sandboxes"]] == [a], "after the concurrent run only the first sandbox is left")
+
+# --- sandboxes outlive the server --------------------------------------------------------------------
+os.kill(int(os.environ["SERVE_PID"]), signal.SIGKILL)
+time.sleep(0.3)
+out = subprocess.run([os.environ["SPACE_CLI"], "ls", "--json", "--state", os.environ["SERVE_STATE"]],
+                     capture_output=True, text=True)
+listed = {s["id"]: s["status"] for s in json.loads(out.stdout or "[]")}
+check(listed.get(a) == "running", f"server killed: the sandbox still runs ({listed})")
+out = subprocess.run([os.environ["SPACE_CLI"], "exec", a, "--state", os.environ["SERVE_STATE"], "--", "echo", "alive"],
+                     capture_output=True, text=True)
+check(out.stdout == "alive\n", "and it still runs commands")
+
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Walks docs/openapi.json against a running `space serve`: every documented operation is called with
+the document's examples and must answer its documented success status (the lowest 2xx, or the only
+documented status); every route in the server's table must be documented and vice versa.
+
+Usage: serve_openapi.py OPENAPI.json SERVE_V1.c   (environment: SERVE_URL, SERVE_KEY)
+"""
+import http.client
+import json
+import os
+import re
+import sys
+import urllib.parse
+
+spec = json.load(open(sys.argv[1]))
+source = open(sys.argv[2]).read()
+url = urllib.parse.urlparse(os.environ["SERVE_URL"])
+key = os.environ["SERVE_KEY"]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures += 1
+
+
+def request(method, path, body=None, ctype=None, auth=True):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    headers = {"X-API-Key": key} if auth else {}
+    if ctype:
+        headers["Content-Type"] = ctype
+    c.request(method, path, body=body, headers=headers)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data, r.getheader("Content-Type", "")
+
+
+# The server's routes (the table at the end of serve_v1.c) against the document's operations.
+routes = {(m, p) for m, p in re.findall(r'\{ "([A-Z]+)", "(/v1/[^"]*)"', source)}
+routes.add(("GET", "/v1/health"))
+documented = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
+check(routes == documented, f"server routes and documented operations match "
+      f"(undocumented: {sorted(routes - documented)}, not served: {sorted(documented - routes)})")
+
+# A sandbox for the {id} operations, from the create operation's own example.
+create = spec["paths"]["/v1/sandboxes"]["post"]
+st, data, _ = request("POST", "/v1/sandboxes",
+                   json.dumps(create["requestBody"]["content"]["application/json"]["example"]), "application/json")
+check(st == 201, f"POST /v1/sandboxes with the documented example: {st}")
+if st != 201:
+    sys.exit(1)
+sandbox = json.loads(data)["id"]
+
+
+def order(op):
+    """Creating things first, reading next, removing last, the sandbox itself at the very end."""
+    method, path = op
+    if method == "delete":
+        return (3 if path == "/v1/sandboxes/{id}" else 2, path)
+    return ({"put": 0, "post": 1}.get(method, 1 if "mkdir" in path else 1.5), path)
+
+
+ops = sorted(((m, p) for p, o in spec["paths"].items() for m in o), key=order)
+for method, path in ops:
+    op = spec["paths"][path][method]
+    if (method, path) == ("post", "/v1/sandboxes"):
+        continue
+    query, real_path = {}, path
+    for p in op.get("parameters", []):
+        if p["in"] == "path":
+            real_path = real_path.replace("{" + p["name"] + "}", sandbox)
+        elif p["in"] == "query" and "example" in p and (p.get("required") or p["name"] not in ("cursor",)):
+            query[p["name"]] = p["example"]
+    if path == "/v1/sandboxes":
+        query = {}  # the filters' examples would hide the sandbox; they are exercised by serve_api.py
+    full = real_path + ("?" + urllib.parse.urlencode(query) if query else "")
+    body, ctype = None, None
+    if "requestBody" in op:
+        ctype, media = next(iter(op["requestBody"]["content"].items()))
+        example = media.get("example")
+        body = json.dumps(example).encode() if ctype == "application/json" else str(example).encode()
+    codes = sorted(int(c) for c in op["responses"])
+    want = next((c for c in codes if 200 <= c < 300), next(c for c in codes if c != 401))
+    st, data, rtype = request(method.upper(), full, body, ctype)
+    check(st == want, f"{method.upper()} {full}: {st}, documented {want}" + ("" if st == want else f" ({data[:200]!r})"))
+    types = list(op["responses"][str(want)].get("content", {}))
+    check(rtype.split(";")[0] in types if types else not data,
+          f"{method.upper()} {path}: Content-Type {rtype!r}, documented {types}")
+    if rtype == "application/json":
+        json.loads(data)
+    # Every operation but health needs the key, as the document says.
+    secured = op.get("security", spec.get("security")) != []
+    if secured:
+        st, _, _ = request(method.upper(), full, body, ctype, auth=False)
+        check(st == 401, f"{method.upper()} {path} without a key: {st}")
+
+print(f"{failures} failure(s)")
+sys.exit(1 if failures else 0)
