@@ -46,11 +46,11 @@ else
 	failed=$((failed + 1))
 fi
 
-# Sanitizers: the library, the VMM's parsers and the fuzz targets' replay of their corpora. The static
-# agent cannot be sanitized; the integration tests use the one from build-test.
+# Sanitizers: the library, the VMM's parsers, the fuzz targets' replay of their corpora, and the CLI's
+# lifecycle tests (suite sanitize). The static agent cannot be sanitized; those tests use build-test's.
 if [ $# -eq 0 ]; then
 	if build build-asan -Dwerror=true -Db_sanitize=address,undefined -Db_lundef=false -Dagent=false -Dguests=false; then
-		SPACE_AGENT_PATH="$src/build-test/src/agent/space-agent" run_suite build-asan --suite unit --suite fuzz-smoke
+		SPACE_AGENT_PATH="$src/build-test/src/agent/space-agent" run_suite build-asan --suite unit --suite fuzz-smoke --suite sanitize
 	else
 		echo "test.sh: sanitizer build failed" >&2
 		failed=$((failed + 1))

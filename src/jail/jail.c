@@ -282,7 +282,7 @@ static pid_t spawn_pid1(const struct plan *p, struct pid1_args *a, int *ret_go, 
 	pid_t pid = -ENOMEM;
 	if (stack) {
 		pid = clone(pid1_entry, (char *)stack + CHILD_STACK,
-		            CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+		            JAIL_CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
 		            a);
 		if (pid < 0) {
 			pid = -errno;
@@ -517,6 +517,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	const char *argv[] = { "space-agent", "--jail", "--listen-fd", listen_arg, "--hostname", hostname, NULL };
 	p.argv = cfg->argv_override ? cfg->argv_override : argv;
 
+	/* Opened here only for a clear early message; the stager attaches the image to a loop device by path. */
 	_cleanup_close_ int image_fd = open(cfg->rootfs_image, O_RDWR | O_CLOEXEC);
 	if (image_fd < 0) {
 		int r = -errno;
@@ -566,7 +567,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t stager = stack ? clone(stager_entry, (char *)stack + CHILD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &sa)
+	pid_t stager = stack ? clone(stager_entry, (char *)stack + CHILD_STACK, JAIL_CLONE_VM | CLONE_VFORK | SIGCHLD, &sa)
 	                     : -1;
 	int clone_errno = stack ? errno : ENOMEM;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -579,6 +580,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 		goto fail_cgroup;
 	}
 
+	/* The stager wrote at most two messages (far below the pipe's capacity) before it exited. */
 	struct msg m, pidmsg = { 0 };
 	bool have_pid = false, done = false;
 	r = -EIO;

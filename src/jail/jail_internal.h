@@ -1,9 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Private pieces of the jail. Functions marked "child-safe" run in the processes jail_start() forks from a
+ * Private pieces of the jail. Functions marked "child-safe" run in the processes jail_start() clones from a
  * possibly multithreaded caller: they do not allocate and use only syscalls and snprintf.
  */
 #pragma once
+
+#include <sched.h>
+
+/*
+ * The children share the caller's memory (CLONE_VM, as posix_spawn does), except in sanitizer builds:
+ * instrumented code in a CLONE_VM child corrupts the sanitizer's per-thread state, so there they get a copy.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define JAIL_CLONE_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define JAIL_CLONE_VM 0
+#endif
+#endif
+#ifndef JAIL_CLONE_VM
+#define JAIL_CLONE_VM CLONE_VM
+#endif
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -212,7 +212,7 @@ int jail_rootfs_pseudo(const char *stage, pid_t pid1)
 	char *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED)
 		return -errno;
-	pid_t pid = clone(pseudo_helper, stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	pid_t pid = clone(pseudo_helper, stack + stack_size, JAIL_CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
 	int r = pid < 0 ? -errno : 0;
 	munmap(stack, stack_size);
 	if (r < 0)

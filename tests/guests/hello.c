@@ -2,12 +2,14 @@
 /*
  * hello: prints, then checks what the VMM handed over against what the test asked for on the command
  * line: hello.mem=<size> (the --memory given to space-vmm) must equal the RAM in the e820 map plus the
- * reserved BIOS area below 1 MiB, and hello.text=<word> must be readable from the command line.
+ * reserved BIOS area below 1 MiB, and hello.text must read back as the word the tests pass
+ * (HELLO_TEXT), proving the command line arrives intact.
  */
 #include "guest.h"
 
 #define NAME "hello"
 #define BIOS_HOLE (0x100000 - 0x9fc00)
+#define HELLO_TEXT "pineapple"
 
 void guest_main(const uint8_t *bp)
 {
@@ -18,6 +20,8 @@ void guest_main(const uint8_t *bp)
 	guest_puts("hello: text=");
 	guest_puts(buf);
 	guest_puts("\n");
+	if (strlen(buf) != strlen(HELLO_TEXT) || memcmp(buf, HELLO_TEXT, strlen(HELLO_TEXT)) != 0)
+		guest_fail(NAME, "hello.text differs from what the test passed");
 	if (!guest_cmdline_value(bp, "hello.mem", buf, sizeof(buf)))
 		guest_fail(NAME, "hello.mem= missing from the command line");
 	uint64_t want = guest_parse_num(buf, NULL);

@@ -35,3 +35,12 @@ start_server() {
 	done
 	fail "space serve did not answer on $SERVE_URL"
 }
+
+# stop_server: SIGTERM, then the server must exit 0 on its own (a clean shutdown, no leak reports).
+stop_server() {
+	local rc
+	kill -TERM "$SERVE_PID"
+	wait "$SERVE_PID"; rc=$?
+	[ "$rc" = 0 ] || fail "space serve exited $rc after SIGTERM: $(tail -20 "$WORK/serve.err")"
+	grep -q "stopping" "$WORK/serve.err" || fail "no shutdown message: $(cat "$WORK/serve.err")"
+}

@@ -5,4 +5,5 @@
 start_server
 python3 "$(dirname "$0")/serve_openapi.py" "$SPACE_SOURCE_DIR/docs/openapi.json" "$SPACE_SOURCE_DIR/cli/serve_v1.c" ||
 	fail "OpenAPI walk failed"
+stop_server
 echo "PASS"
