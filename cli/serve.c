@@ -228,12 +228,26 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	char addr[INET6_ADDRSTRLEN] = "-";
 	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, addr, sizeof(addr));
-	/* Access log: one line per request on stdout. */
-	fprintf(stdout, "{\"ts_ms\":%lld,\"remote\":\"%s\",\"method\":\"%s\",\"path\":\"%s\",\"status\":%u,"
-			"\"ms\":%.1f,\"completed\":%s}\n",
-		(long long)util_wall_ms(), addr, r->method, r->route ? r->route->pattern : "-", r->status,
-		(double)(util_now_ns() - r->started_ns) / 1e6, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "true" : "false");
-	fflush(stdout);
+	/* Access log: one JSON line per request on stdout (built with cJSON: method and path are the
+	 * client's bytes). */
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddNumberToObject(j, "ts_ms", (double)util_wall_ms());
+	cJSON_AddStringToObject(j, "remote", addr);
+	cJSON_AddStringToObject(j, "method", r->method);
+	cJSON_AddStringToObject(j, "route", r->route ? r->route->pattern : "-");
+	if (r->params[0][0] && r->route && strchr(r->route->pattern, '{'))
+		cJSON_AddStringToObject(j, "sandbox", r->params[0]);
+	cJSON_AddNumberToObject(j, "status", r->status);
+	cJSON_AddNumberToObject(j, "ms", (double)((util_now_ns() - r->started_ns) / 100000) / 10.0);
+	cJSON_AddBoolToObject(j, "completed", toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+	char *line = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (line) {
+		_cleanup_free_ char *clean = serve_utf8_clean(line, strlen(line), NULL, NULL);
+		fprintf(stdout, "%s\n", clean ? clean : line);
+		fflush(stdout);
+		free(line);
+	}
 	if (r->state_free)
 		r->state_free(r);
 	space_sandbox_free(r->sb);

@@ -62,6 +62,22 @@ static const char **merge_env(char *const *sandbox, const char *const *call)
 	return v;
 }
 
+static struct agent_exec_req exec_req(const struct space_exec_options *o, const char **env)
+{
+	return (struct agent_exec_req){
+		.argv = o->argv,
+		.env = env,
+		.cwd = o->cwd,
+		.uid = o->uid,
+		.gid = o->gid,
+		.stdin_pipe = o->stdin_fd >= 0,
+		.pty = o->pty,
+		.rows = o->rows,
+		.cols = o->cols,
+		.timeout_ms = o->timeout_ms,
+	};
+}
+
 struct space_process {
 	space_ctx *ctx;
 	struct agent_exec *x;
@@ -83,18 +99,7 @@ SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_opt
 	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
 	if (!env)
 		return -ENOMEM;
-	struct agent_exec_req req = {
-		.argv = o->argv,
-		.env = env,
-		.cwd = o->cwd,
-		.uid = o->uid,
-		.gid = o->gid,
-		.stdin_pipe = o->stdin_fd >= 0,
-		.pty = o->pty,
-		.rows = o->rows,
-		.cols = o->cols,
-		.timeout_ms = o->timeout_ms,
-	};
+	struct agent_exec_req req = exec_req(o, env);
 	struct space_process *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -173,18 +178,7 @@ SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_opti
 	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
 	if (!env)
 		return -ENOMEM;
-	struct agent_exec_req req = {
-		.argv = o->argv,
-		.env = env,
-		.cwd = o->cwd,
-		.uid = o->uid,
-		.gid = o->gid,
-		.stdin_pipe = o->stdin_fd >= 0,
-		.pty = o->pty,
-		.rows = o->rows,
-		.cols = o->cols,
-		.timeout_ms = o->timeout_ms,
-	};
+	struct agent_exec_req req = exec_req(o, env);
 	struct space_process p = { .ctx = ctx, .output = o->output, .userdata = o->userdata };
 	struct agent_exit ex;
 	struct agent_error err = { 0 };

@@ -398,22 +398,28 @@ static void template_row(sqlite3_stmt *st, struct space_template_info *t)
 	t->checkpoints = (uint32_t)sqlite3_column_int(st, 7);
 }
 
-SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count)
+/* Prepares TEMPLATE_SELECT + tail on a store whose pool is mounted (paths in answers must exist). */
+static int template_query(space_ctx *ctx, const char *tail, sqlite3_stmt **ret)
 {
-	if (!ctx || !ret_list || !ret_count)
-		return -EINVAL;
-	/* Paths in the answer must exist: make sure the pool is mounted. */
 	const char *root;
 	int r = ctx_pool(ctx, &root);
 	if (r < 0)
 		return r;
 	struct store *s = ctx->store;
 	char sql[sizeof(TEMPLATE_SELECT) + 32];
-	snprintf(sql, sizeof(sql), "%s ORDER BY t.name", TEMPLATE_SELECT);
+	snprintf(sql, sizeof(sql), "%s %s", TEMPLATE_SELECT, tail);
+	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, ret, NULL));
+	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
+}
+
+SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count)
+{
+	if (!ctx || !ret_list || !ret_count)
+		return -EINVAL;
 	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
+	int r = template_query(ctx, "ORDER BY t.name", &st);
 	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+		return r;
 	struct space_template_info *list = NULL;
 	size_t n = 0;
 	int rc;
@@ -427,7 +433,7 @@ SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **r
 		template_row(st, &list[n++]);
 	}
 	if (r == 0 && rc != SQLITE_DONE)
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
+		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(ctx->store));
 	sqlite3_finalize(st);
 	if (r < 0) {
 		free(list);
@@ -442,18 +448,10 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
 {
 	if (!ctx || !name || !ret)
 		return -EINVAL;
-	/* Paths in the answer must exist: make sure the pool is mounted. */
-	const char *root;
-	int r = ctx_pool(ctx, &root);
+	sqlite3_stmt *st;
+	int r = template_query(ctx, "WHERE t.name = ?", &st);
 	if (r < 0)
 		return r;
-	struct store *s = ctx->store;
-	char sql[sizeof(TEMPLATE_SELECT) + 32];
-	snprintf(sql, sizeof(sql), "%s WHERE t.name = ?", TEMPLATE_SELECT);
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
-	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
@@ -461,7 +459,7 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
 	else if (rc == SQLITE_DONE)
 		r = ctx_error_msg(ctx, -ENOENT, "no template named %s (see `space template ls`)", name);
 	else
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
+		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(ctx->store));
 	sqlite3_finalize(st);
 	return r;
 }

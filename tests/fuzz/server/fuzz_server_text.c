@@ -10,6 +10,8 @@
 
 #include "serve.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 static void fuzz_assert(int cond)
 {
 	if (!cond)
