@@ -380,6 +380,10 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	fprintf(stderr, "space serve: listening on http://%s:%u (state %s)\n", shown, di ? di->port : ntohs(sa.sin_port),
 		space_ctx_state_dir(ctx));
 
+	if (serve_apikey_count(srv.store) == 0)
+		fprintf(stderr, "space serve: no API keys yet: every /v1 call will get 401 until you run "
+				"`space apikey create --state %s`\n", space_ctx_state_dir(ctx));
+
 	struct reaper rp = { .srv = &srv };
 	pthread_mutex_init(&rp.lock, NULL);
 	pthread_cond_init(&rp.cond, NULL);

@@ -151,6 +151,9 @@ int serve_store_open(space_ctx *ctx, struct store **ret, char *err, size_t errle
 /* 0 if key is a known API key (updates its last use), -EACCES if not, other -errno on store errors. */
 int serve_apikey_check(struct store *s, const char *key);
 
+/* How many API keys exist, or -errno. */
+int serve_apikey_count(struct store *s);
+
 /* Client metadata of sandboxes (JSON object text) kept by the server. set with json NULL deletes; get:
  * NULL when none; prune drops the rows of sandboxes that are gone. */
 int serve_metadata_set(struct store *s, const char *id, const char *json);

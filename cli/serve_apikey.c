@@ -143,6 +143,15 @@ int serve_apikey_check(struct store *s, const char *key)
 	return 0;
 }
 
+int serve_apikey_count(struct store *s)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "SELECT count(*) FROM api_keys", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	int rc = sqlite3_step(st);
+	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : store_errno(rc);
+}
+
 int serve_metadata_set(struct store *s, const char *id, const char *json)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;

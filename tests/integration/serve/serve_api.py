@@ -149,6 +149,23 @@ reply = s.recv(4096)
 s.close()
 check(reply.startswith(b"HTTP/1.1 400"), f"broken chunked encoding: 400 ({reply[:20]!r})")
 
+# Oversized headers: refused by the HTTP layer, the server goes on.
+s = socket.create_connection((URL.hostname, URL.port))
+try:
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (256 << 10) + b"\r\n\r\n")
+except (BrokenPipeError, ConnectionResetError):
+    pass
+s.settimeout(10)
+try:
+    reply = s.recv(4096)
+except ConnectionResetError:
+    reply = b""
+s.close()
+check(reply.startswith(b"HTTP/1.1 431"),
+      f"256 KiB of headers refused ({reply[:20]!r})")
+st, _, _ = call("GET", "/v1/health", auth=False)
+check(st == 200, "served after oversized headers")
+
 # A slow client (headers never finished) is dropped after the connection timeout, others are served.
 slow = socket.create_connection((URL.hostname, URL.port))
 slow.sendall(b"GET /v1/templates HTTP/1.1\r\nHost: x\r\n")
@@ -341,6 +358,20 @@ with concurrent.futures.ThreadPoolExecutor(20) as pool:
 check(all(results), f"20 concurrent create/exec/destroy: {results.count(True)}/20 in {time.time() - t0:.1f} s")
 st, data, _ = call("GET", "/v1/sandboxes")
 check([s["id"] for s in data["sandboxes"]] == [a], "after the concurrent run only the first sandbox is left")
+
+# --- the reaper ends sandboxes whose lifetime is over, with no request to trigger it ----------------
+import sqlite3  # noqa: E402  (read-only look at the store: any API call would reap by itself)
+
+short = create(timeout_s=1)
+deadline, status = time.time() + 20, None
+while time.time() < deadline:
+    time.sleep(1)
+    db = sqlite3.connect(f"file:{os.environ['SERVE_STATE']}/space.db?mode=ro", uri=True, timeout=10)
+    status = db.execute("SELECT status FROM sandboxes WHERE id = ?", (short,)).fetchone()[0]
+    db.close()
+    if status == "destroyed":
+        break
+check(status == "destroyed", f"the server's reaper destroyed an expired sandbox ({status})")
 
 # --- sandboxes outlive the server --------------------------------------------------------------------
 os.kill(int(os.environ["SERVE_PID"]), signal.SIGKILL)
