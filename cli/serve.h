@@ -104,6 +104,10 @@ bool serve_query_bool(struct serve_req *r, const char *name, bool def);
 cJSON *serve_body_object(struct serve_req *r);
 /* Returns the name of the first member of obj not in allowed (NULL-terminated), or NULL. */
 const char *serve_json_unknown_field(const cJSON *obj, const char *const *allowed);
+/* serve_body_object, refusing (400 unknown_field) members not in allowed. */
+cJSON *serve_body_fields(struct serve_req *r, const char *const *allowed);
+/* Queues an empty answer (204). */
+enum MHD_Result serve_reply_empty(struct serve_req *r, unsigned status);
 
 /* Copies s (len bytes, NULs allowed) into a new NUL-terminated string with invalid UTF-8 replaced by
  * U+FFFD; *ret_len (if not NULL) gets its length. With carry (3 bytes + a length byte), an incomplete

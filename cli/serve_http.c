@@ -77,42 +77,24 @@ enum MHD_Result serve_reply_space_error(struct serve_req *r, int err, const char
 	const char *detail = r->ctx ? space_ctx_last_error(r->ctx) : "";
 	if (!detail || !*detail)
 		detail = space_strerror(err);
+	static const struct {
+		int err;
+		unsigned status;
+		const char *code;
+	} map[] = {
+		{ -ENOENT, 404, "not_found" },    { -ESRCH, 409, "not_running" },
+		{ -EEXIST, 409, "exists" },       { -EBUSY, 409, "busy" },
+		{ -EINVAL, 400, "invalid" },      { -ENAMETOOLONG, 400, "invalid" },
+		{ -ENOTDIR, 400, "invalid" },     { -EISDIR, 400, "invalid" },
+		{ -ENOTEMPTY, 400, "invalid" },   { -EACCES, 403, "forbidden" },
+		{ -EPERM, 403, "forbidden" },     { -ENODEV, 503, "isolation_unavailable" },
+		{ -ENOMEDIUM, 503, "not_initialized" }, { -ENOSPC, 507, "no_space" },
+	};
 	unsigned status = 500;
 	const char *code = "internal";
-	switch (err) {
-	case -ENOENT:
-		status = 404, code = "not_found";
-		break;
-	case -ESRCH:
-		status = 409, code = "not_running";
-		break;
-	case -EEXIST:
-		status = 409, code = "exists";
-		break;
-	case -EBUSY:
-		status = 409, code = "busy";
-		break;
-	case -EINVAL:
-	case -ENAMETOOLONG:
-	case -ENOTDIR:
-	case -EISDIR:
-	case -ENOTEMPTY:
-		status = 400, code = "invalid";
-		break;
-	case -EACCES:
-	case -EPERM:
-		status = 403, code = "forbidden";
-		break;
-	case -ENODEV:
-		status = 503, code = "isolation_unavailable";
-		break;
-	case -ENOMEDIUM:
-		status = 503, code = "not_initialized";
-		break;
-	case -ENOSPC:
-		status = 507, code = "no_space";
-		break;
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+		if (map[i].err == err)
+			status = map[i].status, code = map[i].code;
 	/* The context's message already names the operation and the object. */
 	if (r->ctx && *space_ctx_last_error(r->ctx))
 		return serve_reply_error(r, status, code, "%s", detail);
@@ -157,6 +139,23 @@ cJSON *serve_body_object(struct serve_req *r)
 		return NULL;
 	}
 	return j;
+}
+
+cJSON *serve_body_fields(struct serve_req *r, const char *const *allowed)
+{
+	cJSON *j = serve_body_object(r);
+	const char *bad = j ? serve_json_unknown_field(j, allowed) : NULL;
+	if (bad) {
+		serve_reply_error(r, 400, "unknown_field", "unknown field '%s'", bad);
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
+enum MHD_Result serve_reply_empty(struct serve_req *r, unsigned status)
+{
+	return serve_reply(r, status, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
 }
 
 const char *serve_json_unknown_field(const cJSON *obj, const char *const *allowed)

@@ -111,12 +111,9 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 {
 	static const char *const fields[] = { "template", "isolation", "cpus", "memory_mib", "env", "timeout_s",
 					      "metadata", "hostname", NULL };
-	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_object(r);
+	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_fields(r, fields);
 	if (!j)
 		return MHD_YES;
-	const char *bad = serve_json_unknown_field(j, fields);
-	if (bad)
-		return serve_reply_error(r, 400, "unknown_field", "unknown field '%s'", bad);
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
 	uint64_t cpus, mem, timeout;
 	if (!json_str(r, j, "template", &o.template_name) || !json_str(r, j, "isolation", &o.isolation) ||
@@ -169,6 +166,21 @@ static int info_cmp(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
+/* All sandboxes, ordered by (created_ms, id); false after answering on failure. */
+static bool sandboxes(struct serve_req *r, struct space_sandbox_info **ret_list, size_t *ret_n)
+{
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return false;
+	int e = space_sandbox_list(ctx, ret_list, ret_n);
+	if (e < 0) {
+		serve_reply_space_error(r, e, "list sandboxes");
+		return false;
+	}
+	qsort(*ret_list, *ret_n, sizeof(**ret_list), info_cmp);
+	return true;
+}
+
 /* Pages are ordered by (created_ms, id); the cursor is the last item's "<created_ms>_<id>". */
 static enum MHD_Result sandbox_list(struct serve_req *r)
 {
@@ -189,15 +201,10 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 			return serve_reply_error(r, 400, "invalid", "bad 'cursor'");
 		strcpy(cur_id, us + 1);
 	}
-	space_ctx *ctx = serve_req_ctx(r);
-	if (!ctx)
-		return MHD_YES;
 	struct space_sandbox_info *list = NULL;
 	size_t n = 0;
-	int e = space_sandbox_list(ctx, &list, &n);
-	if (e < 0)
-		return serve_reply_space_error(r, e, "list sandboxes");
-	qsort(list, n, sizeof(*list), info_cmp);
+	if (!sandboxes(r, &list, &n))
+		return MHD_YES;
 	cJSON *j = cJSON_CreateObject();
 	cJSON *a = cJSON_AddArrayToObject(j, "sandboxes");
 	size_t taken = 0;
@@ -232,15 +239,11 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 
 static enum MHD_Result sandbox_get(struct serve_req *r)
 {
-	space_ctx *ctx = serve_req_ctx(r);
-	if (!ctx)
-		return MHD_YES;
 	/* A failed sandbox has no live handle; the listing still knows it. */
 	struct space_sandbox_info *list = NULL;
 	size_t n = 0;
-	int e = space_sandbox_list(ctx, &list, &n);
-	if (e < 0)
-		return serve_reply_space_error(r, e, "list sandboxes");
+	if (!sandboxes(r, &list, &n))
+		return MHD_YES;
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(list[i].id, r->params[0])) {
 			cJSON *j = sandbox_json(r, &list[i]);
@@ -265,7 +268,7 @@ static enum MHD_Result sandbox_delete(struct serve_req *r)
 	pthread_mutex_lock(&r->srv->store_lock);
 	serve_metadata_set(r->srv->store, r->params[0], NULL);
 	pthread_mutex_unlock(&r->srv->store_lock);
-	return serve_reply(r, 204, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
+	return serve_reply_empty(r, 204);
 }
 
 static enum MHD_Result not_implemented(struct serve_req *r)
@@ -329,14 +332,9 @@ static void exec_req_free(void *arg)
 static struct exec_req *exec_parse(struct serve_req *r)
 {
 	static const char *const fields[] = { "argv", "env", "cwd", "timeout_ms", "stdin", NULL };
-	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_object(r);
+	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_fields(r, fields);
 	if (!j)
 		return NULL;
-	const char *bad = serve_json_unknown_field(j, fields);
-	if (bad) {
-		serve_reply_error(r, 400, "unknown_field", "unknown field '%s'", bad);
-		return NULL;
-	}
 	const cJSON *argv = cJSON_GetObjectItemCaseSensitive(j, "argv");
 	int argc = cJSON_GetArraySize(argv);
 	if (!cJSON_IsArray(argv) || argc < 1 || argc > EXEC_ARGV_MAX) {
@@ -381,8 +379,10 @@ static struct exec_req *exec_parse(struct serve_req *r)
 	return x;
 }
 
-static void exec_options(struct exec_req *x, struct space_exec_options *o)
+static void exec_options(struct exec_req *x, space_output_fn output, void *userdata, struct space_exec_options *o)
 {
+	o->output = output;
+	o->userdata = userdata;
 	o->argv = x->argv;
 	o->env = (const char *const *)x->env;
 	o->cwd = x->cwd;
@@ -467,9 +467,7 @@ static void exec_producer(struct serve_producer *p)
 	struct exec_req *x = p->arg;
 	struct exec_stream es = { .fd = p->fd };
 	struct space_exec_options o = SPACE_EXEC_OPTIONS_INIT;
-	exec_options(x, &o);
-	o.output = stream_output;
-	o.userdata = &es;
+	exec_options(x, stream_output, &es, &o);
 	struct space_exec_result res;
 	int e = space_sandbox_exec(p->sb, &o, &res);
 	/* Flush what an incomplete UTF-8 sequence held back (it is invalid now: no more bytes come). */
@@ -507,9 +505,7 @@ static enum MHD_Result sandbox_exec(struct serve_req *r)
 
 	struct capture c = { 0 };
 	struct space_exec_options o = SPACE_EXEC_OPTIONS_INIT;
-	exec_options(x, &o);
-	o.output = capture_output;
-	o.userdata = &c;
+	exec_options(x, capture_output, &c, &o);
 	struct space_exec_result res;
 	int e = space_sandbox_exec(r->sb, &o, &res);
 	exec_req_free(x);

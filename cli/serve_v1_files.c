@@ -31,6 +31,22 @@ static const char *check_path(struct serve_req *r, const char *p)
 	return p;
 }
 
+/* The sandbox and the ?path= of a file request, and (with ret_stat) the file's attributes; NULL after
+ * answering when any of them is wrong. */
+static space_sandbox *file_target(struct serve_req *r, const char **ret_path, struct space_file_stat *ret_stat)
+{
+	*ret_path = check_path(r, serve_query(r, "path"));
+	space_sandbox *sb = *ret_path ? serve_req_sandbox(r) : NULL;
+	if (sb && ret_stat) {
+		int e = space_sandbox_stat(sb, *ret_path, ret_stat);
+		if (e < 0) {
+			serve_reply_space_error(r, e, "stat");
+			return NULL;
+		}
+	}
+	return sb;
+}
+
 static const char *file_type(uint32_t mode)
 {
 	return S_ISDIR(mode) ? "dir" : S_ISREG(mode) ? "file" : S_ISLNK(mode) ? "symlink" : "other";
@@ -182,16 +198,11 @@ static void download_producer(struct serve_producer *p)
 
 enum MHD_Result serve_v1_download(struct serve_req *r)
 {
-	const char *path = check_path(r, serve_query(r, "path"));
-	if (!path)
-		return MHD_YES;
-	space_sandbox *sb = serve_req_sandbox(r);
+	const char *path;
+	struct space_file_stat st;
+	space_sandbox *sb = file_target(r, &path, &st);
 	if (!sb)
 		return MHD_YES;
-	struct space_file_stat st;
-	int e = space_sandbox_stat(sb, path, &st);
-	if (e < 0)
-		return serve_reply_space_error(r, e, "stat");
 	if (S_ISDIR(st.mode))
 		return serve_reply_error(r, 400, "is_directory", "%s is a directory (use files/list)", path);
 	char *arg = strdup(path);
@@ -204,30 +215,23 @@ enum MHD_Result serve_v1_download(struct serve_req *r)
 
 enum MHD_Result serve_v1_file_remove(struct serve_req *r)
 {
-	const char *path = check_path(r, serve_query(r, "path"));
-	if (!path)
-		return MHD_YES;
-	space_sandbox *sb = serve_req_sandbox(r);
+	const char *path;
+	space_sandbox *sb = file_target(r, &path, NULL);
 	if (!sb)
 		return MHD_YES;
 	int e = space_sandbox_remove_path(sb, path, serve_query_bool(r, "recursive", false));
 	if (e < 0)
 		return serve_reply_space_error(r, e, "remove");
-	return serve_reply(r, 204, MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT));
+	return serve_reply_empty(r, 204);
 }
 
 enum MHD_Result serve_v1_file_stat(struct serve_req *r)
 {
-	const char *path = check_path(r, serve_query(r, "path"));
-	if (!path)
-		return MHD_YES;
-	space_sandbox *sb = serve_req_sandbox(r);
+	const char *path;
+	struct space_file_stat st;
+	space_sandbox *sb = file_target(r, &path, &st);
 	if (!sb)
 		return MHD_YES;
-	struct space_file_stat st;
-	int e = space_sandbox_stat(sb, path, &st);
-	if (e < 0)
-		return serve_reply_space_error(r, e, "stat");
 	return serve_reply_json(r, 200, stat_json("path", path, &st));
 }
 
@@ -246,10 +250,8 @@ static int list_entry(const char *name, const struct space_file_stat *st, void *
 
 enum MHD_Result serve_v1_file_list(struct serve_req *r)
 {
-	const char *path = check_path(r, serve_query(r, "path"));
-	if (!path)
-		return MHD_YES;
-	space_sandbox *sb = serve_req_sandbox(r);
+	const char *path;
+	space_sandbox *sb = file_target(r, &path, NULL);
 	if (!sb)
 		return MHD_YES;
 	cJSON *j = cJSON_CreateObject();
@@ -270,12 +272,9 @@ enum MHD_Result serve_v1_file_list(struct serve_req *r)
 enum MHD_Result serve_v1_mkdir(struct serve_req *r)
 {
 	static const char *const fields[] = { "path", "parents", "mode", NULL };
-	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_object(r);
+	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_fields(r, fields);
 	if (!j)
 		return MHD_YES;
-	const char *bad = serve_json_unknown_field(j, fields);
-	if (bad)
-		return serve_reply_error(r, 400, "unknown_field", "unknown field '%s'", bad);
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "path");
 	const cJSON *parents = cJSON_GetObjectItemCaseSensitive(j, "parents");
 	const cJSON *mode = cJSON_GetObjectItemCaseSensitive(j, "mode");
