@@ -18,16 +18,7 @@ build_tiny() {
 	local work
 	work=$(mktemp -d)
 	trap 'rm -rf "$work"' RETURN
-	local bb
-	bb=$(command -v busybox) || { say "busybox missing: apt-get install busybox-static"; return 1; }
-	mkdir -p "$work"/{bin,sbin,etc,proc,sys,dev,tmp,run,root,usr/bin,usr/sbin}
-	cp "$bb" "$work/bin/busybox"
-	"$work/bin/busybox" --list-full | while read -r p; do
-		[ -e "$work/$p" ] || ln -s /bin/busybox "$work/$p"
-	done
-	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$work/etc/passwd"
-	printf 'root:x:0:\nnogroup:x:65534:\n' >"$work/etc/group"
-	chmod 1777 "$work/tmp"
+	"$(dirname "$0")/busybox-tree.sh" "$work"
 	"$SPACE" template import tiny --rootfs "$work"
 }
 

@@ -24,16 +24,10 @@ expect_rc() {
 }
 # A busybox root tree in $1 (needs busybox-static).
 make_busybox_tree() {
-	local root=$1 bb
+	local bb
 	bb=$(command -v busybox) || skip "busybox missing (busybox-static)"
 	file -L "$bb" 2>/dev/null | grep -q 'dynamically' && skip "busybox is not static (install busybox-static)"
-	mkdir -p "$root"/{bin,sbin,etc,proc,sys,dev,tmp,run,root,usr/bin,usr/sbin}
-	cp "$bb" "$root/bin/busybox"
-	"$root/bin/busybox" --list-full | while read -r p; do
-		[ -e "$root/$p" ] || ln -s /bin/busybox "$root/$p"
-	done
-	echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
-	echo 'root:x:0:' >"$root/etc/group"
+	"${SPACE_SOURCE_DIR:-$(dirname "${BASH_SOURCE[0]}")/..}/scripts/busybox-tree.sh" "$1" || fail "busybox tree"
 }
 # State dir with a loop pool in a fresh temp dir; unmounted and removed at exit.
 make_state() {
