@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "serve_e2b.h"
 #include "store/db.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -36,6 +37,7 @@ static const struct serve_route health_routes[] = {
 /* Planes by path prefix, longest first. */
 static const struct serve_plane *const planes[] = {
 	&serve_v1_plane,
+	&serve_e2b_plane,             /* "/": /sandboxes, /v2/sandboxes, /files, process.Process, ... */
 };
 
 /* Matches path against pattern, filling params. */
@@ -94,10 +96,14 @@ static bool route_find(struct serve_req *r)
 	return false;
 }
 
-/* The API key of the request: X-API-Key, or Authorization: Bearer. */
+/* The API key of the request: X-API-Key, Authorization: Bearer, or X-Access-Token (the E2B SDK's envd
+ * token, which the E2B plane hands out as the creating key). */
 static const char *request_key(struct serve_req *r)
 {
 	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	if (k && *k)
+		return k;
+	k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	if (k && *k)
 		return k;
 	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);

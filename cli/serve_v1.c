@@ -177,7 +177,8 @@ static bool sandboxes(struct serve_req *r, struct space_sandbox_info **ret_list,
 		serve_reply_space_error(r, e, "list sandboxes");
 		return false;
 	}
-	qsort(*ret_list, *ret_n, sizeof(**ret_list), info_cmp);
+	if (*ret_n)
+		qsort(*ret_list, *ret_n, sizeof(**ret_list), info_cmp);
 	return true;
 }
 

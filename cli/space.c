@@ -29,6 +29,15 @@ static const struct cli_command commands[] = {
 	{ "ls", cmd_ls, "list sandboxes", "ls [--json]" },
 	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created)", "rm ID... [--json]" },
 	{ "logs", cmd_logs, "show a sandbox's log", "logs ID" },
+	{ "pause", cmd_pause, "freeze every process of a sandbox", "pause ID [--json]" },
+	{ "resume", cmd_resume, "thaw a paused sandbox", "resume ID [--json]" },
+	{ "checkpoint", cmd_checkpoint, "snapshot a sandbox's disk (jail) and print the checkpoint id",
+	  "checkpoint ID [--name NAME] [--json]\n"
+	  "       space checkpoint rm CP..." },
+	{ "checkpoints", cmd_checkpoints, "list checkpoints, of one sandbox or all", "checkpoints [ID] [--json]" },
+	{ "rollback", cmd_rollback, "return a sandbox to one of its checkpoints (jail: its processes restart)",
+	  "rollback ID CP [--json]" },
+	{ "fork", cmd_fork, "start new sandboxes from a checkpoint", "fork CP [--count N] [--json]" },
 	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
 	  "[--timeout S]" },

@@ -385,6 +385,58 @@ SPACE_API int space_sandbox_read_log(space_ctx *ctx, const char *id, int dst_fd)
 /* Path of the sandbox's log (the agent's output: boot messages, errors). Valid for the handle's lifetime. */
 SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb);
 
+/* ---------------------------------------------------------------------------------------------------
+ * Pause, checkpoints, rollback and fork
+ *
+ * For jail sandboxes a checkpoint is a crash-consistent snapshot of the disk (the filesystem is synced
+ * and frozen, the processes are frozen, the subvolume is snapshotted read-only), not of memory: a
+ * rollback or a fork starts fresh processes on that disk. VM sandboxes answer -EOPNOTSUPP for now.
+ * Checkpoints outlive their sandbox (they are separate subvolumes) until space_checkpoint_remove().
+ */
+
+/* Freezes every process of the sandbox (cgroup freezer); its status becomes "paused" and exec fails with
+ * -EBUSY until space_sandbox_resume(). Pausing a paused sandbox (or resuming a running one) is a no-op. */
+SPACE_API int space_sandbox_pause(space_sandbox *sb);
+SPACE_API int space_sandbox_resume(space_sandbox *sb);
+
+#define SPACE_CHECKPOINT_ID_MAX 32
+
+struct space_checkpoint_info {
+	char id[SPACE_CHECKPOINT_ID_MAX]; /* "cp-" + 16 base32 characters */
+	char sandbox_id[32];      /* the sandbox it was taken of (may be destroyed since) */
+	char template_name[64];
+	char name[64];            /* "" if none was given */
+	char kind[8];             /* "disk" (jail) or "full" (VM: memory and devices too) */
+	char path[4096];          /* its read-only subvolume */
+	int64_t created_ms;
+};
+
+/* Takes a checkpoint of a running or paused sandbox; name may be NULL. The sandbox is frozen for the
+ * duration of the snapshot (milliseconds) and left in the state it was in. */
+SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX]);
+
+/* Lists checkpoints, oldest first, of one sandbox (sandbox_id) or of all (NULL). *ret_list is one
+ * allocation: free it with free(). */
+SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct space_checkpoint_info **ret_list,
+				    size_t *ret_count);
+
+/* Looks up a checkpoint by id; -ENOENT if there is none. */
+SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_checkpoint_info *ret_info);
+
+/* Deletes a checkpoint's subvolume and row. Sandboxes forked or rolled back from it are not affected. */
+SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id);
+
+/* Returns the sandbox to a checkpoint of its own (-EINVAL for another sandbox's: fork that one instead).
+ * Jail: the processes running inside are lost; the sandbox restarts on the checkpoint's disk with the same
+ * id, hostname, limits and environment, and this returns once its agent answers. */
+SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_id);
+
+/* Starts count (1..64) new sandboxes whose disks are writable snapshots of the checkpoint, with the
+ * limits and environment of the checkpointed sandbox. Each is independent of the others and of the
+ * original. ret_sandboxes has room for count handles; all or nothing. */
+SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
+				    space_sandbox **ret_sandboxes);
+
 #ifdef __cplusplus
 }
 #endif

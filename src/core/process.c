@@ -96,6 +96,9 @@ SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_opt
 	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0] || !ret)
 		return -EINVAL;
 	space_ctx *ctx = sandbox_ctx(sb);
+	int u = sandbox_usable(sb);
+	if (u < 0)
+		return u;
 	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
 	if (!env)
 		return -ENOMEM;
@@ -175,6 +178,9 @@ SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_opti
 	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0])
 		return -EINVAL;
 	space_ctx *ctx = sandbox_ctx(sb);
+	int u = sandbox_usable(sb);
+	if (u < 0)
+		return u;
 	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
 	if (!env)
 		return -ENOMEM;

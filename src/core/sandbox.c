@@ -44,7 +44,7 @@ static int vm_unavailable(space_ctx *ctx)
 }
 
 /* The jail_info a sandbox row describes. */
-static void jail_info_of(const struct sandbox_row *row, struct jail_info *ji)
+void sandbox_jail_info(const struct sandbox_row *row, struct jail_info *ji)
 {
 	memset(ji, 0, sizeof(*ji));
 	ji->pid = row->info.pid;
@@ -59,7 +59,7 @@ static int iso_kill(space_ctx *ctx, const struct sandbox_row *row)
 		return 0;
 	if (!strcmp(row->info.isolation, "jail")) {
 		struct jail_info ji;
-		jail_info_of(row, &ji);
+		sandbox_jail_info(row, &ji);
 		int r = jail_kill(&ji, KILL_TIMEOUT_MS);
 		if (r < 0)
 			return ctx_error(ctx, r, "stop sandbox %s (pid %d)", row->info.id, row->info.pid);
@@ -175,7 +175,7 @@ struct space_sandbox {
 	char **env;                  /* sandbox-wide environment, NULL-terminated */
 };
 
-static void strv_free(char **v)
+void sandbox_strv_free(char **v)
 {
 	if (!v)
 		return;
@@ -184,7 +184,7 @@ static void strv_free(char **v)
 	free(v);
 }
 
-static char **env_from_metadata(const char *meta)
+char **sandbox_env_parse(const char *meta)
 {
 	cJSON *j = meta ? cJSON_Parse(meta) : NULL;
 	cJSON *env = cJSON_GetObjectItemCaseSensitive(j, "env");
@@ -212,7 +212,7 @@ static int handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **r
 	row->metadata = NULL; /* moved */
 	snprintf(sb->addr, sizeof(sb->addr), "unix:%s/agent.sock", sb->row.runtime_dir);
 	snprintf(sb->log_path, sizeof(sb->log_path), "%s/sandbox.log", sb->row.runtime_dir);
-	sb->env = env_from_metadata(sb->row.metadata);
+	sb->env = sandbox_env_parse(sb->row.metadata);
 	if (!sb->env) {
 		sandbox_row_clear(&sb->row);
 		free(sb);
@@ -227,7 +227,7 @@ SPACE_API void space_sandbox_free(space_sandbox *sb)
 	if (!sb)
 		return;
 	sandbox_row_clear(&sb->row);
-	strv_free(sb->env);
+	sandbox_strv_free(sb->env);
 	free(sb);
 }
 
@@ -283,6 +283,8 @@ static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_b
 	for (const char *const *e = o->env; e && *e; e++)
 		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
 	cJSON_AddNumberToObject(j, "uid_base", uid_base);
+	if (o->hostname)
+		cJSON_AddStringToObject(j, "hostname", o->hostname);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;
@@ -366,102 +368,36 @@ static int release_disk(space_ctx *ctx, const struct sandbox_row *row)
 	return 0;
 }
 
-SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
+/*
+ * Starts the jail of a row whose disk is in place (row->info.path/rootfs.ext4) and waits for its agent.
+ * On failure nothing of the jail is left running; the runtime directory stays for its log.
+ */
+static int jail_boot(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
+		     struct jail_info *ji, struct agent_info *ai)
 {
-	if (!ctx || !o || o->version == 0 || !ret)
-		return -EINVAL;
-	const char *root;
-	int r = ctx_pool(ctx, &root);
-	if (r < 0)
-		return r;
-	const char *tname = o->template_name ? o->template_name : "base";
-	struct space_template_info t;
-	r = space_template_get(ctx, tname, &t);
-	if (r < 0)
-		return r;
-	_cleanup_free_ char *def_iso = NULL;
-	const char *iso = o->isolation;
-	if (!iso)
-		iso = store_meta_get(ctx->store, "isolation", &def_iso) == 0 ? def_iso : "vm";
-	if (strcmp(iso, "vm") && strcmp(iso, "jail"))
-		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", iso);
-	if (!strcmp(iso, "vm"))
-		return vm_unavailable(ctx);
-	if (o->cpus > 256 || o->memory_mib > (1u << 22))
-		return ctx_error_msg(ctx, -EINVAL, "cpus (%u) or memory (%u MiB) out of range", o->cpus,
-				     o->memory_mib);
-	for (const char *const *e = o->env; e && *e; e++)
-		if (!strchr(*e, '=') || **e == '=')
-			return ctx_error_msg(ctx, -EINVAL, "environment entry '%s' is not KEY=VALUE", *e);
-	if (o->hostname && !util_name_valid(o->hostname))
-		return ctx_error_msg(ctx, -EINVAL, "invalid hostname '%s'", o->hostname);
-
+	const struct space_sandbox_info *b = &row->info;
 	char agent[PATH_MAX];
-	r = ctx_helper_path(ctx, "space-agent", agent, sizeof(agent));
+	int r = ctx_helper_path(ctx, "space-agent", agent, sizeof(agent));
 	if (r < 0)
 		return r;
-
-	struct sandbox_row row = { 0 };
-	struct space_sandbox_info *b = &row.info;
-	r = core_new_id("sb-", b->id, sizeof(b->id));
-	if (r < 0)
-		return ctx_error(ctx, r, "random id");
-	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
-	snprintf(b->isolation, sizeof(b->isolation), "%s", iso);
-	b->cpus = o->cpus ? o->cpus : 1;
-	b->memory_mib = o->memory_mib ? o->memory_mib : 512;
-	b->created_ms = util_wall_ms();
-	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
-	b->pid = getpid();
-	row.pid_start = core_process_start_time(getpid());
-	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
-	char run[PATH_MAX];
-	snprintf(run, sizeof(run), "%s/run/%s", ctx->state_dir, b->id);
-	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s", run);
-
-	_cleanup_free_ char *meta = make_metadata(o, 0);
-	if (!meta)
-		return -ENOMEM;
-	r = insert_row(ctx, &row, meta);
-	if (r < 0)
-		return r;
-
-	char why[512] = "";
-	struct jail_info ji = { 0 };
-	bool started = false;
-	_cleanup_close_ int lfd = -1, logfd = -1;
 	char sock[PATH_MAX], image[PATH_MAX], logp[PATH_MAX];
-	snprintf(sock, sizeof(sock), "%s/agent.sock", run);
+	snprintf(sock, sizeof(sock), "%s/agent.sock", row->runtime_dir);
 	snprintf(image, sizeof(image), "%s/rootfs.ext4", b->path);
-	snprintf(logp, sizeof(logp), "%s/sandbox.log", run);
-
-	r = store_btrfs_snapshot(t.path, b->path, false);
-	if (r < 0) {
-		ctx_error(ctx, r, "snapshot template %s", t.path);
-		goto fail;
-	}
-	r = util_mkdir_p(run, 0700);
-	if (r < 0) {
-		ctx_error(ctx, r, "create %s", run);
-		goto fail;
-	}
-	lfd = listen_unix(sock);
-	if (lfd < 0) {
-		r = lfd;
-		ctx_error(ctx, r, "listen on %s", sock);
-		goto fail;
-	}
-	logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (logfd < 0) {
-		r = ctx_error(ctx, -errno, "open %s", logp);
-		goto fail;
-	}
+	snprintf(logp, sizeof(logp), "%s/sandbox.log", row->runtime_dir);
+	r = util_mkdir_p(row->runtime_dir, 0700);
+	if (r < 0)
+		return ctx_error(ctx, r, "create %s", row->runtime_dir);
+	_cleanup_close_ int lfd = listen_unix(sock);
+	if (lfd < 0)
+		return ctx_error(ctx, lfd, "listen on %s", sock);
+	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (logfd < 0)
+		return ctx_error(ctx, -errno, "open %s", logp);
 	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
 	char life_arg[24];
-	snprintf(life_arg, sizeof(life_arg), "%u", o->timeout_s);
-	const char *hostname = o->hostname ? o->hostname : b->id;
+	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
 	const char *agent_argv[] = { "space-agent", "--jail", "--listen-fd", "3", "--hostname", hostname,
-				     o->timeout_s ? "--lifetime" : NULL, life_arg, NULL };
+				     lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
 	struct jail_config jc = {
 		.id = b->id,
 		.rootfs_image = image,
@@ -473,42 +409,95 @@ SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_op
 		.cpus = b->cpus,
 		.memory_bytes = (uint64_t)b->memory_mib << 20,
 	};
-	r = jail_start(&jc, &ji, why, sizeof(why));
-	if (r < 0) {
-		ctx_error_msg(ctx, r, "start jail: %s", why[0] ? why : space_strerror(r));
-		goto fail;
-	}
-	started = true;
+	char why[512] = "";
+	r = jail_start(&jc, ji, why, sizeof(why));
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "start jail: %s", why[0] ? why : space_strerror(r));
 	/* The agent holds its own copy of the listening socket. */
 	close(TAKE_FD(lfd));
 
 	char addr[PATH_MAX + 16];
 	snprintf(addr, sizeof(addr), "unix:%s", sock);
-	struct agent_info ai;
 	struct agent_error aerr = { 0 };
-	r = agent_hello(addr, AGENT_HELLO_TIMEOUT_MS, &ai, &aerr);
+	r = agent_hello(addr, AGENT_HELLO_TIMEOUT_MS, ai, &aerr);
 	if (r < 0) {
 		ctx_error_msg(ctx, r, "agent did not answer: %s (see %s)", aerr.msg[0] ? aerr.msg : space_strerror(r),
 			      logp);
+		(void)jail_kill(ji, KILL_TIMEOUT_MS);
+		return r;
+	}
+	return 0;
+}
+
+/* Records a booted jail in the row (status running) and in the in-memory copy. */
+static int row_set_running(space_ctx *ctx, struct sandbox_row *row, const struct jail_info *ji, char *meta,
+			   const char *event, const char *detail)
+{
+	struct running_bind rb = { ji, meta };
+	int r = row_update(ctx, row->info.id,
+			   "status = 'running', reason = NULL, pid = ?3, pid_start = ?4, cgroup = ?5, metadata = ?6",
+			   event, detail, bind_running, &rb);
+	if (r < 0)
+		return r;
+	row->info.status = SPACE_SANDBOX_RUNNING;
+	row->info.reason[0] = '\0';
+	row->info.pid = ji->pid;
+	row->pid_start = ji->start_time;
+	row->uid_base = ji->uid_base;
+	snprintf(row->cgroup, sizeof(row->cgroup), "%s", ji->cgroup);
+	free(row->metadata);
+	row->metadata = meta;
+	return 0;
+}
+
+static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root,
+			  const char *tname, const char *disk_src, const char *iso, space_sandbox **ret)
+{
+	struct sandbox_row row = { 0 };
+	struct space_sandbox_info *b = &row.info;
+	int r = core_new_id("sb-", b->id, sizeof(b->id));
+	if (r < 0)
+		return ctx_error(ctx, r, "random id");
+	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
+	snprintf(b->isolation, sizeof(b->isolation), "%s", iso);
+	b->cpus = o->cpus ? o->cpus : 1;
+	b->memory_mib = o->memory_mib ? o->memory_mib : 512;
+	b->created_ms = util_wall_ms();
+	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
+	b->pid = getpid();
+	row.pid_start = core_process_start_time(getpid());
+	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
+	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s/run/%s", ctx->state_dir, b->id);
+
+	_cleanup_free_ char *meta = make_metadata(o, 0);
+	if (!meta)
+		return -ENOMEM;
+	r = insert_row(ctx, &row, meta);
+	if (r < 0)
+		return r;
+
+	struct jail_info ji = { 0 };
+	bool started = false;
+	struct agent_info ai;
+	r = store_btrfs_snapshot(disk_src, b->path, false);
+	if (r < 0) {
+		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
+	r = jail_boot(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, &ji, &ai);
+	if (r < 0)
+		goto fail;
+	started = true;
 	free(meta);
 	meta = make_metadata(o, ji.uid_base);
 	if (!meta) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	struct running_bind rb = { &ji, meta };
-	r = row_update(ctx, b->id, "status = 'running', pid = ?3, pid_start = ?4, cgroup = ?5, metadata = ?6",
-		       "running", ai.version, bind_running, &rb);
+	r = row_set_running(ctx, &row, &ji, meta, "running", ai.version);
 	if (r < 0)
 		goto fail;
-	b->status = SPACE_SANDBOX_RUNNING;
-	b->pid = ji.pid;
-	row.pid_start = ji.start_time;
-	row.uid_base = ji.uid_base;
-	snprintf(row.cgroup, sizeof(row.cgroup), "%s", ji.cgroup);
-	row.metadata = TAKE_PTR(meta);
+	meta = NULL; /* owned by the row */
 	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (jail pid %d, agent %s)", b->id, ji.pid, ai.version);
 	r = handle_new(ctx, &row, ret);
 	if (r < 0) {
@@ -528,6 +517,140 @@ fail: {
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	return r;
 }
+}
+
+int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
+			space_sandbox **ret)
+{
+	if (!ctx || !o || o->version == 0 || !ret)
+		return -EINVAL;
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	const char *tname = o->template_name ? o->template_name : "base";
+	struct space_template_info t;
+	if (!disk_src) {
+		r = space_template_get(ctx, tname, &t);
+		if (r < 0)
+			return r;
+		disk_src = t.path;
+	}
+	_cleanup_free_ char *def_iso = NULL;
+	const char *iso = o->isolation;
+	if (!iso)
+		iso = store_meta_get(ctx->store, "isolation", &def_iso) == 0 ? def_iso : "vm";
+	if (strcmp(iso, "vm") && strcmp(iso, "jail"))
+		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", iso);
+	if (!strcmp(iso, "vm"))
+		return vm_unavailable(ctx);
+	if (o->cpus > 256 || o->memory_mib > (1u << 22))
+		return ctx_error_msg(ctx, -EINVAL, "cpus (%u) or memory (%u MiB) out of range", o->cpus,
+				     o->memory_mib);
+	for (const char *const *e = o->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=')
+			return ctx_error_msg(ctx, -EINVAL, "environment entry '%s' is not KEY=VALUE", *e);
+	if (o->hostname && !util_name_valid(o->hostname))
+		return ctx_error_msg(ctx, -EINVAL, "invalid hostname '%s'", o->hostname);
+	return create_checked(ctx, o, root, tname, disk_src, iso, ret);
+}
+
+SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
+{
+	return sandbox_create_from(ctx, o, NULL, ret);
+}
+
+/* ---- restart on another disk (rollback) ------------------------------------------------------------ */
+
+/* The row's metadata with uid_base replaced; NULL on allocation failure. */
+static char *metadata_with_uid(const char *meta, uint32_t uid_base, char *hostname, size_t hlen)
+{
+	cJSON *j = meta ? cJSON_Parse(meta) : NULL;
+	if (!j)
+		j = cJSON_CreateObject();
+	if (!j)
+		return NULL;
+	cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "hostname");
+	if (cJSON_IsString(h) && util_name_valid(h->valuestring))
+		snprintf(hostname, hlen, "%s", h->valuestring);
+	cJSON_DeleteItemFromObjectCaseSensitive(j, "uid_base");
+	cJSON_AddNumberToObject(j, "uid_base", uid_base);
+	char *s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *why)
+{
+	space_ctx *ctx = sb->ctx;
+	struct sandbox_row row;
+	int r = sandbox_row_load(ctx, sb->row.info.id, &row);
+	if (r < 0)
+		return r;
+	const char *id = sb->row.info.id;
+	struct jail_info ji;
+	struct agent_info ai;
+	char image[PATH_MAX], hostname[64];
+	char *meta = NULL;
+	uint32_t lifetime = 0;
+	if (row.info.status != SPACE_SANDBOX_RUNNING && row.info.status != SPACE_SANDBOX_PAUSED) {
+		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s is %s", id, space_sandbox_status_name(row.info.status));
+		goto out;
+	}
+	sandbox_jail_info(&row, &ji);
+	if (row.info.status == SPACE_SANDBOX_PAUSED)
+		(void)jail_freeze(&ji, false);
+	r = iso_kill(ctx, &row);
+	if (r < 0)
+		goto out;
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", row.info.path);
+	if (util_loop_wait_released(image, KILL_TIMEOUT_MS) < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
+	r = store_btrfs_subvolume_delete(row.info.path);
+	if (r < 0) {
+		ctx_error(ctx, r, "delete subvolume %s", row.info.path);
+		goto failed;
+	}
+	r = store_btrfs_snapshot(disk_src, row.info.path, false);
+	if (r < 0) {
+		ctx_error(ctx, r, "snapshot %s", disk_src);
+		goto failed;
+	}
+	if (row.info.expires_ms) {
+		int64_t left = (row.info.expires_ms - util_wall_ms() + 999) / 1000;
+		lifetime = left > 0 ? (uint32_t)left : 1;
+	}
+	snprintf(hostname, sizeof(hostname), "%s", id);
+	free(metadata_with_uid(row.metadata, 0, hostname, sizeof(hostname))); /* only for the hostname */
+	r = jail_boot(ctx, &row, hostname, lifetime, &ji, &ai);
+	if (r < 0)
+		goto failed;
+	meta = metadata_with_uid(row.metadata, ji.uid_base, hostname, sizeof(hostname));
+	if (!meta) {
+		r = -ENOMEM;
+		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		goto failed;
+	}
+	r = row_set_running(ctx, &row, &ji, meta, "restarted", why);
+	if (r < 0) {
+		free(meta);
+		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		goto failed;
+	}
+	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s restarted on %s (jail pid %d)", id, disk_src, ji.pid);
+	sandbox_row_clear(&sb->row);
+	sb->row = row;
+	return 0;
+
+failed: {
+	char msg[sizeof(ctx->last_error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+	(void)mark(ctx, id, SPACE_SANDBOX_FAILED, msg);
+	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+}
+out:
+	sandbox_row_clear(&row);
+	return r;
 }
 
 /* ---- open, info, destroy ------------------------------------------------------------------------ */

@@ -24,3 +24,26 @@ void sandbox_row_clear(struct sandbox_row *row);
 const char *sandbox_addr(const space_sandbox *sb);
 space_ctx *sandbox_ctx(const space_sandbox *sb);
 char *const *sandbox_env(const space_sandbox *sb);
+
+struct jail_info;
+
+/* The jail_info a sandbox row describes. */
+void sandbox_jail_info(const struct sandbox_row *row, struct jail_info *ji);
+
+/* space_sandbox_create with the disk snapshotted from disk_src (a subvolume holding rootfs.ext4) instead
+ * of the template's; NULL = the template's. */
+int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
+			space_sandbox **ret);
+
+/* Stops the sandbox's jail, replaces its subvolume with a writable snapshot of disk_src and starts the jail
+ * again with the same id, hostname, limits and environment (processes inside are lost). why goes to the
+ * event log. On failure after the old jail is gone the sandbox is marked failed. */
+int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *why);
+
+/* 0 if the sandbox runs; -EBUSY (paused) or -ESRCH with a message otherwise. */
+int sandbox_usable(space_sandbox *sb);
+
+/* The "env" array of a row's metadata as a NULL-terminated list (empty if none); NULL on allocation
+ * failure. Free with sandbox_strv_free. */
+char **sandbox_env_parse(const char *meta);
+void sandbox_strv_free(char **v);

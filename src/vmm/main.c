@@ -3,6 +3,7 @@
  * space-vmm: the microVMM process. One VM per process; the library and `space vm-boot` exec it.
  *
  *   space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N]
+ *                  [--rng] [--vsock CID:PATH]
  *                  [--memory MIB] [--timeout S] [--console-log FILE] [--quiet] [--no-seccomp]
  *   space-vmm acpi-dump DIR [--cpus N] [--disks K]
  *   space-vmm --version | --help
@@ -43,6 +44,7 @@ enum {
 
 static const char usage_text[] =
 	"usage: space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]...\n"
+	"                      [--rng] [--vsock CID:PATH]\n"
 	"                      [--cpus N] [--memory MIB] [--timeout S] [--console-log FILE] [--quiet]\n"
 	"                      [--no-seccomp]\n"
 	"       space-vmm acpi-dump DIR [--cpus N] [--disks K]\n"
@@ -95,13 +97,15 @@ static int cmd_boot(int argc, char **argv)
 		{ "cpus", required_argument, NULL, 'p' },    { "memory", required_argument, NULL, 'm' },
 		{ "timeout", required_argument, NULL, 't' }, { "console-log", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },         { "no-seccomp", no_argument, NULL, 'S' },
+		{ "rng", no_argument, NULL, 'r' },           { "vsock", required_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *kernel = NULL, *initrd = NULL, *cmdline = "console=ttyS0", *log_path = NULL;
 	char *disks[MAX_DISKS];
 	unsigned ndisks = 0;
 	uint64_t cpus = 1, mem_mib = 256, timeout_s = 0;
-	bool quiet = false, sandbox = true;
+	bool quiet = false, sandbox = true, rng = false;
+	char *vsock = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -111,6 +115,8 @@ static int cmd_boot(int argc, char **argv)
 		case 'l': log_path = optarg; break;
 		case 'q': quiet = true; break;
 		case 'S': sandbox = false; break;
+		case 'r': rng = true; break;
+		case 'v': vsock = optarg; break;
 		case 'd':
 			if (ndisks == MAX_DISKS)
 				return fail(VMM_STATUS_USAGE, "at most %d disks", MAX_DISKS);
@@ -134,6 +140,17 @@ static int cmd_boot(int argc, char **argv)
 	}
 	if (!kernel || optind != argc)
 		return usage();
+	uint64_t vsock_cid = 0;
+	const char *vsock_path = NULL;
+	if (vsock) {
+		char *colon = strchr(vsock, ':');
+		if (!colon || colon[1] == '\0')
+			return fail(VMM_STATUS_USAGE, "--vsock wants CID:PATH");
+		*colon = '\0';
+		if (util_parse_uint(vsock, 3, UINT32_MAX - 1, &vsock_cid) < 0)
+			return fail(VMM_STATUS_USAGE, "--vsock CID must be 3..4294967294");
+		vsock_path = colon + 1;
+	}
 
 	_cleanup_close_ int log_fd = -1;
 	if (log_path) {
@@ -176,6 +193,10 @@ static int cmd_boot(int argc, char **argv)
 		if ((r = vm_add_disk(vm, path, ro)) < 0)
 			goto setup_fail;
 	}
+	if (rng && (r = vm_add_rng(vm)) < 0)
+		goto setup_fail;
+	if (vsock_path && (r = vm_add_vsock(vm, vsock_cid, vsock_path)) < 0)
+		goto setup_fail;
 	if ((r = vm_load_kernel(vm, kernel, initrd, cmdline)) < 0)
 		goto setup_fail;
 	/* Every resource is held now: from here on the process may only run this VM. */

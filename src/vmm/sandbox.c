@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/socket.h>
 
 #include "util/cleanup.h"
 
@@ -52,6 +53,16 @@ static const struct {
 	{ SCMP_SYS(clock_nanosleep), "short sleeps" },
 	{ SCMP_SYS(nanosleep), "short sleeps" },
 	{ SCMP_SYS(sched_yield), "spin-then-yield locks" },
+	{ SCMP_SYS(getrandom), "virtio-rng entropy" },
+	{ SCMP_SYS(epoll_wait), "virtio-vsock host event thread" },
+	{ SCMP_SYS(epoll_pwait), "epoll_wait through glibc" },
+	{ SCMP_SYS(epoll_ctl), "virtio-vsock per-connection interest" },
+	{ SCMP_SYS(accept4), "virtio-vsock host clients" },
+	{ SCMP_SYS(connect), "virtio-vsock guest connections to host unix sockets" },
+	{ SCMP_SYS(shutdown), "virtio-vsock half-close towards the host" },
+	{ SCMP_SYS(readv), "virtio-vsock host socket into guest buffers" },
+	{ SCMP_SYS(sendmsg), "virtio-vsock guest data to host sockets (MSG_NOSIGNAL)" },
+	{ SCMP_SYS(sendto), "virtio-vsock OK line (send with MSG_NOSIGNAL)" },
 	{ SCMP_SYS(exit), "thread exit" },
 	{ SCMP_SYS(exit_group), "process exit" },
 };
@@ -82,6 +93,10 @@ int vmm_sandbox_apply(void)
 	/* Threads only (vCPU threads start after the filter): clone without CLONE_THREAD is refused. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
 			     SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+	if (r < 0)
+		return r;
+	/* virtio-vsock bridges guest connections to host unix sockets: AF_UNIX only. */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 	if (r < 0)
 		return r;
 	/* clone3 takes its flags in memory seccomp cannot read: make glibc fall back to clone. */

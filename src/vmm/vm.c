@@ -21,6 +21,12 @@
 #ifdef SPACE_HAVE_VIRTIO_BLK
 #include "devices/virtio_blk.h"
 #endif
+#ifdef SPACE_HAVE_VIRTIO_RNG
+#include "devices/virtio_rng.h"
+#endif
+#ifdef SPACE_HAVE_VIRTIO_VSOCK
+#include "devices/virtio_vsock.h"
+#endif
 
 #define KERNEL_MAX_BYTES (512ull << 20)
 #define INITRD_MAX_BYTES (1ull << 30)
@@ -216,13 +222,18 @@ static int mmio_irq_trigger(void *opaque)
 	return write(slot->irq_fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
 }
 
-int vm_add_disk(struct vm *vm, const char *path, bool read_only)
+#if defined(SPACE_HAVE_VIRTIO_BLK)
+/* Device creation for add_mmio_dev: fills *dev over the VM's RAM, raising irq. */
+typedef int (*mmio_create_fn)(const void *arg, const struct guest_mem *mem, struct mmio_irq irq,
+			      struct mmio_dev *dev);
+
+/* Places a new MMIO device in the next free window and GSI, with an irqfd for its interrupt. */
+static int add_mmio_dev(struct vm *vm, mmio_create_fn create, const void *arg, const char *what)
 {
 	if (vm->loaded)
-		return vm_fail(vm, -EBUSY, "disks must be added before the kernel is loaded");
+		return vm_fail(vm, -EBUSY, "devices must be added before the kernel is loaded");
 	if (vm->nmmio == VM_MAX_MMIO_DEVS)
 		return vm_fail(vm, -ENOSPC, "at most %d devices", VM_MAX_MMIO_DEVS);
-#ifdef SPACE_HAVE_VIRTIO_BLK
 	struct vm_mmio_slot *slot = &vm->mmio[vm->nmmio];
 	unsigned gsi = VM_MMIO_FIRST_GSI + vm->nmmio;
 	slot->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -234,22 +245,73 @@ int vm_add_disk(struct vm *vm, const char *path, bool read_only)
 		close(TAKE_FD(slot->irq_fd));
 		return r;
 	}
-	struct virtio_blk_config bc = { .path = path, .read_only = read_only, .serial = NULL };
 	struct mmio_irq irq = { .trigger = mmio_irq_trigger, .opaque = slot };
-	int r = virtio_blk_create(&bc, &vm->mem, irq, &slot->dev);
+	int r = create(arg, &vm->mem, irq, &slot->dev);
 	if (r < 0) {
 		close(TAKE_FD(slot->irq_fd));
-		return vm_fail(vm, r, "cannot open disk %s: %s", path, strerror(-r));
+		return vm_fail(vm, r, "cannot create %s: %s", what, strerror(-r));
 	}
 	slot->dev.base = VM_MMIO_BASE + vm->nmmio * VM_MMIO_STRIDE;
 	slot->dev.gsi = gsi;
 	vm->nmmio++;
 	return 0;
+}
+
+static int create_disk(const void *arg, const struct guest_mem *mem, struct mmio_irq irq,
+		       struct mmio_dev *dev)
+{
+	return virtio_blk_create(arg, mem, irq, dev);
+}
+#endif
+
+int vm_add_disk(struct vm *vm, const char *path, bool read_only)
+{
+#ifdef SPACE_HAVE_VIRTIO_BLK
+	struct virtio_blk_config bc = { .path = path, .read_only = read_only, .serial = NULL };
+	return add_mmio_dev(vm, create_disk, &bc, path);
 #else
 	(void)path;
 	(void)read_only;
 	(void)mmio_irq_trigger;
 	return vm_fail(vm, -EOPNOTSUPP, "this space-vmm was built without virtio-blk");
+#endif
+}
+
+#ifdef SPACE_HAVE_VIRTIO_RNG
+static int create_rng(const void *arg, const struct guest_mem *mem, struct mmio_irq irq,
+		      struct mmio_dev *dev)
+{
+	(void)arg;
+	return virtio_rng_create(mem, irq, dev);
+}
+#endif
+
+int vm_add_rng(struct vm *vm)
+{
+#ifdef SPACE_HAVE_VIRTIO_RNG
+	return add_mmio_dev(vm, create_rng, NULL, "virtio-rng");
+#else
+	return vm_fail(vm, -EOPNOTSUPP, "this space-vmm was built without virtio-rng");
+#endif
+}
+
+#ifdef SPACE_HAVE_VIRTIO_VSOCK
+static int create_vsock(const void *arg, const struct guest_mem *mem, struct mmio_irq irq,
+			struct mmio_dev *dev)
+{
+	return virtio_vsock_create(arg, mem, irq, dev);
+}
+#endif
+
+int vm_add_vsock(struct vm *vm, uint64_t guest_cid, const char *uds_path)
+{
+#ifdef SPACE_HAVE_VIRTIO_VSOCK
+	struct virtio_vsock_config vc = { .guest_cid = guest_cid, .uds_path = uds_path };
+	return add_mmio_dev(vm, create_vsock, &vc, "virtio-vsock");
+#else
+	(void)guest_cid;
+	(void)uds_path;
+	return vm_fail(vm, -EOPNOTSUPP, "this space-vmm was built without virtio-vsock");
 #endif
 }
 

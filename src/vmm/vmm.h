@@ -4,7 +4,7 @@
  * devices. Nothing here is process-global, so several VMs could share a process; in practice each VM
  * runs in its own space-vmm process (src/vmm/main.c), which is the only place that prints or exits.
  *
- * Call order: vm_create() -> vm_add_disk()* -> vm_load_kernel() -> vm_run() -> vm_destroy().
+ * Call order: vm_create() -> vm_add_disk()*, vm_add_rng(), vm_add_vsock() -> vm_load_kernel() -> vm_run() -> vm_destroy().
  * Every function returns 0 (or >= 0) on success and -errno on failure; on failure vm_error() gives a
  * human-readable reason ("bzImage truncated: ...").
  */
@@ -74,6 +74,15 @@ int vm_create(const struct vm_config *cfg, struct vm **ret, char *err, size_t er
 
 /* Adds a virtio-blk disk backed by path (next free window and GSI). -EOPNOTSUPP when not built in. */
 int vm_add_disk(struct vm *vm, const char *path, bool read_only);
+
+/* Adds a virtio-rng entropy device. -EOPNOTSUPP when not built in. */
+int vm_add_rng(struct vm *vm);
+
+/*
+ * Adds a virtio-vsock device with the guest's CID (3..UINT32_MAX-1) whose host side listens on the
+ * unix socket uds_path (see docs/vmm.md). -EOPNOTSUPP when not built in.
+ */
+int vm_add_vsock(struct vm *vm, uint64_t guest_cid, const char *uds_path);
 
 /*
  * Loads a bzImage or vmlinux ELF (and the optional initrd), writes boot_params, the command line

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* space pause, resume, checkpoint, checkpoints, rollback, fork */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "util/util.h"
+
+/* Opens the sandbox named by id, or prints why not. */
+static int open_sandbox(struct cli *cli, const char *id, space_sandbox **ret)
+{
+	int r = space_sandbox_open(cli_ctx(cli), id, ret);
+	return r < 0 ? cli_fail(cli, r, "open sandbox %s", id) : EXIT_OK;
+}
+
+static cJSON *checkpoint_json(const struct space_checkpoint_info *c)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "id", c->id);
+	cJSON_AddStringToObject(j, "sandbox", c->sandbox_id);
+	cJSON_AddStringToObject(j, "template", c->template_name);
+	if (c->name[0])
+		cJSON_AddStringToObject(j, "name", c->name);
+	else
+		cJSON_AddNullToObject(j, "name");
+	cJSON_AddStringToObject(j, "kind", c->kind);
+	cJSON_AddStringToObject(j, "path", c->path);
+	cJSON_AddNumberToObject(j, "created_ms", (double)c->created_ms);
+	return j;
+}
+
+static int pause_resume(struct cli *cli, int argc, char **argv, bool pause)
+{
+	const struct cli_command *cmd = cli_find_command(pause ? "pause" : "resume");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc != 2)
+		return cli_usage_error(cmd, "%s needs one sandbox ID", cmd->name);
+	space_sandbox *sb;
+	int rc = open_sandbox(cli, argv[1], &sb);
+	if (rc)
+		return rc;
+	int r = pause ? space_sandbox_pause(sb) : space_sandbox_resume(sb);
+	if (r < 0)
+		rc = cli_fail(cli, r, "%s %s", cmd->name, argv[1]);
+	else if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "id", argv[1]);
+		cJSON_AddStringToObject(j, "status", pause ? "paused" : "running");
+		rc = cli_print_json(j);
+	}
+	space_sandbox_free(sb);
+	return rc;
+}
+
+int cmd_pause(struct cli *cli, int argc, char **argv)
+{
+	return pause_resume(cli, argc, argv, true);
+}
+
+int cmd_resume(struct cli *cli, int argc, char **argv)
+{
+	return pause_resume(cli, argc, argv, false);
+}
+
+static int checkpoint_rm(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	if (argc < 3)
+		return cli_usage_error(cmd, "checkpoint rm needs at least one checkpoint ID");
+	int rc = EXIT_OK;
+	for (int i = 2; i < argc; i++) {
+		int r = space_checkpoint_remove(cli_ctx(cli), argv[i]);
+		if (r < 0)
+			rc = cli_fail(cli, r, "remove checkpoint %s", argv[i]);
+	}
+	return rc;
+}
+
+int cmd_checkpoint(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("checkpoint");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc >= 2 && !strcmp(argv[1], "rm"))
+		return checkpoint_rm(cli, cmd, argc, argv);
+	const char *id = NULL, *name = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--name")) {
+			if (++i >= argc)
+				return cli_usage_error(cmd, "--name needs a value");
+			name = argv[i];
+		} else if (!strncmp(argv[i], "--name=", 7)) {
+			name = argv[i] + 7;
+		} else if (argv[i][0] == '-' || id) {
+			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+		} else {
+			id = argv[i];
+		}
+	}
+	if (!id)
+		return cli_usage_error(cmd, "checkpoint needs a sandbox ID");
+	space_sandbox *sb;
+	int rc = open_sandbox(cli, id, &sb);
+	if (rc)
+		return rc;
+	char cp[SPACE_CHECKPOINT_ID_MAX];
+	int r = space_checkpoint_create(sb, name, cp);
+	space_sandbox_free(sb);
+	if (r < 0)
+		return cli_fail(cli, r, "checkpoint %s", id);
+	struct space_checkpoint_info c;
+	if (cli->json && space_checkpoint_get(cli_ctx(cli), cp, &c) == 0)
+		return cli_print_json(checkpoint_json(&c));
+	printf("%s\n", cp);
+	return EXIT_OK;
+}
+
+int cmd_checkpoints(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("checkpoints");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc > 2)
+		return cli_usage_error(cmd, "checkpoints takes at most one sandbox ID");
+	struct space_checkpoint_info *list;
+	size_t n;
+	int r = space_checkpoint_list(cli_ctx(cli), argc == 2 ? argv[1] : NULL, &list, &n);
+	if (r < 0)
+		return cli_fail(cli, r, "list checkpoints");
+	if (cli->json) {
+		cJSON *a = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++)
+			cJSON_AddItemToArray(a, checkpoint_json(&list[i]));
+		free(list);
+		return cli_print_json(a);
+	}
+	printf("%-22s %-22s %-12s %-5s %-19s %s\n", "ID", "SANDBOX", "TEMPLATE", "KIND", "CREATED", "NAME");
+	for (size_t i = 0; i < n; i++) {
+		char t[32];
+		printf("%-22s %-22s %-12s %-5s %-19s %s\n", list[i].id, list[i].sandbox_id, list[i].template_name,
+		       list[i].kind, cli_time(list[i].created_ms, t, sizeof(t)), list[i].name);
+	}
+	free(list);
+	return EXIT_OK;
+}
+
+int cmd_rollback(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("rollback");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (argc != 3)
+		return cli_usage_error(cmd, "rollback needs a sandbox ID and a checkpoint ID");
+	space_sandbox *sb;
+	int rc = open_sandbox(cli, argv[1], &sb);
+	if (rc)
+		return rc;
+	int r = space_sandbox_rollback(sb, argv[2]);
+	if (r < 0)
+		rc = cli_fail(cli, r, "roll %s back to %s", argv[1], argv[2]);
+	else if (cli->json) {
+		struct space_sandbox_info info;
+		if (space_sandbox_get_info(sb, &info) == 0)
+			rc = cli_print_json(cli_sandbox_json(&info));
+	}
+	space_sandbox_free(sb);
+	return rc;
+}
+
+int cmd_fork(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("fork");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	const char *cp = NULL;
+	uint64_t count = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--count")) {
+			if (++i >= argc || util_parse_uint(argv[i], 1, 64, &count) < 0)
+				return cli_usage_error(cmd, "--count needs a number from 1 to 64");
+		} else if (argv[i][0] == '-' || cp) {
+			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+		} else {
+			cp = argv[i];
+		}
+	}
+	if (!cp)
+		return cli_usage_error(cmd, "fork needs a checkpoint ID");
+	space_sandbox *sbs[64];
+	int r = space_checkpoint_fork(cli_ctx(cli), cp, (uint32_t)count, sbs);
+	if (r < 0)
+		return cli_fail(cli, r, "fork %s", cp);
+	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
+	for (uint64_t i = 0; i < count; i++) {
+		struct space_sandbox_info info;
+		if (a && space_sandbox_get_info(sbs[i], &info) == 0)
+			cJSON_AddItemToArray(a, cli_sandbox_json(&info));
+		else if (!a)
+			printf("%s\n", space_sandbox_id(sbs[i]));
+		space_sandbox_free(sbs[i]);
+	}
+	return a ? cli_print_json(a) : EXIT_OK;
+}

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `space serve`: the E2B-compatible control plane (/sandboxes, /v2/sandboxes) and the helpers the envd
+ * routes share. See docs/e2b.md. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve_e2b.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define E2B_TIMEOUT_DEFAULT_S 300
+#define E2B_ENV_MAX 1024
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
+
+/* --- errors and bodies --- */
+
+static cJSON *error_body(cJSON *code, const char *fmt, va_list ap)
+{
+	char msg[1024];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	_cleanup_free_ char *clean = serve_utf8_clean(msg, strlen(msg), NULL, NULL);
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddItemToObject(j, "code", code);
+	cJSON_AddStringToObject(j, "message", clean ? clean : "");
+	return j;
+}
+
+enum MHD_Result e2b_api_error(struct serve_req *r, unsigned status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cJSON *j = error_body(cJSON_CreateNumber(status), fmt, ap);
+	va_end(ap);
+	return serve_reply_json(r, status, j);
+}
+
+static const struct {
+	const char *code;
+	unsigned status;
+} rpc_codes[] = {
+	{ "invalid_argument", 400 }, { "unauthenticated", 401 }, { "permission_denied", 403 },
+	{ "not_found", 404 },        { "already_exists", 409 },  { "failed_precondition", 412 },
+	{ "resource_exhausted", 429 }, { "unimplemented", 501 }, { "unavailable", 503 },
+	{ "deadline_exceeded", 504 },
+};
+
+enum MHD_Result e2b_rpc_error(struct serve_req *r, const char *code, const char *fmt, ...)
+{
+	unsigned status = 500;
+	for (size_t i = 0; i < ARRAY_SIZE(rpc_codes); i++)
+		if (!strcmp(rpc_codes[i].code, code))
+			status = rpc_codes[i].status;
+	va_list ap;
+	va_start(ap, fmt);
+	cJSON *j = error_body(cJSON_CreateString(code), fmt, ap);
+	va_end(ap);
+	return serve_reply_json(r, status, j);
+}
+
+const char *e2b_rpc_code(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "not_found";
+	case -EEXIST:
+		return "already_exists";
+	case -EINVAL:
+	case -ENOTDIR:
+	case -EISDIR:
+	case -ENAMETOOLONG:
+	case -ENOTEMPTY:
+		return "invalid_argument";
+	case -EACCES:
+	case -EPERM:
+		return "permission_denied";
+	case -ENOSPC:
+	case -EDQUOT:
+		return "resource_exhausted";
+	case -ESRCH:
+	case -ENODEV:
+		return "unavailable";
+	default:
+		return "internal";
+	}
+}
+
+cJSON *e2b_rpc_body(struct serve_req *r)
+{
+	cJSON *j = r->body_len ? cJSON_ParseWithLength(r->body, r->body_len) : cJSON_CreateObject();
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		e2b_rpc_error(r, "invalid_argument", "the request body must be a JSON object");
+		return NULL;
+	}
+	return j;
+}
+
+enum MHD_Result e2b_rpc_reply(struct serve_req *r, cJSON *j)
+{
+	return serve_reply_json(r, 200, j ? j : cJSON_CreateObject());
+}
+
+enum MHD_Result e2b_unimplemented(struct serve_req *r)
+{
+	return e2b_rpc_error(r, "unimplemented", "%s is not implemented by space serve", r->path);
+}
+
+bool e2b_path(const char *in, char *out, size_t size)
+{
+	int n;
+	if (!in || !*in || !strcmp(in, "~"))
+		n = snprintf(out, size, "%s", E2B_HOME);
+	else if (in[0] == '/')
+		n = snprintf(out, size, "%s", in);
+	else if (!strncmp(in, "~/", 2))
+		n = snprintf(out, size, "%s/%s", E2B_HOME, in + 2);
+	else
+		n = snprintf(out, size, "%s/%s", E2B_HOME, in);
+	return n > 0 && (size_t)n < size;
+}
+
+/* --- base64 --- */
+
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *e2b_base64_encode(const void *data, size_t len)
+{
+	const unsigned char *d = data;
+	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < len ? (uint32_t)d[i + 1] << 8 : 0) |
+			     (i + 2 < len ? d[i + 2] : 0);
+		*o++ = b64_chars[v >> 18 & 63];
+		*o++ = b64_chars[v >> 12 & 63];
+		*o++ = i + 1 < len ? b64_chars[v >> 6 & 63] : '=';
+		*o++ = i + 2 < len ? b64_chars[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+static int b64_value(char c)
+{
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	const char *p = c ? strchr(b64_chars, c) : NULL;
+	return p ? (int)(p - b64_chars) : -1;
+}
+
+int e2b_base64_decode(const char *s, unsigned char **ret, size_t *ret_len)
+{
+	size_t n = strlen(s);
+	while (n && s[n - 1] == '=')
+		n--;
+	unsigned char *out = malloc(n / 4 * 3 + 3);
+	if (!out)
+		return -ENOMEM;
+	size_t len = 0;
+	uint32_t acc = 0;
+	unsigned bits = 0;
+	for (size_t i = 0; i < n; i++) {
+		int v = b64_value(s[i]);
+		if (v < 0) {
+			free(out);
+			return -EINVAL;
+		}
+		acc = acc << 6 | (uint32_t)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[len++] = (unsigned char)(acc >> bits);
+		}
+	}
+	*ret = out;
+	*ret_len = len;
+	return 0;
+}
+
+/* --- sandboxes --- */
+
+/* The newest running sandbox's id into id; false when there is none. */
+static bool newest_running(space_ctx *ctx, char *id, size_t size)
+{
+	struct space_sandbox_info *list = NULL;
+	size_t n = 0;
+	if (space_sandbox_list(ctx, &list, &n) < 0)
+		return false;
+	const struct space_sandbox_info *best = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (list[i].status == SPACE_SANDBOX_RUNNING && (!best || list[i].created_ms >= best->created_ms))
+			best = &list[i];
+	if (best)
+		snprintf(id, size, "%s", best->id);
+	free(list);
+	return best != NULL;
+}
+
+space_sandbox *e2b_sandbox(struct serve_req *r)
+{
+	if (r->sb)
+		return r->sb;
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return NULL;
+	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	char found[32];
+	if (!id || !*id) {
+		/* Older SDKs send no sandbox header on /files: the newest running sandbox. */
+		if (!newest_running(ctx, found, sizeof(found))) {
+			e2b_api_error(r, 502, "no running sandbox");
+			return NULL;
+		}
+		id = found;
+	}
+	int e = space_sandbox_open(ctx, id, &r->sb);
+	if (e < 0) {
+		e2b_api_error(r, 502, "sandbox '%s' is not running: %s", id, space_strerror(e));
+		return NULL;
+	}
+	return r->sb;
+}
+
+static void add_time(cJSON *j, const char *name, int64_t ms)
+{
+	char buf[40];
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	cJSON_AddStringToObject(j, name, buf);
+}
+
+static const char *request_token(struct serve_req *r)
+{
+	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	return k && *k ? k : NULL;
+}
+
+/* Sandbox JSON; detail adds the SandboxDetail/ListedSandbox fields; token adds envdAccessToken. */
+static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info *b, bool detail, bool token)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "sandboxID", b->id);
+	cJSON_AddStringToObject(j, "templateID", b->template_name);
+	cJSON_AddStringToObject(j, "alias", b->template_name);
+	cJSON_AddStringToObject(j, "clientID", "local");
+	cJSON_AddStringToObject(j, "envdVersion", E2B_ENVD_VERSION);
+	/* envd calls carry this as X-Access-Token; the server accepts its API keys there. */
+	if (token && request_token(r))
+		cJSON_AddStringToObject(j, "envdAccessToken", request_token(r));
+	cJSON_AddNullToObject(j, "domain");
+	if (!detail)
+		return j;
+	add_time(j, "startedAt", b->created_ms);
+	add_time(j, "endAt", b->expires_ms ? b->expires_ms : b->created_ms + 86400000LL * 365);
+	cJSON_AddStringToObject(j, "state", b->status == SPACE_SANDBOX_PAUSED ? "paused" : "running");
+	cJSON_AddNumberToObject(j, "cpuCount", b->cpus);
+	cJSON_AddNumberToObject(j, "memoryMB", b->memory_mib);
+	cJSON_AddNumberToObject(j, "diskSizeMB", 0);
+	pthread_mutex_lock(&r->srv->store_lock);
+	_cleanup_free_ char *meta = serve_metadata_get(r->srv->store, b->id);
+	pthread_mutex_unlock(&r->srv->store_lock);
+	cJSON *m = meta ? cJSON_Parse(meta) : NULL;
+	cJSON_AddItemToObject(j, "metadata", m ? m : cJSON_CreateObject());
+	return j;
+}
+
+/* {"A": "1"} -> NULL-terminated "A=1" list in one allocation; NULL with *err set on bad input. */
+static char **env_list(const cJSON *vars, const char **err)
+{
+	int n = cJSON_GetArraySize(vars);
+	*err = NULL;
+	if (!cJSON_IsObject(vars) || n > E2B_ENV_MAX) {
+		*err = "'envVars' must be an object of strings";
+		return NULL;
+	}
+	size_t bytes = ((size_t)n + 1) * sizeof(char *);
+	for (const cJSON *it = vars->child; it; it = it->next) {
+		if (!cJSON_IsString(it) || !it->string[0] || strchr(it->string, '=')) {
+			*err = "'envVars' must map names (without '=') to strings";
+			return NULL;
+		}
+		bytes += strlen(it->string) + strlen(it->valuestring) + 2;
+	}
+	char **list = malloc(bytes);
+	if (!list) {
+		*err = "out of memory";
+		return NULL;
+	}
+	char *p = (char *)(list + n + 1);
+	int i = 0;
+	for (const cJSON *it = vars->child; it; it = it->next) {
+		list[i++] = p;
+		p += sprintf(p, "%s=%s", it->string, it->valuestring) + 1;
+	}
+	list[i] = NULL;
+	return list;
+}
+
+static enum MHD_Result sandbox_create(struct serve_req *r)
+{
+	_cleanup_(cJSON_Deletep) cJSON *j = r->body_len ? cJSON_ParseWithLength(r->body, r->body_len) : cJSON_CreateObject();
+	if (!cJSON_IsObject(j))
+		return e2b_api_error(r, 400, "the body must be a JSON object");
+	const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(j, "templateID");
+	const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(j, "timeout");
+	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(j, "metadata");
+	const cJSON *vars = cJSON_GetObjectItemCaseSensitive(j, "envVars");
+	if (tpl && !cJSON_IsString(tpl))
+		return e2b_api_error(r, 400, "'templateID' must be a string");
+	if (timeout && (!cJSON_IsNumber(timeout) || timeout->valuedouble < 0 || timeout->valuedouble > UINT32_MAX))
+		return e2b_api_error(r, 400, "'timeout' must be a number of seconds");
+	if (meta && !cJSON_IsNull(meta) && !cJSON_IsObject(meta))
+		return e2b_api_error(r, 400, "'metadata' must be an object");
+	_cleanup_free_ char **env = NULL;
+	if (vars && !cJSON_IsNull(vars)) {
+		const char *err;
+		env = env_list(vars, &err);
+		if (!env)
+			return e2b_api_error(r, 400, "%s", err);
+	}
+	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
+	o.template_name = tpl ? tpl->valuestring : "base";
+	o.timeout_s = timeout ? (uint32_t)timeout->valuedouble : E2B_TIMEOUT_DEFAULT_S;
+	o.env = (const char *const *)env;
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	int e = space_sandbox_create(ctx, &o, &r->sb);
+	if (e == -ENOENT)
+		return e2b_api_error(r, 404, "template '%s' not found", o.template_name);
+	if (e < 0)
+		return e2b_api_error(r, e == -ENODEV ? 503 : 500, "create sandbox: %s", space_ctx_last_error(ctx));
+	struct space_sandbox_info info;
+	e = space_sandbox_get_info(r->sb, &info);
+	if (e < 0)
+		return e2b_api_error(r, 500, "sandbox info: %s", space_strerror(e));
+	if (cJSON_IsObject(meta)) {
+		_cleanup_free_ char *m = cJSON_PrintUnformatted(meta);
+		pthread_mutex_lock(&r->srv->store_lock);
+		e = m ? serve_metadata_set(r->srv->store, info.id, m) : -ENOMEM;
+		pthread_mutex_unlock(&r->srv->store_lock);
+		if (e < 0) {
+			space_sandbox_destroy(r->sb);
+			return e2b_api_error(r, 500, "store metadata: %s", space_strerror(e));
+		}
+	}
+	return serve_reply_json(r, 201, sandbox_json(r, &info, false, true));
+}
+
+/* The sandbox of params[0] from the listing (failed ones included); false after answering 404. */
+static bool find_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
+{
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return false;
+	struct space_sandbox_info *list = NULL;
+	size_t n = 0;
+	int e = space_sandbox_list(ctx, &list, &n);
+	if (e < 0) {
+		e2b_api_error(r, 500, "list sandboxes: %s", space_strerror(e));
+		return false;
+	}
+	bool found = false;
+	for (size_t i = 0; i < n && !found; i++)
+		if (!strcmp(list[i].id, r->params[0]) && list[i].status == SPACE_SANDBOX_RUNNING) {
+			*ret = list[i];
+			found = true;
+		}
+	free(list);
+	if (!found)
+		e2b_api_error(r, 404, "sandbox \"%s\" not found", r->params[0]);
+	return found;
+}
+
+static enum MHD_Result sandbox_get(struct serve_req *r)
+{
+	struct space_sandbox_info info;
+	if (!find_sandbox(r, &info))
+		return MHD_YES;
+	return serve_reply_json(r, 200, sandbox_json(r, &info, true, true));
+}
+
+static enum MHD_Result sandbox_connect(struct serve_req *r)
+{
+	struct space_sandbox_info info;
+	if (!find_sandbox(r, &info))
+		return MHD_YES;
+	return serve_reply_json(r, 200, sandbox_json(r, &info, false, true));
+}
+
+/* Lifetimes cannot change after create: an existing sandbox keeps its own. */
+static enum MHD_Result sandbox_timeout(struct serve_req *r)
+{
+	struct space_sandbox_info info;
+	if (!find_sandbox(r, &info))
+		return MHD_YES;
+	return e2b_api_error(r, 501, "changing the lifetime of a running sandbox is not supported");
+}
+
+static enum MHD_Result sandbox_pause(struct serve_req *r)
+{
+	struct space_sandbox_info info;
+	if (!find_sandbox(r, &info))
+		return MHD_YES;
+	return e2b_api_error(r, 501, "pause is not supported by space serve");
+}
+
+static enum MHD_Result sandbox_kill(struct serve_req *r)
+{
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	int e = space_sandbox_remove(ctx, r->params[0]);
+	if (e == -ENOENT)
+		return e2b_api_error(r, 404, "sandbox \"%s\" not found", r->params[0]);
+	if (e < 0)
+		return e2b_api_error(r, 500, "kill sandbox: %s", space_ctx_last_error(ctx));
+	pthread_mutex_lock(&r->srv->store_lock);
+	serve_metadata_set(r->srv->store, r->params[0], NULL);
+	pthread_mutex_unlock(&r->srv->store_lock);
+	return serve_reply_empty(r, 204);
+}
+
+/* True when b comes after the page token "<created_ms>_<id>" (the list is oldest first). */
+static bool after_token(const struct space_sandbox_info *b, const char *token)
+{
+	long long ms;
+	char id[32];
+	if (sscanf(token, "%lld_%31s", &ms, id) != 2)
+		return true;
+	return b->created_ms > ms || (b->created_ms == ms && strcmp(b->id, id) > 0);
+}
+
+/* GET /v2/sandboxes: running sandboxes (state=paused lists none), template= filters; pages of limit=
+ * with the X-Next-Token header. */
+static enum MHD_Result sandbox_list(struct serve_req *r)
+{
+	const char *state = serve_query(r, "state"), *tmpl = serve_query(r, "template");
+	const char *limit_s = serve_query(r, "limit"), *token = serve_query(r, "nextToken");
+	uint64_t limit = UINT32_MAX;
+	if (limit_s && util_parse_uint(limit_s, 1, UINT32_MAX, &limit) < 0)
+		return e2b_api_error(r, 400, "'limit' must be a positive integer");
+	bool running = !state || strstr(state, "running");
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	struct space_sandbox_info *list = NULL;
+	size_t n = 0;
+	int e = space_sandbox_list(ctx, &list, &n);
+	if (e < 0)
+		return e2b_api_error(r, 500, "list sandboxes: %s", space_strerror(e));
+	cJSON *a = cJSON_CreateArray();
+	char next[64] = "";
+	uint64_t taken = 0;
+	const struct space_sandbox_info *last = NULL;
+	for (size_t i = 0; i < n && a && running; i++) {
+		const struct space_sandbox_info *b = &list[i];
+		if (b->status != SPACE_SANDBOX_RUNNING || (tmpl && strcmp(tmpl, b->template_name)) ||
+		    (token && !after_token(b, token)))
+			continue;
+		if (taken == limit) {
+			snprintf(next, sizeof(next), "%lld_%s", (long long)last->created_ms, last->id);
+			break;
+		}
+		cJSON_AddItemToArray(a, sandbox_json(r, b, true, false));
+		last = b;
+		taken++;
+	}
+	free(list);
+	_cleanup_free_ char *text = a ? cJSON_PrintUnformatted(a) : NULL;
+	cJSON_Delete(a);
+	if (!text)
+		return e2b_api_error(r, 500, "out of memory");
+	size_t len = strlen(text);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp)
+		return MHD_NO;
+	text = NULL;              /* the response owns it */
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (*next)
+		MHD_add_response_header(resp, "X-Next-Token", next);
+	return serve_reply(r, 200, resp);
+}
+
+static const struct serve_route e2b_routes[] = {
+	/* control plane */
+	{ "POST", "/v2/sandboxes", true, false, NULL, sandbox_create },
+	{ "POST", "/sandboxes", true, false, NULL, sandbox_create },
+	{ "GET", "/v2/sandboxes", true, false, NULL, sandbox_list },
+	{ "GET", "/sandboxes", true, false, NULL, sandbox_list },
+	{ "GET", "/sandboxes/{id}", true, false, NULL, sandbox_get },
+	{ "DELETE", "/sandboxes/{id}", true, false, NULL, sandbox_kill },
+	{ "POST", "/v2/sandboxes/{id}/connect", true, false, NULL, sandbox_connect },
+	{ "POST", "/sandboxes/{id}/connect", true, false, NULL, sandbox_connect },
+	{ "POST", "/sandboxes/{id}/timeout", true, false, NULL, sandbox_timeout },
+	{ "POST", "/sandboxes/{id}/pause", true, false, NULL, sandbox_pause },
+	/* envd */
+	{ "GET", "/files", true, false, NULL, e2b_files_get },
+	{ "POST", "/files", true, true, e2b_files_post_start, e2b_files_post },
+	{ "POST", "/process.Process/Start", true, false, NULL, e2b_proc_start },
+	{ "POST", "/process.Process/List", true, false, NULL, e2b_proc_list },
+	{ "POST", "/process.Process/SendInput", true, false, NULL, e2b_proc_send_input },
+	{ "POST", "/process.Process/SendSignal", true, false, NULL, e2b_proc_send_signal },
+	{ "POST", "/process.Process/CloseStdin", true, false, NULL, e2b_proc_close_stdin },
+	{ "POST", "/process.Process/Connect", true, false, NULL, e2b_unimplemented },
+	{ "POST", "/process.Process/Update", true, false, NULL, e2b_unimplemented },
+	{ "POST", "/filesystem.Filesystem/ListDir", true, false, NULL, e2b_fs_list_dir },
+	{ "POST", "/filesystem.Filesystem/MakeDir", true, false, NULL, e2b_fs_make_dir },
+	{ "POST", "/filesystem.Filesystem/Remove", true, false, NULL, e2b_fs_remove },
+	{ "POST", "/filesystem.Filesystem/Stat", true, false, NULL, e2b_fs_stat },
+	{ "POST", "/filesystem.Filesystem/Move", true, false, NULL, e2b_fs_move },
+	{ "POST", "/filesystem.Filesystem/WatchDir", true, false, NULL, e2b_unimplemented },
+};
+
+const struct serve_plane serve_e2b_plane = { "/", e2b_routes, ARRAY_SIZE(e2b_routes) };

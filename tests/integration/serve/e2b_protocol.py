@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The E2B plane of `space serve` on the wire: control-plane status codes and error bodies, Connect
+framing of process.Process/Start (envelopes, end-of-stream, errors), unary Connect errors, /files in
+both upload formats and with chunked bodies, the sandbox fallback without E2b-Sandbox-Id, auth.
+
+Environment: SERVE_URL, SERVE_KEY.
+"""
+import base64
+import http.client
+import json
+import os
+import struct
+import sys
+import urllib.parse
+
+url = urllib.parse.urlparse(os.environ["SERVE_URL"])
+KEY = os.environ["SERVE_KEY"]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures += 1
+
+
+def call(method, path, body=None, headers=None, chunked=False):
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    h = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body).encode()
+        h.setdefault("Content-Type", "application/json")
+    if chunked:
+        c.putrequest(method, path)
+        for k, v in {**h, "Transfer-Encoding": "chunked"}.items():
+            c.putheader(k, v)
+        c.endheaders()
+        for i in range(0, len(body), 7):
+            part = body[i:i + 7]
+            c.send(b"%x\r\n%s\r\n" % (len(part), part))
+        c.send(b"0\r\n\r\n")
+    else:
+        c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    c.close()
+    return r.status, data, r.getheader("Content-Type", "")
+
+
+API = {"X-API-KEY": KEY}
+
+# Control plane: auth, create with a chunked body, 404 bodies with an integer code.
+st, data, _ = call("POST", "/v2/sandboxes", {"templateID": "base"})
+check(st == 401, "create without a key: 401")
+st, data, ct = call("POST", "/v2/sandboxes", {"templateID": "base", "envVars": {"A": "1"}, "secure": True,
+                                              "metadata": {"k": "v"}}, API, chunked=True)
+check(st == 201 and ct.startswith("application/json"), f"create (chunked body): 201 ({st} {data[:200]})")
+sb = json.loads(data) if st == 201 else {}
+sid = sb.get("sandboxID", "none")
+check(sb.get("envdVersion") and sb.get("envdAccessToken") == KEY and sb.get("domain") is None,
+      "Sandbox JSON: envdVersion, envdAccessToken, domain null")
+st, data, _ = call("POST", "/sandboxes", {"templateID": "no-such"}, API)
+check(st == 404 and json.loads(data).get("code") == 404, "unknown template: 404 with code 404")
+st, data, _ = call("GET", "/sandboxes/sb-nope", None, API)
+check(st == 404 and json.loads(data).get("code") == 404, "info of an unknown sandbox: code 404")
+st, data, _ = call("GET", f"/sandboxes/{sid}", None, API)
+d = json.loads(data) if st == 200 else {}
+check(st == 200 and d.get("state") == "running" and d.get("metadata") == {"k": "v"}, "info: running, metadata")
+st, data, _ = call("GET", "/v2/sandboxes?state=running", None, API)
+check(st == 200 and any(s["sandboxID"] == sid for s in json.loads(data)), "list shows it")
+st, data, _ = call("GET", "/v2/sandboxes?limit=0", None, API)
+check(st == 400, "list with limit=0: 400")
+st, data, _ = call("GET", "/v2/sandboxes?state=paused", None, API)
+check(st == 200 and json.loads(data) == [], "list of paused ones is empty")
+st, _, _ = call("POST", f"/v2/sandboxes/{sid}/connect", {"timeout": 300}, API)
+check(st == 200, "connect: 200")
+
+ENVD = {"X-Access-Token": KEY, "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
+
+
+def envelopes(data):
+    out = []
+    while len(data) >= 5:
+        flags, n = struct.unpack(">BI", data[:5])
+        out.append((flags, json.loads(data[5:5 + n])))
+        data = data[5 + n:]
+    check(not data, "stream: whole envelopes only")
+    return out
+
+
+def start(req, headers=ENVD):
+    msg = json.dumps(req).encode()
+    return call("POST", "/process.Process/Start", struct.pack(">BI", 0, len(msg)) + msg,
+                {**headers, "Content-Type": "application/connect+json", "Connect-Protocol-Version": "1"})
+
+
+# Start: start event first, data as base64, end event, then the end-of-stream envelope.
+st, data, ct = start({"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "echo $A; echo e >&2; exit 4"]},
+                      "stdin": False})
+check(st == 200 and ct == "application/connect+json", "Start: 200 application/connect+json")
+ev = envelopes(data)
+check(ev and "start" in ev[0][1]["event"] and ev[0][1]["event"]["start"]["pid"] > 0, "first event: start")
+out = b"".join(base64.b64decode(e["event"]["data"]["stdout"]) for f, e in ev if f == 0 and "data" in e["event"]
+               and "stdout" in e["event"]["data"])
+err = b"".join(base64.b64decode(e["event"]["data"]["stderr"]) for f, e in ev if f == 0 and "data" in e["event"]
+               and "stderr" in e["event"]["data"])
+check(out == b"1\n" and err == b"e\n", f"stdout/stderr with the sandbox env ({out!r} {err!r})")
+end = [e["event"]["end"] for f, e in ev if f == 0 and "end" in e["event"]]
+check(end and end[0]["exitCode"] == 4 and end[0]["exited"], "end event: exit code 4")
+check(ev and ev[-1] == (2, {}), "last envelope: end-of-stream {}")
+# Bad requests end the stream with an error.
+st, data, _ = start({"process": {"args": []}})
+ev = envelopes(data)
+check(st == 200 and ev and ev[-1][0] == 2 and ev[-1][1]["error"]["code"] == "invalid_argument",
+      "Start without cmd: end-of-stream error invalid_argument")
+st, data, _ = call("POST", "/process.Process/Start", b"\x01\x00\x00\x00\x02{}",
+                   {**ENVD, "Content-Type": "application/connect+json"})
+check(envelopes(data)[-1][1]["error"]["code"] == "invalid_argument", "compressed envelope refused")
+st, data, _ = start({"process": {"cmd": "/no/such"}})
+ev = envelopes(data)
+check(ev and ev[-1][0] == 2 and "error" in ev[-1][1], "a command that does not exist: stream error")
+
+# Unary errors: JSON with a string code and the matching status.
+st, data, ct = call("POST", "/process.Process/SendSignal", {"process": {"pid": 99999}, "signal": "SIGNAL_SIGKILL"},
+                    ENVD)
+check(st == 404 and json.loads(data)["code"] == "not_found" and ct.startswith("application/json"),
+      "SendSignal to no process: 404 not_found")
+st, data, _ = call("POST", "/process.Process/Update", {}, ENVD)
+check(st == 501 and json.loads(data)["code"] == "unimplemented", "Update: 501 unimplemented")
+st, data, _ = call("POST", "/filesystem.Filesystem/Stat", {"path": "/nope"}, ENVD)
+check(st == 404 and json.loads(data)["code"] == "not_found", "Stat of a missing path: not_found")
+st, data, _ = call("POST", "/filesystem.Filesystem/ListDir", b"not json", ENVD)
+check(st == 400 and json.loads(data)["code"] == "invalid_argument", "a body that is not JSON: invalid_argument")
+st, data, _ = call("POST", "/process.Process/List", {}, {**ENVD, "X-Access-Token": "e2b_00"})
+check(st == 401, "a wrong access token: 401")
+
+# /files: octet-stream (chunked), multipart with several parts, relative paths, 404 as JSON.
+st, data, _ = call("POST", "/files?path=%2Ftmp%2Foct", b"\x00\x01binary" * 100,
+                   {**ENVD, "Content-Type": "application/octet-stream"}, chunked=True)
+check(st == 200 and json.loads(data)[0]["path"] == "/tmp/oct", "octet-stream upload")
+st, data, _ = call("GET", "/files?path=%2Ftmp%2Foct", None, ENVD)
+check(st == 200 and data == b"\x00\x01binary" * 100, "download is byte-exact")
+body = (b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/tmp/p1\"\r\n"
+        b"Content-Type: application/octet-stream\r\n\r\none\r\n"
+        b"--XyZ\r\nContent-Disposition: form-data; name=\"file\"; filename=\"rel\"\r\n\r\ntwo\r\n--XyZ--\r\n")
+st, data, _ = call("POST", "/files", body, {**ENVD, "Content-Type": "multipart/form-data; boundary=XyZ"},
+                   chunked=True)
+paths = [e["path"] for e in json.loads(data)] if st == 200 else []
+check(paths == ["/tmp/p1", "/root/rel"], f"multipart with two parts ({st} {paths})")
+st, data, _ = call("GET", "/files?path=rel", None, ENVD)
+check(st == 200 and data == b"two", "relative paths are under /root")
+st, data, _ = call("GET", "/files?path=%2Fnope", None, ENVD)
+check(st == 404 and json.loads(data)["code"] == 404, "download of a missing file: 404 with code 404")
+# Without E2b-Sandbox-Id (SDKs before 2.15 on /files): the newest running sandbox.
+st, data, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {"X-Access-Token": KEY})
+check(st == 200 and data == b"one", "no sandbox header: the newest running sandbox")
+st, _, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {**ENVD, "E2b-Sandbox-Id": "sb-gone"})
+check(st == 502, "envd call for a sandbox that is not there: 502")
+
+# Timeout and pause are refused honestly; kill is 204 then 404.
+st, data, _ = call("POST", f"/sandboxes/{sid}/timeout", {"timeout": 60}, API)
+check(st == 501, "timeout change: 501")
+st, _, _ = call("DELETE", f"/sandboxes/{sid}", None, API)
+check(st == 204, "kill: 204")
+st, data, _ = call("DELETE", f"/sandboxes/{sid}", None, API)
+check(st == 404 and json.loads(data)["code"] == 404, "kill again: 404")
+
+print("failures:", failures)
+sys.exit(1 if failures else 0)

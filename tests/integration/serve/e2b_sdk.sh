@@ -1,0 +1,24 @@
+#!/bin/bash
+# `space serve`, E2B plane, driven by the real E2B JS SDK (npm package `e2b` 2.x) pointed at the server
+# with E2B_API_URL / E2B_SANDBOX_URL: create, commands, files, process control, info/list/connect, kill.
+# Jail isolation (a weaker boundary than a VM). The SDK is installed once into /var/cache/space/npm.
+. "$(dirname "$0")/e2b_lib.sh"
+command -v node >/dev/null || skip "node missing"
+command -v npm >/dev/null || skip "npm missing"
+SDK=${SPACE_E2B_SDK_DIR:-/var/cache/space/npm/sdk}   # another directory tries another SDK version
+if ! (cd "$SDK" 2>/dev/null && node -e 'require("e2b")' 2>/dev/null); then
+	mkdir -p "$SDK" || skip "cannot create $SDK"
+	[ -f "$SDK/package.json" ] || echo '{"name":"space-e2b-sdk-cache","private":true}' >"$SDK/package.json"
+	(cd "$SDK" && timeout 300 npm install --no-audit --no-fund --cache /var/cache/space/npm/cache 'e2b@2') \
+		>/dev/null 2>&1 || skip "cannot install the e2b SDK with npm (registry unreachable?)"
+fi
+echo "e2b SDK $(cd "$SDK" && node -p 'require("e2b/package.json").version')"
+start_server
+# The script must sit next to node_modules to import the SDK.
+script="$SDK/space-e2b-test-$$.mjs"
+cp "$(dirname "$0")/e2b_sdk.mjs" "$script"
+on_exit "rm -f '$script'"
+E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 300 node "$script" ||
+	fail "the E2B SDK scenario failed ($(e2b_log))"
+e2b_stop
+echo "PASS"
