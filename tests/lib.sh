@@ -36,3 +36,15 @@ make_state() {
 	on_exit "'$SPACE' pool unmount --state '$STATE'; umount '$STATE/pool' 2>/dev/null"
 	"$SPACE" init --loop-pool "${1:-2G}" --state "$STATE" >/dev/null 2>&1 || fail "space init failed"
 }
+# Everything a sandbox could leak on the host, for the ids given: mounts, loop devices, processes,
+# cgroups, network namespaces. Prints what is left; empty when clean.
+leaks_of() {
+	local id
+	for id in "$@"; do
+		grep -F "$id" /proc/mounts
+		losetup -a | grep -F "$id"
+		find /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null
+		ip netns list | grep -F "$id"
+		pgrep -a -f -- "--hostname $id( |\$)" || true
+	done
+}

@@ -7,15 +7,6 @@ need_root; need_btrfs; need_loop
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 export SPACE_QUIET_JAIL=1
 
-leaks_of() {
-	local id
-	for id in "$@"; do
-		grep -F "$id" /proc/mounts
-		losetup -a | grep -F "$id"
-		find /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null
-		pgrep -a -f -- "--hostname $id( |\$)" || true
-	done
-}
 # The host pid of a sandbox's jail (PID 1), from `space ls --json`.
 pid_of() {
 	"$SPACE" ls --json --state "$STATE" | grep -A8 "\"$1\"" | grep -o '"pid":[[:space:]]*[0-9]*' | grep -o '[0-9]*$'

@@ -7,18 +7,6 @@ need_root; need_btrfs; need_loop
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 export SPACE_QUIET_JAIL=1
 
-# Everything a sandbox could leak on the host, for the ids given: mounts, loop devices, processes,
-# cgroups, network namespaces. Prints what is left; empty when clean.
-leaks_of() {
-	local id
-	for id in "$@"; do
-		grep -F "$id" /proc/mounts
-		losetup -a | grep -F "$id"
-		find /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null
-		ip netns list | grep -F "$id"
-		pgrep -a -f -- "--hostname $id( |\$)" || true
-	done
-}
 make_state 4G
 WORK=$(mktemp -d /tmp/space-work-XXXXXX)
 on_exit "rm -rf '$WORK'"
