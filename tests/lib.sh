@@ -8,6 +8,9 @@ _run_cleanups() {
 	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[$i]}" >/dev/null 2>&1 || true; done
 }
 trap _run_cleanups EXIT
+# A test killed on its timeout (SIGTERM from meson) or interrupted still cleans up after itself.
+trap 'exit 143' TERM
+trap 'exit 130' INT
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
