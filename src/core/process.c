@@ -78,6 +78,28 @@ static struct agent_exec_req exec_req(const struct space_exec_options *o, const 
 	};
 }
 
+/* Checks the options and the sandbox's state; *ret_env: defaults, the sandbox's and the call's entries. */
+static int exec_prepare(space_sandbox *sb, const struct space_exec_options *o, const char ***ret_env)
+{
+	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0])
+		return -EINVAL;
+	int r = sandbox_usable(sb);
+	if (r < 0)
+		return r;
+	*ret_env = merge_env(sandbox_env(sb), o->env);
+	return *ret_env ? 0 : -ENOMEM;
+}
+
+static void result_from(const struct agent_exit *ex, struct space_exec_result *ret)
+{
+	*ret = (struct space_exec_result){
+		.exited = ex->exited,
+		.exit_code = ex->code,
+		.signal = ex->signal,
+		.timed_out = ex->timed_out,
+	};
+}
+
 struct space_process {
 	space_ctx *ctx;
 	struct agent_exec *x;
@@ -93,15 +115,13 @@ static int deliver(int stream, const void *buf, size_t len, void *userdata)
 
 SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_options *o, space_process **ret)
 {
-	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0] || !ret)
+	if (!ret)
 		return -EINVAL;
+	_cleanup_free_ const char **env = NULL;
+	int r = exec_prepare(sb, o, &env);
+	if (r < 0)
+		return r;
 	space_ctx *ctx = sandbox_ctx(sb);
-	int u = sandbox_usable(sb);
-	if (u < 0)
-		return u;
-	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
-	if (!env)
-		return -ENOMEM;
 	struct agent_exec_req req = exec_req(o, env);
 	struct space_process *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -110,7 +130,7 @@ SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_opt
 	p->output = o->output;
 	p->userdata = o->userdata;
 	struct agent_error err = { 0 };
-	int r = agent_exec_start(sandbox_addr(sb), &req, &p->x, &err);
+	r = agent_exec_start(sandbox_addr(sb), &req, &p->x, &err);
 	if (r < 0) {
 		free(p);
 		return agent_fail(ctx, r, &err, "run", o->argv[0]);
@@ -155,12 +175,8 @@ SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret
 	int r = agent_exec_pump(p->x, deliver, p, &ex);
 	if (r < 0)
 		return ctx_error(p->ctx, r, "process output");
-	if (r == 1 && ret) {
-		ret->exited = ex.exited;
-		ret->exit_code = ex.code;
-		ret->signal = ex.signal;
-		ret->timed_out = ex.timed_out;
-	}
+	if (r == 1 && ret)
+		result_from(&ex, ret);
 	return r;
 }
 
@@ -175,28 +191,20 @@ SPACE_API void space_process_free(space_process *p)
 SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_options *o,
 				 struct space_exec_result *ret)
 {
-	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0])
-		return -EINVAL;
+	_cleanup_free_ const char **env = NULL;
+	int r = exec_prepare(sb, o, &env);
+	if (r < 0)
+		return r;
 	space_ctx *ctx = sandbox_ctx(sb);
-	int u = sandbox_usable(sb);
-	if (u < 0)
-		return u;
-	_cleanup_free_ const char **env = merge_env(sandbox_env(sb), o->env);
-	if (!env)
-		return -ENOMEM;
 	struct agent_exec_req req = exec_req(o, env);
 	struct space_process p = { .ctx = ctx, .output = o->output, .userdata = o->userdata };
 	struct agent_exit ex;
 	struct agent_error err = { 0 };
-	int r = agent_exec_run(sandbox_addr(sb), &req, o->stdin_fd, deliver, &p, &ex, &err);
+	r = agent_exec_run(sandbox_addr(sb), &req, o->stdin_fd, deliver, &p, &ex, &err);
 	if (r < 0)
 		return agent_fail(ctx, r, &err, "run", o->argv[0]);
-	if (ret) {
-		ret->exited = ex.exited;
-		ret->exit_code = ex.code;
-		ret->signal = ex.signal;
-		ret->timed_out = ex.timed_out;
-	}
+	if (ret)
+		result_from(&ex, ret);
 	return 0;
 }
 
