@@ -78,8 +78,9 @@ expect_rc 1 "$SPACE" fork cp-aaaaaaaaaaaaaaaa "${S[@]}"
 expect_rc 2 "$SPACE" fork "$cp1" --count 0 "${S[@]}"
 expect_rc 1 "$SPACE" checkpoint sb-aaaaaaaaaaaaaaaa "${S[@]}"
 
-# Pause: a counter stops advancing and exec fails clearly; resume: it advances again.
-expect_rc 0 "$SPACE" exec "$id" "${S[@]}" -- sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/count; sleep 0.05; done >/dev/null 2>&1 </dev/null & echo started'
+# Pause: a counter stops advancing and exec fails clearly; resume: it advances again. The counter is
+# replaced by rename, so a read never sees a half-written value.
+expect_rc 0 "$SPACE" exec "$id" "${S[@]}" -- sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done >/dev/null 2>&1 </dev/null & echo started'
 sleep 0.5
 expect_rc 0 "$SPACE" pause "$id" "${S[@]}"
 expect_rc 0 "$SPACE" ls --json "${S[@]}"
