@@ -65,6 +65,7 @@ int cmd_rm(struct cli *cli, int argc, char **argv);
 int cmd_logs(struct cli *cli, int argc, char **argv);
 int cmd_pause(struct cli *cli, int argc, char **argv);
 int cmd_resume(struct cli *cli, int argc, char **argv);
+int cmd_timeout(struct cli *cli, int argc, char **argv);
 int cmd_checkpoint(struct cli *cli, int argc, char **argv);
 int cmd_checkpoints(struct cli *cli, int argc, char **argv);
 int cmd_rollback(struct cli *cli, int argc, char **argv);
@@ -73,6 +74,8 @@ int cmd_version(struct cli *cli, int argc, char **argv);
 int cmd_vm_boot(struct cli *cli, int argc, char **argv);
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_apikey(struct cli *cli, int argc, char **argv);
+int cmd_doctor(struct cli *cli, int argc, char **argv);
+int cmd_kernel(struct cli *cli, int argc, char **argv);
 
 /* A sandbox as JSON (the shape of `space ls --json` entries). */
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_net.h"
 #include "util/util.h"
 
 #define MAX_ENV 256
@@ -27,6 +28,7 @@ struct run_opts {
 	bool tty;
 	uint32_t exec_timeout_ms;
 	char **argv;  /* the command, after "--" */
+	struct cli_net net; /* --allow, --secret, --inject, --policy, --resolve, --ca-file */
 };
 
 static int parse_u32(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
@@ -59,6 +61,7 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 		{ "hostname", required_argument, NULL, 'H' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
+		CLI_NET_OPTIONS,
 		{ 0 },
 	};
 	memset(o, 0, sizeof(*o));
@@ -69,7 +72,7 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 	opterr = 0;
 	/* "+": options end at the first non-option (the command, or exec's ID is taken below). */
 	while ((c = getopt_long(argc, argv, "+e:w:it", opts, NULL)) != -1) {
-		if (!sandbox_opts && strchr("TIcmOH", c))
+		if (!sandbox_opts && (strchr("TIcmOH", c) || CLI_NET_IS_OPTION(c)))
 			return cli_usage_error(cmd, "option '%s' applies when the sandbox is created", argv[optind - 1]);
 		switch (c) {
 		case 'T': o->sb.template_name = optarg; break;
@@ -106,6 +109,12 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 		case 'w': o->cwd = optarg; break;
 		case 'i': o->interactive = true; break;
 		case 't': o->tty = true; break;
+		case 0x4e0 ... 0x4e5: {
+			char why[256];
+			if (cli_net_flag(&o->net, c, optarg, why, sizeof(why)) < 0)
+				return cli_usage_error(cmd, "%s: %s", argv[optind - 1], why);
+			break;
+		}
 		default:
 			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
@@ -122,6 +131,9 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 	if (!want_cmd && optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	o->argv = argv + optind;
+	char why[512];
+	if (cli_net_policy(&o->net, (char **)&o->sb.network_policy, why, sizeof(why)) < 0)
+		return cli_usage_error(cmd, "%s", why);
 	return 0;
 }
 
@@ -341,21 +353,64 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
+enum { STEP_ROLLBACK = 1, STEP_CHECKPOINT_FIRST = 2 };
+
+/* exec as a guarded step: on failure the sandbox returns to its newest checkpoint (or the one taken first). */
+static int run_step(struct cli *cli, space_sandbox *sb, const struct run_opts *o, unsigned step)
+{
+	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
+	eo.argv = (const char *const *)o->argv;
+	eo.cwd = o->cwd;
+	eo.env = o->sb.env;
+	eo.timeout_ms = o->exec_timeout_ms;
+	eo.output = to_fd;
+	signal(SIGPIPE, SIG_IGN);
+	struct space_exec_result res;
+	char cp[SPACE_CHECKPOINT_ID_MAX];
+	int r = space_sandbox_exec_step(sb, &eo, step & STEP_CHECKPOINT_FIRST ? SPACE_STEP_CHECKPOINT_FIRST : 0, &res,
+					cp);
+	if (r < 0) {
+		cli_fail(cli, r, "step in %s", space_sandbox_id(sb));
+		return r == -ENOENT && !strstr(space_ctx_last_error(cli_ctx(cli)), "checkpoint") ? 127 : EXIT_FAIL;
+	}
+	if (cp[0])
+		fprintf(stderr, "space: the step failed; sandbox %s rolled back to checkpoint %s\n", space_sandbox_id(sb),
+			cp);
+	return exit_status_of(&res);
+}
+
 int cmd_exec(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("exec");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
+	/* --rollback-on-failure and --checkpoint-first (before "--") make the command a guarded step. */
+	unsigned step = 0;
+	int kept = 0;
+	bool after_dashes = false;
+	for (int i = 0; i < argc; i++) {
+		if (!after_dashes && !strcmp(argv[i], "--rollback-on-failure"))
+			step |= STEP_ROLLBACK;
+		else if (!after_dashes && !strcmp(argv[i], "--checkpoint-first"))
+			step |= STEP_ROLLBACK | STEP_CHECKPOINT_FIRST;
+		else {
+			after_dashes = after_dashes || !strcmp(argv[i], "--");
+			argv[kept++] = argv[i];
+		}
+	}
+	argc = kept;
 	struct run_opts o;
 	char *id = NULL;
 	int r = parse_run_opts(cmd, argc, argv, &o, false, true, &id);
 	if (r)
 		return r;
+	if (step && (o.tty || o.interactive))
+		return cli_usage_error(cmd, "--rollback-on-failure runs the command without a terminal or stdin");
 	space_sandbox *sb;
 	r = space_sandbox_open(cli_ctx(cli), id, &sb);
 	if (r < 0)
 		return cli_fail(cli, r, "open sandbox %s", id);
-	int status = stream_process(cli, sb, &o);
+	int status = step ? run_step(cli, sb, &o, step) : stream_process(cli, sb, &o);
 	space_sandbox_free(sb);
 	return status;
 }
@@ -476,4 +531,32 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 	if (r < 0)
 		return cli_fail(cli, r, "logs of %s", argv[1]);
 	return EXIT_OK;
+}
+
+/* space timeout ID SECONDS: a new lifetime, counted from now (0: none). */
+int cmd_timeout(struct cli *cli, int argc, char **argv)
+{
+	const struct cli_command *cmd = cli_find_command("timeout");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	uint64_t seconds;
+	if (argc != 3)
+		return cli_usage_error(cmd, "timeout needs a sandbox ID and a number of seconds");
+	if (util_parse_uint(argv[2], 0, UINT32_MAX, &seconds) < 0)
+		return cli_usage_error(cmd, "bad SECONDS '%s' (0: no lifetime)", argv[2]);
+	space_sandbox *sb;
+	int r = space_sandbox_open(cli_ctx(cli), argv[1], &sb);
+	if (r < 0)
+		return cli_fail(cli, r, "open sandbox %s", argv[1]);
+	int rc = EXIT_OK;
+	struct space_sandbox_info info;
+	r = space_sandbox_set_timeout(sb, (uint32_t)seconds);
+	if (r == 0)
+		r = space_sandbox_get_info(sb, &info);
+	if (r < 0)
+		rc = cli_fail(cli, r, "timeout %s", argv[1]);
+	else if (cli->json)
+		rc = cli_print_json(cli_sandbox_json(&info));
+	space_sandbox_free(sb);
+	return rc;
 }

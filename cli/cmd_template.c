@@ -15,6 +15,7 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		{ "kernel", required_argument, NULL, 'k' },
 		{ "initrd", required_argument, NULL, 'i' },
 		{ "size", required_argument, NULL, 's' },
+		{ "modules", required_argument, NULL, 'm' },
 		{ 0 },
 	};
 	struct space_template_import_options o = SPACE_TEMPLATE_IMPORT_OPTIONS_INIT;
@@ -27,6 +28,7 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		case 'r': o.rootfs = optarg; break;
 		case 'k': o.kernel = optarg; break;
 		case 'i': o.initrd = optarg; break;
+		case 'm': o.modules_dir = optarg; break;
 		case 's':
 			if (util_parse_size(optarg, &o.size_bytes) < 0 || o.size_bytes < (16u << 20))
 				return cli_usage_error(cmd, "invalid --size '%s' (at least 16M, e.g. 2G)", optarg);

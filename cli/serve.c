@@ -24,6 +24,17 @@
 
 static enum MHD_Result health(struct serve_req *r)
 {
+	/* envd's /health as the SDK's isRunning() asks it: with E2b-Sandbox-Id, the answer is about that
+	 * sandbox (502 when it does not run, like E2B's proxy). */
+	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	if (id && *id && strcmp(r->path, "/v1/health")) {
+		space_ctx *ctx = serve_req_ctx(r);
+		if (!ctx)
+			return MHD_YES;
+		if (space_sandbox_open(ctx, id, &r->sb) < 0)
+			return e2b_api_error(r, 502, "sandbox '%s' is not running", id);
+		return serve_reply_empty(r, 204);
+	}
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "status", "ok");
 	cJSON_AddStringToObject(j, "version", space_version());
@@ -31,7 +42,7 @@ static enum MHD_Result health(struct serve_req *r)
 }
 
 static const struct serve_route health_routes[] = {
-	{ "GET", "/v1/health", false, false, NULL, health },
+	{ "GET", "/v1/health", SERVE_AUTH_NONE, false, NULL, health },
 };
 
 /* Planes by path prefix, longest first. */
@@ -96,14 +107,11 @@ static bool route_find(struct serve_req *r)
 	return false;
 }
 
-/* The API key of the request: X-API-Key, Authorization: Bearer, or X-Access-Token (the E2B SDK's envd
- * token, which the E2B plane hands out as the creating key). */
+/* The API key of the request: X-API-Key or Authorization: Bearer. (X-Access-Token is the envd plane's
+ * per-sandbox token, never an API key.) */
 static const char *request_key(struct serve_req *r)
 {
 	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
-	if (k && *k)
-		return k;
-	k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
 	if (k && *k)
 		return k;
 	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -196,7 +204,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = r;
 		if (!route_find(r))
 			return MHD_YES;
-		if (r->route->auth && !authenticate(r))
+		if (r->route->auth == SERVE_AUTH_KEY && !authenticate(r))
+			return MHD_YES;
+		if (r->route->auth == SERVE_AUTH_ENVD && !e2b_envd_authenticate(r))
 			return MHD_YES;
 		if (!body_limit_ok(r))
 			return MHD_YES;
@@ -205,6 +215,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
+		/* A body that trickles in (a byte now and then keeps the idle timeout away) holds a thread:
+		 * past the request deadline the connection is closed. */
+		if (util_now_ns() - r->started_ns > srv->request_timeout_ns) {
+			fprintf(stderr, "space serve: %s %s: body not complete after %llu s: connection closed\n", r->method,
+				r->path, (unsigned long long)(srv->request_timeout_ns / 1000000000ull));
+			return MHD_NO;
+		}
 		/* After an early answer the rest of the body is read and dropped. */
 		if (!r->answered)
 			body_append(r, upload_data, *upload_data_size);
@@ -328,7 +345,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	const char *listen = "127.0.0.1:8080";
 	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT, conn_timeout = SERVE_CONNECTION_TIMEOUT_S;
-	uint64_t conn_limit = SERVE_CONNECTION_LIMIT;
+	uint64_t conn_limit = SERVE_CONNECTION_LIMIT, req_timeout = SERVE_REQUEST_TIMEOUT_DEFAULT_S;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
 			listen = argv[++i];
@@ -340,6 +357,9 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		} else if (!strcmp(argv[i], "--connection-timeout") && i + 1 < argc) {
 			if (util_parse_uint(argv[++i], 1, 3600, &conn_timeout) < 0)
 				return cli_usage_error(cmd, "bad --connection-timeout '%s' (1..3600 s)", argv[i]);
+		} else if (!strcmp(argv[i], "--request-timeout") && i + 1 < argc) {
+			if (util_parse_uint(argv[++i], 1, 86400, &req_timeout) < 0)
+				return cli_usage_error(cmd, "bad --request-timeout '%s' (1..86400 s)", argv[i]);
 		} else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
 			if (util_parse_uint(argv[++i], 1, 65536, &conn_limit) < 0)
 				return cli_usage_error(cmd, "bad --max-connections '%s' (1..65536)", argv[i]);
@@ -351,7 +371,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cmd, "bad --listen '%s' (want IPV4:PORT)", listen);
 
 	space_ctx *ctx = cli_ctx(cli);
-	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max };
+	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max,
+			     .request_timeout_ns = req_timeout * 1000000000ull };
 	char err[512];
 	int e = serve_store_open(ctx, &srv.store, err, sizeof(err));
 	if (e < 0) {

@@ -23,10 +23,12 @@ struct store;
 #define SERVE_JSON_BODY_MAX (1u << 20)            /* JSON request bodies */
 #define SERVE_UPLOAD_MAX_DEFAULT (1ull << 30)     /* file uploads (--max-upload) */
 #define SERVE_EXEC_CAPTURE_MAX (16u << 20)        /* per stream, non-streaming exec */
+#define SERVE_REQUEST_TIMEOUT_DEFAULT_S 600       /* whole body, from the request's start (--request-timeout) */
 
 struct serve {
 	const char *state_dir;        /* NULL: the library's default */
 	uint64_t upload_max;
+	uint64_t request_timeout_ns;  /* a request's body must have arrived this long after its start */
 	pthread_mutex_t store_lock;   /* guards store (API keys, sandbox metadata) */
 	struct store *store;
 };
@@ -39,10 +41,17 @@ typedef enum MHD_Result (*serve_handler_fn)(struct serve_req *r);
  * then abandoned and the handler answers). */
 typedef int (*serve_sink_fn)(struct serve_req *r, const char *data, size_t len);
 
+/* What a route's caller must show before anything else happens. */
+enum serve_auth {
+	SERVE_AUTH_NONE = 0,
+	SERVE_AUTH_KEY,               /* an API key: X-API-Key or Authorization: Bearer */
+	SERVE_AUTH_ENVD,              /* E2B envd: the sandbox's access token in X-Access-Token */
+};
+
 struct serve_route {
 	const char *method;
 	const char *pattern;          /* "/v1/sandboxes/{id}/exec": "{...}" matches one path segment */
-	bool auth;                    /* needs an API key */
+	enum serve_auth auth;
 	bool upload;                  /* the body goes to start's sink, up to --max-upload (else: JSON, 1 MiB) */
 	serve_handler_fn start;       /* optional, before the body: may install a sink; may answer early */
 	serve_handler_fn run;         /* after the whole body */
@@ -76,6 +85,8 @@ struct serve_req {
 	void *state;                  /* the route's own state ... */
 	void (*state_free)(struct serve_req *r); /* ... and how to release it (also on client abort) */
 
+	char envd_sandbox[32];        /* SERVE_AUTH_ENVD: the sandbox the access token belongs to */
+
 	space_ctx *ctx;               /* serve_req_ctx(), freed with the request */
 	space_sandbox *sb;            /* serve_req_sandbox(), freed with the request */
 	uint64_t started_ns;
@@ -106,6 +117,11 @@ cJSON *serve_body_object(struct serve_req *r);
 const char *serve_json_unknown_field(const cJSON *obj, const char *const *allowed);
 /* serve_body_object, refusing (400 unknown_field) members not in allowed. */
 cJSON *serve_body_fields(struct serve_req *r, const char *const *allowed);
+/* A JSON integer member in [0, max], or def when absent or null; false (after answering 400) otherwise. */
+bool serve_json_uint(struct serve_req *r, const cJSON *o, const char *name, uint64_t max, uint64_t def,
+		     uint64_t *ret);
+/* A JSON string member, or NULL when absent or null; false (after answering 400) when not a string. */
+bool serve_json_str(struct serve_req *r, const cJSON *o, const char *name, const char **ret);
 /* Queues an empty answer (204). */
 enum MHD_Result serve_reply_empty(struct serve_req *r, unsigned status);
 
@@ -138,8 +154,21 @@ struct serve_producer {
 enum MHD_Result serve_reply_stream(struct serve_req *r, unsigned status, const char *content_type,
 				   void (*fn)(struct serve_producer *p), void *arg, void (*arg_free)(void *arg));
 
-/* --- serve_v1.c: the native API; serve_v1_files.c: its file routes --- */
+/* --- serve_v1.c: the native API; serve_v1_files.c: its file routes; serve_v1_ops.c: pause, resume,
+ * lifetimes, checkpoints, events --- */
 extern const struct serve_plane serve_v1_plane;
+/* A sandbox as the native API shows it (no host paths, with its metadata). */
+cJSON *serve_v1_sandbox_json(struct serve_req *r, const struct space_sandbox_info *b);
+enum MHD_Result serve_v1_pause(struct serve_req *r);
+enum MHD_Result serve_v1_resume(struct serve_req *r);
+enum MHD_Result serve_v1_timeout(struct serve_req *r);
+enum MHD_Result serve_v1_checkpoint_create(struct serve_req *r);
+enum MHD_Result serve_v1_checkpoint_list(struct serve_req *r);
+enum MHD_Result serve_v1_checkpoint_get(struct serve_req *r);
+enum MHD_Result serve_v1_checkpoint_delete(struct serve_req *r);
+enum MHD_Result serve_v1_rollback(struct serve_req *r);
+enum MHD_Result serve_v1_fork(struct serve_req *r);
+enum MHD_Result serve_v1_events(struct serve_req *r);
 enum MHD_Result serve_v1_upload_start(struct serve_req *r);
 enum MHD_Result serve_v1_upload(struct serve_req *r);
 enum MHD_Result serve_v1_download(struct serve_req *r);
@@ -163,3 +192,14 @@ int serve_apikey_count(struct store *s);
 int serve_metadata_set(struct store *s, const char *id, const char *json);
 char *serve_metadata_get(struct store *s, const char *id);
 int serve_metadata_prune(struct store *s);
+
+/* E2B envd access tokens: random, handed out once (at create or connect), kept as SHA-256 hashes, each
+ * valid for one sandbox only. */
+#define SERVE_TOKEN_SIZE 72           /* "sbt_" + 64 hex digits + NUL */
+/* A new token for sandbox id into ret. */
+int serve_token_create(struct store *s, const char *id, char ret[SERVE_TOKEN_SIZE]);
+/* The sandbox the token belongs to into ret_id; -EACCES for an unknown token. */
+int serve_token_check(struct store *s, const char *token, char ret_id[32]);
+/* The events of the store, oldest first, with seq > after (of one sandbox if id is not NULL), at most
+ * limit: a JSON array. */
+int serve_events(struct store *s, const char *id, int64_t after, unsigned limit, cJSON **ret);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * API keys of `space serve` (`space apikey create|ls|rm`) and the server's rows in the store.
+ * API keys of `space serve` (`space apikey create|ls|rm`) and the server's rows in the store: sandbox
+ * metadata, envd access tokens (hashed like the keys), the event log.
  *
  * A key is "e2b_" + 64 lowercase hex digits (32 random bytes): the form every 2.x E2B SDK accepts, some
  * of which check /^e2b_[0-9a-f]+$/. Only its SHA-256 is stored; checks compare hashes in constant time.
@@ -182,7 +183,99 @@ char *serve_metadata_get(struct store *s, const char *id)
 int serve_metadata_prune(struct store *s)
 {
 	return store_exec(s, "DELETE FROM sandbox_metadata WHERE sandbox_id NOT IN "
-			     "(SELECT id FROM sandboxes WHERE status != 'destroyed')");
+			     "(SELECT id FROM sandboxes WHERE status != 'destroyed');"
+			     /* Tokens stay while their sandbox's row does: a destroyed sandbox's token still
+			      * authenticates, and the envd plane answers 502 for it like E2B's proxy. */
+			     "DELETE FROM sandbox_tokens WHERE sandbox_id NOT IN (SELECT id FROM sandboxes)");
+}
+
+/* --- envd access tokens --- */
+
+#define TOKEN_PREFIX "sbt_"
+
+int serve_token_create(struct store *s, const char *id, char ret[SERVE_TOKEN_SIZE])
+{
+	unsigned char raw[32], hash[32];
+	char token[SERVE_TOKEN_SIZE];
+	if (util_random_bytes(raw, sizeof(raw)) < 0)
+		return -EIO;
+	strcpy(token, TOKEN_PREFIX);
+	hex(raw, sizeof(raw), token + strlen(TOKEN_PREFIX));
+	explicit_bzero(raw, sizeof(raw));
+	sha256(token, strlen(token), hash);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "INSERT INTO sandbox_tokens (hash, sandbox_id, created_ms) VALUES (?, ?, ?)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, hash, sizeof(hash), SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, util_wall_ms());
+	int rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	memcpy(ret, token, sizeof(token));
+	return 0;
+}
+
+int serve_token_check(struct store *s, const char *token, char ret_id[32])
+{
+	/* The lookup is by the hash of a 256-bit random value: timing can tell nothing useful about it. */
+	unsigned char hash[32];
+	sha256(token, strlen(token), hash);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s), "SELECT sandbox_id FROM sandbox_tokens WHERE hash = ?", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_blob(st, 1, hash, sizeof(hash), SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -EACCES;
+	if (rc != SQLITE_ROW)
+		return store_errno(rc);
+	snprintf(ret_id, 32, "%s", (const char *)sqlite3_column_text(st, 0));
+	return 0;
+}
+
+/* --- events --- */
+
+int serve_events(struct store *s, const char *id, int64_t after, unsigned limit, cJSON **ret)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(store_db(s),
+			       "SELECT seq, ts_ms, sandbox_id, kind, detail FROM events WHERE seq > ?1"
+			       " AND (?2 IS NULL OR sandbox_id = ?2) ORDER BY seq LIMIT ?3",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, after);
+	if (id)
+		sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, 2);
+	sqlite3_bind_int64(st, 3, limit);
+	cJSON *a = cJSON_CreateArray();
+	int rc = SQLITE_DONE;
+	while (a && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		cJSON *e = cJSON_CreateObject();
+		cJSON_AddNumberToObject(e, "seq", (double)sqlite3_column_int64(st, 0));
+		cJSON_AddNumberToObject(e, "ts_ms", (double)sqlite3_column_int64(st, 1));
+		for (int c = 2; c <= 4; c++) {
+			static const char *const names[] = { "sandbox", "kind", "detail" };
+			const char *v = (const char *)sqlite3_column_text(st, c);
+			if (v)
+				cJSON_AddStringToObject(e, names[c - 2], v);
+			else
+				cJSON_AddNullToObject(e, names[c - 2]);
+		}
+		cJSON_AddItemToArray(a, e);
+	}
+	if (!a)
+		return -ENOMEM;
+	if (rc != SQLITE_DONE) {
+		cJSON_Delete(a);
+		return store_errno(rc);
+	}
+	*ret = a;
+	return 0;
 }
 
 /* --- `space apikey` --- */

@@ -13,6 +13,7 @@
 #include "util/util.h"
 
 #define E2B_TIMEOUT_DEFAULT_S 300
+#define E2B_TIMEOUT_MAX_S (366u * 24 * 3600) /* the longest lifetime a sandbox takes */
 #define E2B_ENV_MAX 1024
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
@@ -185,24 +186,42 @@ int e2b_base64_decode(const char *s, unsigned char **ret, size_t *ret_len)
 	return 0;
 }
 
-/* --- sandboxes --- */
+/* --- envd authentication --- */
 
-/* The newest running sandbox's id into id; false when there is none. */
-static bool newest_running(space_ctx *ctx, char *id, size_t size)
+bool e2b_envd_authenticate(struct serve_req *r)
 {
-	struct space_sandbox_info *list = NULL;
-	size_t n = 0;
-	if (space_sandbox_list(ctx, &list, &n) < 0)
+	const char *token = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
+	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	bool rest = !strcmp(r->path, "/files");
+	if (!token || !*token) {
+		if (rest)
+			e2b_api_error(r, 401, "an access token is required (X-Access-Token)");
+		else
+			e2b_rpc_error(r, "unauthenticated", "an access token is required (X-Access-Token)");
 		return false;
-	const struct space_sandbox_info *best = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (list[i].status == SPACE_SANDBOX_RUNNING && (!best || list[i].created_ms >= best->created_ms))
-			best = &list[i];
-	if (best)
-		snprintf(id, size, "%s", best->id);
-	free(list);
-	return best != NULL;
+	}
+	char owner[32];
+	pthread_mutex_lock(&r->srv->store_lock);
+	int e = serve_token_check(r->srv->store, token, owner);
+	pthread_mutex_unlock(&r->srv->store_lock);
+	if (e < 0 && e != -EACCES) {
+		e2b_api_error(r, 500, "check access token: %s", space_strerror(e));
+		return false;
+	}
+	/* A token opens its own sandbox only; without E2b-Sandbox-Id (SDKs before 2.15 on /files) it also
+	 * says which sandbox is meant. */
+	if (e == -EACCES || (id && *id && strcmp(id, owner))) {
+		if (rest)
+			e2b_api_error(r, 401, "invalid access token");
+		else
+			e2b_rpc_error(r, "unauthenticated", "invalid access token");
+		return false;
+	}
+	snprintf(r->envd_sandbox, sizeof(r->envd_sandbox), "%s", owner);
+	return true;
 }
+
+/* --- sandboxes --- */
 
 space_sandbox *e2b_sandbox(struct serve_req *r)
 {
@@ -211,19 +230,9 @@ space_sandbox *e2b_sandbox(struct serve_req *r)
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return NULL;
-	const char *id = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
-	char found[32];
-	if (!id || !*id) {
-		/* Older SDKs send no sandbox header on /files: the newest running sandbox. */
-		if (!newest_running(ctx, found, sizeof(found))) {
-			e2b_api_error(r, 502, "no running sandbox");
-			return NULL;
-		}
-		id = found;
-	}
-	int e = space_sandbox_open(ctx, id, &r->sb);
+	int e = space_sandbox_open(ctx, r->envd_sandbox, &r->sb);
 	if (e < 0) {
-		e2b_api_error(r, 502, "sandbox '%s' is not running: %s", id, space_strerror(e));
+		e2b_api_error(r, 502, "sandbox '%s' is not running: %s", r->envd_sandbox, space_strerror(e));
 		return NULL;
 	}
 	return r->sb;
@@ -239,14 +248,9 @@ static void add_time(cJSON *j, const char *name, int64_t ms)
 	cJSON_AddStringToObject(j, name, buf);
 }
 
-static const char *request_token(struct serve_req *r)
-{
-	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
-	return k && *k ? k : NULL;
-}
-
-/* Sandbox JSON; detail adds the SandboxDetail/ListedSandbox fields; token adds envdAccessToken. */
-static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info *b, bool detail, bool token)
+/* Sandbox JSON; detail adds the SandboxDetail/ListedSandbox fields; token (may be NULL) is its
+ * envdAccessToken. */
+static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info *b, bool detail, const char *token)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "sandboxID", b->id);
@@ -254,9 +258,9 @@ static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info 
 	cJSON_AddStringToObject(j, "alias", b->template_name);
 	cJSON_AddStringToObject(j, "clientID", "local");
 	cJSON_AddStringToObject(j, "envdVersion", E2B_ENVD_VERSION);
-	/* envd calls carry this as X-Access-Token; the server accepts its API keys there. */
-	if (token && request_token(r))
-		cJSON_AddStringToObject(j, "envdAccessToken", request_token(r));
+	/* The SDK sends it as X-Access-Token on every envd call. */
+	if (token)
+		cJSON_AddStringToObject(j, "envdAccessToken", token);
 	cJSON_AddNullToObject(j, "domain");
 	if (!detail)
 		return j;
@@ -272,6 +276,24 @@ static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info 
 	cJSON *m = meta ? cJSON_Parse(meta) : NULL;
 	cJSON_AddItemToObject(j, "metadata", m ? m : cJSON_CreateObject());
 	return j;
+}
+
+/* Answers status with the Sandbox JSON of r->sb and a new access token for it. */
+static enum MHD_Result reply_with_token(struct serve_req *r, unsigned status)
+{
+	struct space_sandbox_info info;
+	int e = space_sandbox_get_info(r->sb, &info);
+	if (e < 0)
+		return e2b_api_error(r, 500, "sandbox info: %s", space_strerror(e));
+	char token[SERVE_TOKEN_SIZE];
+	pthread_mutex_lock(&r->srv->store_lock);
+	e = serve_token_create(r->srv->store, info.id, token);
+	pthread_mutex_unlock(&r->srv->store_lock);
+	if (e < 0)
+		return e2b_api_error(r, 500, "access token: %s", space_strerror(e));
+	enum MHD_Result ret = serve_reply_json(r, status, sandbox_json(r, &info, false, token));
+	explicit_bzero(token, sizeof(token));
+	return ret;
 }
 
 /* {"A": "1"} -> NULL-terminated "A=1" list in one allocation; NULL with *err set on bad input. */
@@ -306,19 +328,42 @@ static char **env_list(const cJSON *vars, const char **err)
 	return list;
 }
 
+/* The "timeout" member of a control-plane body (seconds) into *ret, def when absent; false after
+ * answering 400. An absent or empty body counts as {}. */
+static bool body_timeout(struct serve_req *r, cJSON **ret_body, uint32_t def, uint32_t *ret)
+{
+	cJSON *j = r->body_len ? cJSON_ParseWithLength(r->body, r->body_len) : cJSON_CreateObject();
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		e2b_api_error(r, 400, "the body must be a JSON object");
+		return false;
+	}
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "timeout");
+	if (t && !cJSON_IsNull(t) &&
+	    (!cJSON_IsNumber(t) || t->valuedouble < 0 || t->valuedouble > E2B_TIMEOUT_MAX_S)) {
+		cJSON_Delete(j);
+		e2b_api_error(r, 400, "'timeout' must be a number of seconds from 0 to %u", E2B_TIMEOUT_MAX_S);
+		return false;
+	}
+	*ret = t && cJSON_IsNumber(t) ? (uint32_t)t->valuedouble : def;
+	if (ret_body)
+		*ret_body = j;
+	else
+		cJSON_Delete(j);
+	return true;
+}
+
 static enum MHD_Result sandbox_create(struct serve_req *r)
 {
-	_cleanup_(cJSON_Deletep) cJSON *j = r->body_len ? cJSON_ParseWithLength(r->body, r->body_len) : cJSON_CreateObject();
-	if (!cJSON_IsObject(j))
-		return e2b_api_error(r, 400, "the body must be a JSON object");
+	_cleanup_(cJSON_Deletep) cJSON *j = NULL;
+	uint32_t timeout;
+	if (!body_timeout(r, &j, E2B_TIMEOUT_DEFAULT_S, &timeout))
+		return MHD_YES;
 	const cJSON *tpl = cJSON_GetObjectItemCaseSensitive(j, "templateID");
-	const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(j, "timeout");
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(j, "metadata");
 	const cJSON *vars = cJSON_GetObjectItemCaseSensitive(j, "envVars");
 	if (tpl && !cJSON_IsString(tpl))
 		return e2b_api_error(r, 400, "'templateID' must be a string");
-	if (timeout && (!cJSON_IsNumber(timeout) || timeout->valuedouble < 0 || timeout->valuedouble > UINT32_MAX))
-		return e2b_api_error(r, 400, "'timeout' must be a number of seconds");
 	if (meta && !cJSON_IsNull(meta) && !cJSON_IsObject(meta))
 		return e2b_api_error(r, 400, "'metadata' must be an object");
 	_cleanup_free_ char **env = NULL;
@@ -330,34 +375,32 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	}
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
 	o.template_name = tpl ? tpl->valuestring : "base";
-	o.timeout_s = timeout ? (uint32_t)timeout->valuedouble : E2B_TIMEOUT_DEFAULT_S;
+	o.timeout_s = timeout;
 	o.env = (const char *const *)env;
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
 	int e = space_sandbox_create(ctx, &o, &r->sb);
-	if (e == -ENOENT)
-		return e2b_api_error(r, 404, "template '%s' not found", o.template_name);
 	if (e < 0)
-		return e2b_api_error(r, e == -ENODEV ? 503 : 500, "create sandbox: %s", space_ctx_last_error(ctx));
-	struct space_sandbox_info info;
-	e = space_sandbox_get_info(r->sb, &info);
-	if (e < 0)
-		return e2b_api_error(r, 500, "sandbox info: %s", space_strerror(e));
+		return e2b_api_error(r, e == -ENOENT ? 404 : e == -ENODEV ? 503 : 500, "create sandbox from '%s': %s",
+				     o.template_name, space_ctx_last_error(ctx));
 	if (cJSON_IsObject(meta)) {
 		_cleanup_free_ char *m = cJSON_PrintUnformatted(meta);
 		pthread_mutex_lock(&r->srv->store_lock);
-		e = m ? serve_metadata_set(r->srv->store, info.id, m) : -ENOMEM;
+		e = m ? serve_metadata_set(r->srv->store, space_sandbox_id(r->sb), m) : -ENOMEM;
 		pthread_mutex_unlock(&r->srv->store_lock);
 		if (e < 0) {
 			space_sandbox_destroy(r->sb);
 			return e2b_api_error(r, 500, "store metadata: %s", space_strerror(e));
 		}
 	}
-	return serve_reply_json(r, 201, sandbox_json(r, &info, false, true));
+	enum MHD_Result ret = reply_with_token(r, 201);
+	if (r->status != 201)
+		space_sandbox_destroy(r->sb);
+	return ret;
 }
 
-/* The sandbox of params[0] from the listing (failed ones included); false after answering 404. */
+/* The sandbox of params[0] from the listing, running or paused; false after answering 404. */
 static bool find_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
 {
 	space_ctx *ctx = serve_req_ctx(r);
@@ -372,7 +415,8 @@ static bool find_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
 	}
 	bool found = false;
 	for (size_t i = 0; i < n && !found; i++)
-		if (!strcmp(list[i].id, r->params[0]) && list[i].status == SPACE_SANDBOX_RUNNING) {
+		if (!strcmp(list[i].id, r->params[0]) &&
+		    (list[i].status == SPACE_SANDBOX_RUNNING || list[i].status == SPACE_SANDBOX_PAUSED)) {
 			*ret = list[i];
 			found = true;
 		}
@@ -382,37 +426,118 @@ static bool find_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
 	return found;
 }
 
+/* find_sandbox, then a handle on it in r->sb; false after answering. */
+static bool open_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
+{
+	if (!find_sandbox(r, ret))
+		return false;
+	int e = space_sandbox_open(r->ctx, r->params[0], &r->sb);
+	if (e == -ENOENT || e == -ESRCH)
+		e2b_api_error(r, 404, "sandbox \"%s\" not found", r->params[0]);
+	else if (e < 0)
+		e2b_api_error(r, 500, "open sandbox: %s", space_ctx_last_error(r->ctx));
+	return e == 0;
+}
+
+/* An error of the library on r->sb, as the control plane answers it. */
+static enum MHD_Result sandbox_error(struct serve_req *r, int e, const char *what)
+{
+	unsigned status = e == -ESRCH || e == -ENOENT ? 404 : e == -EBUSY ? 409 : e == -EOPNOTSUPP ? 501 : 500;
+	return e2b_api_error(r, status, "%s: %s", what, space_ctx_last_error(r->ctx));
+}
+
+/* Resumes a paused sandbox (E2B resumes on connect) and gives it timeout_s to live; a paused one has
+ * none (see sandbox_pause). */
+static int resume_for(struct serve_req *r, uint32_t timeout_s)
+{
+	int e = space_sandbox_resume(r->sb);
+	if (e == 0)
+		e = space_sandbox_set_timeout(r->sb, timeout_s);
+	return e;
+}
+
 static enum MHD_Result sandbox_get(struct serve_req *r)
 {
 	struct space_sandbox_info info;
 	if (!find_sandbox(r, &info))
 		return MHD_YES;
-	return serve_reply_json(r, 200, sandbox_json(r, &info, true, true));
+	return serve_reply_json(r, 200, sandbox_json(r, &info, true, NULL));
 }
 
+/* connect: 200 for a running sandbox (its lifetime is extended to timeout, never shortened), 201 for a
+ * paused one, which is resumed. Either way a new access token. */
 static enum MHD_Result sandbox_connect(struct serve_req *r)
 {
+	uint32_t timeout;
 	struct space_sandbox_info info;
-	if (!find_sandbox(r, &info))
+	if (!body_timeout(r, NULL, E2B_TIMEOUT_DEFAULT_S, &timeout) || !open_sandbox(r, &info))
 		return MHD_YES;
-	return serve_reply_json(r, 200, sandbox_json(r, &info, false, true));
+	int e = 0;
+	if (info.status == SPACE_SANDBOX_PAUSED) {
+		e = resume_for(r, timeout);
+	} else if (info.expires_ms && timeout &&
+		   info.expires_ms < util_wall_ms() + (int64_t)timeout * 1000) {
+		e = space_sandbox_set_timeout(r->sb, timeout);
+	}
+	if (e < 0)
+		return sandbox_error(r, e, "connect");
+	return reply_with_token(r, info.status == SPACE_SANDBOX_PAUSED ? 201 : 200);
 }
 
-/* Lifetimes cannot change after create: an existing sandbox keeps its own. */
+/* resume (SDKs before connect existed): 201 for a paused sandbox, 409 for a running one. */
+static enum MHD_Result sandbox_resume(struct serve_req *r)
+{
+	uint32_t timeout;
+	struct space_sandbox_info info;
+	if (!body_timeout(r, NULL, E2B_TIMEOUT_DEFAULT_S, &timeout) || !open_sandbox(r, &info))
+		return MHD_YES;
+	if (info.status != SPACE_SANDBOX_PAUSED)
+		return e2b_api_error(r, 409, "sandbox \"%s\" is already running", info.id);
+	int e = resume_for(r, timeout);
+	if (e < 0)
+		return sandbox_error(r, e, "resume");
+	return reply_with_token(r, 201);
+}
+
 static enum MHD_Result sandbox_timeout(struct serve_req *r)
 {
+	uint32_t timeout;
 	struct space_sandbox_info info;
-	if (!find_sandbox(r, &info))
+	if (!body_timeout(r, NULL, UINT32_MAX, &timeout))
 		return MHD_YES;
-	return e2b_api_error(r, 501, "changing the lifetime of a running sandbox is not supported");
+	if (timeout == UINT32_MAX)
+		return e2b_api_error(r, 400, "'timeout' (seconds) is required");
+	if (!open_sandbox(r, &info))
+		return MHD_YES;
+	int e = space_sandbox_set_timeout(r->sb, timeout);
+	if (e < 0)
+		return sandbox_error(r, e, "set timeout");
+	return serve_reply_empty(r, 204);
 }
 
+/* pause: E2B keeps paused sandboxes until they are resumed or killed, so the lifetime is lifted first
+ * (and given back if the pause fails); resuming sets a new one. */
 static enum MHD_Result sandbox_pause(struct serve_req *r)
 {
 	struct space_sandbox_info info;
-	if (!find_sandbox(r, &info))
+	if (!open_sandbox(r, &info))
 		return MHD_YES;
-	return e2b_api_error(r, 501, "pause is not supported by space serve");
+	if (info.status == SPACE_SANDBOX_PAUSED)
+		return e2b_api_error(r, 409, "sandbox \"%s\" is already paused", info.id);
+	int e = space_sandbox_set_timeout(r->sb, 0);
+	if (e < 0)
+		return sandbox_error(r, e, "pause");
+	e = space_sandbox_pause(r->sb);
+	if (e < 0) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", space_ctx_last_error(r->ctx));
+		if (info.expires_ms) {
+			int64_t left = (info.expires_ms - util_wall_ms() + 999) / 1000;
+			(void)space_sandbox_set_timeout(r->sb, left > 0 ? (uint32_t)left : 1);
+		}
+		return e2b_api_error(r, e == -EOPNOTSUPP ? 501 : 500, "pause: %s", msg);
+	}
+	return serve_reply_empty(r, 204);
 }
 
 static enum MHD_Result sandbox_kill(struct serve_req *r)
@@ -441,8 +566,8 @@ static bool after_token(const struct space_sandbox_info *b, const char *token)
 	return b->created_ms > ms || (b->created_ms == ms && strcmp(b->id, id) > 0);
 }
 
-/* GET /v2/sandboxes: running sandboxes (state=paused lists none), template= filters; pages of limit=
- * with the X-Next-Token header. */
+/* GET /v2/sandboxes: running and paused sandboxes (state= "running", "paused" or both, comma-joined),
+ * template= filters; pages of limit= with the X-Next-Token header. */
 static enum MHD_Result sandbox_list(struct serve_req *r)
 {
 	const char *state = serve_query(r, "state"), *tmpl = serve_query(r, "template");
@@ -450,7 +575,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	uint64_t limit = UINT32_MAX;
 	if (limit_s && util_parse_uint(limit_s, 1, UINT32_MAX, &limit) < 0)
 		return e2b_api_error(r, 400, "'limit' must be a positive integer");
-	bool running = !state || strstr(state, "running");
+	bool running = !state || strstr(state, "running"), paused = !state || strstr(state, "paused");
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
@@ -463,16 +588,17 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	char next[64] = "";
 	uint64_t taken = 0;
 	const struct space_sandbox_info *last = NULL;
-	for (size_t i = 0; i < n && a && running; i++) {
+	for (size_t i = 0; i < n && a; i++) {
 		const struct space_sandbox_info *b = &list[i];
-		if (b->status != SPACE_SANDBOX_RUNNING || (tmpl && strcmp(tmpl, b->template_name)) ||
+		bool wanted = (b->status == SPACE_SANDBOX_RUNNING && running) || (b->status == SPACE_SANDBOX_PAUSED && paused);
+		if (!wanted || (tmpl && strcmp(tmpl, b->template_name)) ||
 		    (token && !after_token(b, token)))
 			continue;
 		if (taken == limit) {
 			snprintf(next, sizeof(next), "%lld_%s", (long long)last->created_ms, last->id);
 			break;
 		}
-		cJSON_AddItemToArray(a, sandbox_json(r, b, true, false));
+		cJSON_AddItemToArray(a, sandbox_json(r, b, true, NULL));
 		last = b;
 		taken++;
 	}
@@ -492,34 +618,39 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	return serve_reply(r, 200, resp);
 }
 
+#define KEY SERVE_AUTH_KEY
+#define ENVD SERVE_AUTH_ENVD
 static const struct serve_route e2b_routes[] = {
 	/* control plane */
-	{ "POST", "/v2/sandboxes", true, false, NULL, sandbox_create },
-	{ "POST", "/sandboxes", true, false, NULL, sandbox_create },
-	{ "GET", "/v2/sandboxes", true, false, NULL, sandbox_list },
-	{ "GET", "/sandboxes", true, false, NULL, sandbox_list },
-	{ "GET", "/sandboxes/{id}", true, false, NULL, sandbox_get },
-	{ "DELETE", "/sandboxes/{id}", true, false, NULL, sandbox_kill },
-	{ "POST", "/v2/sandboxes/{id}/connect", true, false, NULL, sandbox_connect },
-	{ "POST", "/sandboxes/{id}/connect", true, false, NULL, sandbox_connect },
-	{ "POST", "/sandboxes/{id}/timeout", true, false, NULL, sandbox_timeout },
-	{ "POST", "/sandboxes/{id}/pause", true, false, NULL, sandbox_pause },
-	/* envd */
-	{ "GET", "/files", true, false, NULL, e2b_files_get },
-	{ "POST", "/files", true, true, e2b_files_post_start, e2b_files_post },
-	{ "POST", "/process.Process/Start", true, false, NULL, e2b_proc_start },
-	{ "POST", "/process.Process/List", true, false, NULL, e2b_proc_list },
-	{ "POST", "/process.Process/SendInput", true, false, NULL, e2b_proc_send_input },
-	{ "POST", "/process.Process/SendSignal", true, false, NULL, e2b_proc_send_signal },
-	{ "POST", "/process.Process/CloseStdin", true, false, NULL, e2b_proc_close_stdin },
-	{ "POST", "/process.Process/Connect", true, false, NULL, e2b_unimplemented },
-	{ "POST", "/process.Process/Update", true, false, NULL, e2b_unimplemented },
-	{ "POST", "/filesystem.Filesystem/ListDir", true, false, NULL, e2b_fs_list_dir },
-	{ "POST", "/filesystem.Filesystem/MakeDir", true, false, NULL, e2b_fs_make_dir },
-	{ "POST", "/filesystem.Filesystem/Remove", true, false, NULL, e2b_fs_remove },
-	{ "POST", "/filesystem.Filesystem/Stat", true, false, NULL, e2b_fs_stat },
-	{ "POST", "/filesystem.Filesystem/Move", true, false, NULL, e2b_fs_move },
-	{ "POST", "/filesystem.Filesystem/WatchDir", true, false, NULL, e2b_unimplemented },
+	{ "POST", "/v2/sandboxes", KEY, false, NULL, sandbox_create },
+	{ "POST", "/sandboxes", KEY, false, NULL, sandbox_create },
+	{ "GET", "/v2/sandboxes", KEY, false, NULL, sandbox_list },
+	{ "GET", "/sandboxes", KEY, false, NULL, sandbox_list },
+	{ "GET", "/sandboxes/{id}", KEY, false, NULL, sandbox_get },
+	{ "DELETE", "/sandboxes/{id}", KEY, false, NULL, sandbox_kill },
+	{ "POST", "/v2/sandboxes/{id}/connect", KEY, false, NULL, sandbox_connect },
+	{ "POST", "/sandboxes/{id}/connect", KEY, false, NULL, sandbox_connect },
+	{ "POST", "/sandboxes/{id}/resume", KEY, false, NULL, sandbox_resume },
+	{ "POST", "/sandboxes/{id}/timeout", KEY, false, NULL, sandbox_timeout },
+	{ "POST", "/sandboxes/{id}/pause", KEY, false, NULL, sandbox_pause },
+	/* envd: the sandbox's access token, not an API key */
+	{ "GET", "/files", ENVD, false, NULL, e2b_files_get },
+	{ "POST", "/files", ENVD, true, e2b_files_post_start, e2b_files_post },
+	{ "POST", "/process.Process/Start", ENVD, false, NULL, e2b_proc_start },
+	{ "POST", "/process.Process/List", ENVD, false, NULL, e2b_proc_list },
+	{ "POST", "/process.Process/SendInput", ENVD, false, NULL, e2b_proc_send_input },
+	{ "POST", "/process.Process/SendSignal", ENVD, false, NULL, e2b_proc_send_signal },
+	{ "POST", "/process.Process/CloseStdin", ENVD, false, NULL, e2b_proc_close_stdin },
+	{ "POST", "/process.Process/Connect", ENVD, false, NULL, e2b_unimplemented },
+	{ "POST", "/process.Process/Update", ENVD, false, NULL, e2b_unimplemented },
+	{ "POST", "/filesystem.Filesystem/ListDir", ENVD, false, NULL, e2b_fs_list_dir },
+	{ "POST", "/filesystem.Filesystem/MakeDir", ENVD, false, NULL, e2b_fs_make_dir },
+	{ "POST", "/filesystem.Filesystem/Remove", ENVD, false, NULL, e2b_fs_remove },
+	{ "POST", "/filesystem.Filesystem/Stat", ENVD, false, NULL, e2b_fs_stat },
+	{ "POST", "/filesystem.Filesystem/Move", ENVD, false, NULL, e2b_fs_move },
+	{ "POST", "/filesystem.Filesystem/WatchDir", ENVD, false, NULL, e2b_unimplemented },
 };
+#undef KEY
+#undef ENVD
 
 const struct serve_plane serve_e2b_plane = { "/", e2b_routes, ARRAY_SIZE(e2b_routes) };

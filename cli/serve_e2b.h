@@ -25,8 +25,13 @@ const char *e2b_rpc_code(int err);
 cJSON *e2b_rpc_body(struct serve_req *r);
 /* A unary success: status 200 with j (takes it; NULL means "{}"). */
 enum MHD_Result e2b_rpc_reply(struct serve_req *r, cJSON *j);
-/* The sandbox of an envd request (E2b-Sandbox-Id, else the newest running sandbox); NULL after
- * answering 502 (the E2B proxy's answer for a sandbox that is not there). */
+/* Checks an envd request's X-Access-Token: it must be a token the control plane handed out for the
+ * sandbox that E2b-Sandbox-Id names (or, without that header, for any sandbox, which it then names).
+ * Sets r->envd_sandbox; false after answering 401 (JSON with an integer code on /files, a Connect
+ * error elsewhere). */
+bool e2b_envd_authenticate(struct serve_req *r);
+/* The sandbox of an envd request (see e2b_envd_authenticate); NULL after answering 502 (the E2B proxy's
+ * answer for a sandbox that is not there). */
 space_sandbox *e2b_sandbox(struct serve_req *r);
 /* An envd path: absolute, or relative to E2B_HOME; "" or "~" is the home. false when too long. */
 bool e2b_path(const char *in, char *out, size_t size);

@@ -89,6 +89,7 @@ enum MHD_Result serve_reply_space_error(struct serve_req *r, int err, const char
 		{ -ENOTEMPTY, 400, "invalid" },   { -EACCES, 403, "forbidden" },
 		{ -EPERM, 403, "forbidden" },     { -ENODEV, 503, "isolation_unavailable" },
 		{ -ENOMEDIUM, 503, "not_initialized" }, { -ENOSPC, 507, "no_space" },
+		{ -EOPNOTSUPP, 501, "not_supported" },
 	};
 	unsigned status = 500;
 	const char *code = "internal";

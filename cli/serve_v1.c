@@ -19,8 +19,7 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
 
-/* A sandbox as the API shows it: the CLI's JSON without host paths, plus its metadata. */
-static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info *b)
+cJSON *serve_v1_sandbox_json(struct serve_req *r, const struct space_sandbox_info *b)
 {
 	cJSON *j = cli_sandbox_json(b);
 	if (!j)
@@ -34,9 +33,8 @@ static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info 
 	return j;
 }
 
-/* A JSON integer member in [min, max], or def when absent. false (after answering 400) on a bad value. */
-static bool json_uint(struct serve_req *r, const cJSON *o, const char *name, uint64_t max, uint64_t def,
-		      uint64_t *ret)
+bool serve_json_uint(struct serve_req *r, const cJSON *o, const char *name, uint64_t max, uint64_t def,
+		     uint64_t *ret)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 	*ret = def;
@@ -52,8 +50,7 @@ static bool json_uint(struct serve_req *r, const cJSON *o, const char *name, uin
 	return true;
 }
 
-/* A JSON string member or NULL when absent. false (after answering 400) when it is not a string. */
-static bool json_str(struct serve_req *r, const cJSON *o, const char *name, const char **ret)
+bool serve_json_str(struct serve_req *r, const cJSON *o, const char *name, const char **ret)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 	*ret = NULL;
@@ -116,9 +113,9 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 		return MHD_YES;
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
 	uint64_t cpus, mem, timeout;
-	if (!json_str(r, j, "template", &o.template_name) || !json_str(r, j, "isolation", &o.isolation) ||
-	    !json_str(r, j, "hostname", &o.hostname) || !json_uint(r, j, "cpus", 256, 0, &cpus) ||
-	    !json_uint(r, j, "memory_mib", 1u << 20, 0, &mem) || !json_uint(r, j, "timeout_s", UINT32_MAX, 0, &timeout))
+	if (!serve_json_str(r, j, "template", &o.template_name) || !serve_json_str(r, j, "isolation", &o.isolation) ||
+	    !serve_json_str(r, j, "hostname", &o.hostname) || !serve_json_uint(r, j, "cpus", 256, 0, &cpus) ||
+	    !serve_json_uint(r, j, "memory_mib", 1u << 20, 0, &mem) || !serve_json_uint(r, j, "timeout_s", UINT32_MAX, 0, &timeout))
 		return MHD_YES;
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(j, "metadata");
 	if (meta && !cJSON_IsNull(meta) && !cJSON_IsObject(meta))
@@ -155,7 +152,7 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 			return serve_reply_error(r, 500, "internal", "store metadata: %s", space_strerror(e));
 		}
 	}
-	return serve_reply_json(r, 201, sandbox_json(r, &info));
+	return serve_reply_json(r, 201, serve_v1_sandbox_json(r, &info));
 }
 
 static int info_cmp(const void *a, const void *b)
@@ -223,7 +220,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 			more = true;
 			break;
 		}
-		cJSON_AddItemToArray(a, sandbox_json(r, b));
+		cJSON_AddItemToArray(a, serve_v1_sandbox_json(r, b));
 		last = b;
 		taken++;
 	}
@@ -247,7 +244,7 @@ static enum MHD_Result sandbox_get(struct serve_req *r)
 		return MHD_YES;
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(list[i].id, r->params[0])) {
-			cJSON *j = sandbox_json(r, &list[i]);
+			cJSON *j = serve_v1_sandbox_json(r, &list[i]);
 			free(list);
 			return serve_reply_json(r, 200, j);
 		}
@@ -270,14 +267,6 @@ static enum MHD_Result sandbox_delete(struct serve_req *r)
 	serve_metadata_set(r->srv->store, r->params[0], NULL);
 	pthread_mutex_unlock(&r->srv->store_lock);
 	return serve_reply_empty(r, 204);
-}
-
-static enum MHD_Result not_implemented(struct serve_req *r)
-{
-	return serve_reply_error(r, 501, "not_implemented",
-				 "%s %s is not implemented yet: this libspace has no pause, resume, lifetime change "
-				 "or checkpoints",
-				 r->method, r->route->pattern);
 }
 
 static enum MHD_Result template_list(struct serve_req *r)
@@ -360,8 +349,8 @@ static struct exec_req *exec_parse(struct serve_req *r)
 	}
 	uint64_t timeout;
 	const char *in = NULL;
-	if (!json_str(r, j, "cwd", &x->cwd) || !json_str(r, j, "stdin", &in) ||
-	    !json_uint(r, j, "timeout_ms", UINT32_MAX, 0, &timeout) || !json_env(r, j, &x->env)) {
+	if (!serve_json_str(r, j, "cwd", &x->cwd) || !serve_json_str(r, j, "stdin", &in) ||
+	    !serve_json_uint(r, j, "timeout_ms", UINT32_MAX, 0, &timeout) || !json_env(r, j, &x->env)) {
 		exec_req_free(x);
 		return NULL;
 	}
@@ -539,24 +528,31 @@ static enum MHD_Result sandbox_exec(struct serve_req *r)
 	return ret;
 }
 
+#define KEY SERVE_AUTH_KEY
 static const struct serve_route v1_routes[] = {
-	{ "POST", "/v1/sandboxes", true, false, NULL, sandbox_create },
-	{ "GET", "/v1/sandboxes", true, false, NULL, sandbox_list },
-	{ "GET", "/v1/sandboxes/{id}", true, false, NULL, sandbox_get },
-	{ "DELETE", "/v1/sandboxes/{id}", true, false, NULL, sandbox_delete },
-	{ "POST", "/v1/sandboxes/{id}/exec", true, false, NULL, sandbox_exec },
-	{ "PUT", "/v1/sandboxes/{id}/files", true, true, serve_v1_upload_start, serve_v1_upload },
-	{ "GET", "/v1/sandboxes/{id}/files", true, false, NULL, serve_v1_download },
-	{ "DELETE", "/v1/sandboxes/{id}/files", true, false, NULL, serve_v1_file_remove },
-	{ "GET", "/v1/sandboxes/{id}/files/stat", true, false, NULL, serve_v1_file_stat },
-	{ "GET", "/v1/sandboxes/{id}/files/list", true, false, NULL, serve_v1_file_list },
-	{ "POST", "/v1/sandboxes/{id}/files/mkdir", true, false, NULL, serve_v1_mkdir },
-	{ "POST", "/v1/sandboxes/{id}/pause", true, false, NULL, not_implemented },
-	{ "POST", "/v1/sandboxes/{id}/resume", true, false, NULL, not_implemented },
-	{ "POST", "/v1/sandboxes/{id}/timeout", true, false, NULL, not_implemented },
-	{ "GET", "/v1/sandboxes/{id}/checkpoints", true, false, NULL, not_implemented },
-	{ "POST", "/v1/sandboxes/{id}/checkpoints", true, false, NULL, not_implemented },
-	{ "GET", "/v1/templates", true, false, NULL, template_list },
+	{ "POST", "/v1/sandboxes", KEY, false, NULL, sandbox_create },
+	{ "GET", "/v1/sandboxes", KEY, false, NULL, sandbox_list },
+	{ "GET", "/v1/sandboxes/{id}", KEY, false, NULL, sandbox_get },
+	{ "DELETE", "/v1/sandboxes/{id}", KEY, false, NULL, sandbox_delete },
+	{ "POST", "/v1/sandboxes/{id}/exec", KEY, false, NULL, sandbox_exec },
+	{ "PUT", "/v1/sandboxes/{id}/files", KEY, true, serve_v1_upload_start, serve_v1_upload },
+	{ "GET", "/v1/sandboxes/{id}/files", KEY, false, NULL, serve_v1_download },
+	{ "DELETE", "/v1/sandboxes/{id}/files", KEY, false, NULL, serve_v1_file_remove },
+	{ "GET", "/v1/sandboxes/{id}/files/stat", KEY, false, NULL, serve_v1_file_stat },
+	{ "GET", "/v1/sandboxes/{id}/files/list", KEY, false, NULL, serve_v1_file_list },
+	{ "POST", "/v1/sandboxes/{id}/files/mkdir", KEY, false, NULL, serve_v1_mkdir },
+	{ "POST", "/v1/sandboxes/{id}/pause", KEY, false, NULL, serve_v1_pause },
+	{ "POST", "/v1/sandboxes/{id}/resume", KEY, false, NULL, serve_v1_resume },
+	{ "POST", "/v1/sandboxes/{id}/timeout", KEY, false, NULL, serve_v1_timeout },
+	{ "GET", "/v1/sandboxes/{id}/checkpoints", KEY, false, NULL, serve_v1_checkpoint_list },
+	{ "POST", "/v1/sandboxes/{id}/checkpoints", KEY, false, NULL, serve_v1_checkpoint_create },
+	{ "POST", "/v1/sandboxes/{id}/rollback", KEY, false, NULL, serve_v1_rollback },
+	{ "GET", "/v1/checkpoints/{id}", KEY, false, NULL, serve_v1_checkpoint_get },
+	{ "DELETE", "/v1/checkpoints/{id}", KEY, false, NULL, serve_v1_checkpoint_delete },
+	{ "POST", "/v1/checkpoints/{id}/fork", KEY, false, NULL, serve_v1_fork },
+	{ "GET", "/v1/events", KEY, false, NULL, serve_v1_events },
+	{ "GET", "/v1/templates", KEY, false, NULL, template_list },
 };
+#undef KEY
 
 const struct serve_plane serve_v1_plane = { "/v1/", v1_routes, ARRAY_SIZE(v1_routes) };

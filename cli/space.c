@@ -9,26 +9,37 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_net.h"
 
 static const struct cli_command commands[] = {
 	{ "init", cmd_init, "prepare a state directory and its btrfs pool",
 	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]" },
 	{ "pool", cmd_pool, "show the pool, or unmount a loop pool", "pool [info | unmount] [--json]" },
 	{ "template", cmd_template, "import, list and remove templates",
-	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 [--kernel FILE] [--initrd FILE] [--size SIZE]\n"
+	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 [--kernel FILE [--modules DIR]]\n"
+	  "       [--initrd FILE] [--size SIZE]\n"
 	  "       space template ls [--json]\n"
 	  "       space template rm NAME [--force]" },
 	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
 	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--cwd D]\n"
-	  "       [--timeout S] [--exec-timeout S] [-i] [-t] -- CMD..." },
+	  "       [--timeout S] [--exec-timeout S] [-i] [-t] [NETWORK] -- CMD...\n"
+	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH]...\n"
+	  "       [--inject 'HOST:Header=Value ${NAME}']... [--policy FILE.json] [--resolve NAME=IP[:PORT]]... "
+	  "[--ca-file F]" },
 	{ "create", cmd_create, "create a sandbox and print its id",
 	  "create [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--timeout S] "
-	  "[--json]" },
-	{ "exec", cmd_exec, "run a command in a sandbox", "exec [--env K=V]... [--cwd D] [-i] [-t] ID -- CMD..." },
+	  "[NETWORK] [--json]" },
+	{ "events", cmd_events, "show a sandbox's events (lifecycle, refused egress)", "events ID [--json]" },
+	{ "exec", cmd_exec, "run a command in a sandbox",
+	  "exec [--env K=V]... [--cwd D] [-i] [-t] [--exec-timeout S] ID -- CMD...\n"
+	  "       space exec --rollback-on-failure [--checkpoint-first] ID -- CMD...   (a failed command returns\n"
+	  "       the sandbox to its newest checkpoint, or to one taken just before it)" },
 	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp SRC DST   (one of them ID:/path)" },
 	{ "ls", cmd_ls, "list sandboxes", "ls [--json]" },
 	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created)", "rm ID... [--json]" },
 	{ "logs", cmd_logs, "show a sandbox's log", "logs ID" },
+	{ "timeout", cmd_timeout, "set a sandbox's lifetime to end SECONDS from now (0: no limit)",
+	  "timeout ID SECONDS [--json]" },
 	{ "pause", cmd_pause, "freeze every process of a sandbox", "pause ID [--json]" },
 	{ "resume", cmd_resume, "thaw a paused sandbox", "resume ID [--json]" },
 	{ "checkpoint", cmd_checkpoint, "snapshot a sandbox's disk (jail) and print the checkpoint id",
@@ -38,16 +49,20 @@ static const struct cli_command commands[] = {
 	{ "rollback", cmd_rollback, "return a sandbox to one of its checkpoints (jail: its processes restart)",
 	  "rollback ID CP [--json]" },
 	{ "fork", cmd_fork, "start new sandboxes from a checkpoint", "fork CP [--count N] [--json]" },
+	{ "kernel", cmd_kernel, "list, fetch and prepare the kernels VM sandboxes boot",
+	  "kernel ls [--json]\n       space kernel fetch [--json]\n       space kernel prepare [--template NAME|DIR] [--json]" },
 	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
 	  "[--timeout S]" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
 	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-connections N] [--connection-timeout S]\n"
-	  "       [--state DIR]" },
+	  "       [--request-timeout S] [--state DIR]" },
 	{ "apikey", cmd_apikey, "create, list and remove API keys of `space serve`",
 	  "apikey create [--name NAME] [--json]\n"
 	  "       space apikey ls [--json]\n"
 	  "       space apikey rm ID" },
+	{ "doctor", cmd_doctor, "check what this host can run (KVM, emulation, pool, namespaces...)",
+	  "doctor [--json] [--verbose]" },
 	{ "version", cmd_version, "print the version", "version [--json]" },
 };
 

@@ -155,12 +155,26 @@ SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret_info);
 SPACE_API int space_pool_unmount(space_ctx *ctx);
 
 /* ---------------------------------------------------------------------------------------------------
+ * Host checks
+ *
+ * space_doctor() reports what this host can do: /dev/kvm access, whether guest kernel code runs natively
+ * or is emulated (timed in a throwaway VM: a few tens of milliseconds), the helpers, a guest kernel, the
+ * pool, loop devices, namespaces, seccomp, Landlock, TAP and cgroups. The result is a JSON document:
+ *   {"checks":[{"name":"kvm","status":"ok"|"warn"|"fail","detail":"...","fix":"..."},...],
+ *    "vm":{"usable":true,"summary":"..."},"jail":{"usable":true,"summary":"..."}}
+ * which the caller frees with free(). Works on a state directory that was never initialized (the pool
+ * check then fails, saying to run space_init).
+ */
+#define SPACE_DOCTOR_VERBOSE 1u  /* reserved: more detail per check */
+SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json);
+
+/* ---------------------------------------------------------------------------------------------------
  * Templates
  *
  * A template is a read-only root disk image (rootfs.ext4) plus optionally a kernel and an initrd, in a
  * subvolume of the pool. Sandboxes are copy-on-write snapshots of it.
  */
-#define SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION 1
+#define SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION 2 /* 2 added modules_dir */
 struct space_template_import_options {
 	uint32_t version;         /* SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION */
 	const char *name;         /* 1..63 chars of [A-Za-z0-9._-], not starting with '.' or '-' */
@@ -170,6 +184,11 @@ struct space_template_import_options {
 	uint64_t size_bytes;      /* rootfs.ext4 size; 0 = content size plus headroom (at least 64 MiB) */
 	space_progress_fn progress;
 	void *progress_userdata;
+	/* The modules directory of kernel (its lib/modules/<release>, with modules.dep and modules.builtin).
+	 * The modules a VM sandbox needs (virtio-mmio, virtio-blk, vsock, ext4 and their dependencies) are
+	 * copied, decompressed, into the template's modules/ and put in its initramfs. Needs kernel. NULL: the
+	 * kernel has them built in, or /lib/modules/<release> of the host has them. */
+	const char *modules_dir;
 };
 #define SPACE_TEMPLATE_IMPORT_OPTIONS_INIT { .version = SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION }
 
@@ -244,7 +263,7 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
  */
 typedef struct space_sandbox space_sandbox;
 
-#define SPACE_SANDBOX_OPTIONS_VERSION 1
+#define SPACE_SANDBOX_OPTIONS_VERSION 2 /* 2 added network_policy */
 struct space_sandbox_options {
 	uint32_t version;         /* SPACE_SANDBOX_OPTIONS_VERSION */
 	const char *template_name; /* NULL: "base" */
@@ -256,6 +275,11 @@ struct space_sandbox_options {
 	                             0: none */
 	const char *hostname;     /* NULL: the sandbox id */
 	const char *const *env;   /* NULL-terminated "KEY=VALUE" list applied to every process; may be NULL */
+	const char *network_policy; /* egress policy, JSON (docs/network.md): allowed hosts, secrets and the
+	                             headers they are injected as, limits. NULL: no egress at all (the sandbox
+	                             still has its network namespace and gateway; every attempt is refused and
+	                             recorded as an event). Secrets are read from the caller's environment or
+	                             files at creation and never enter the sandbox. */
 };
 #define SPACE_SANDBOX_OPTIONS_INIT { .version = SPACE_SANDBOX_OPTIONS_VERSION }
 
@@ -285,6 +309,15 @@ SPACE_API int space_sandbox_destroy(space_sandbox *sb);
 /* Destroys a sandbox by id whatever its state (running, failed, half-created after a crash): the cleanup
  * behind `space rm`. -ENOENT if there is no such sandbox. */
 SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id);
+
+/*
+ * Sets a running sandbox's lifetime to end seconds_from_now seconds from now (0: no lifetime limit),
+ * replacing the one it was created with: shorter or longer. Its agent re-arms its shutdown alarm and
+ * the store's deadline (space_sandbox_info.expires_ms) moves with it, in one transaction. -EBUSY for a
+ * paused sandbox (resume it first), -ESRCH for one that is not running or whose lifetime has already
+ * ended, -EINVAL above 366 days, -EOPNOTSUPP when the sandbox's agent predates this call.
+ */
+SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from_now);
 
 /* Destroys every sandbox whose lifetime has ended, and marks dead ones failed. Returns how many it
  * destroyed. Long-running hosts (space serve) call it periodically; listings call it too. */
@@ -430,6 +463,20 @@ SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id);
  * Jail: the processes running inside are lost; the sandbox restarts on the checkpoint's disk with the same
  * id, hostname, limits and environment, and this returns once its agent answers. */
 SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_id);
+
+/*
+ * Automatic rollback: runs opts like space_sandbox_exec and, when the step fails (non-zero exit, a signal
+ * or its timeout), returns the sandbox to its newest checkpoint with space_sandbox_rollback, so the next
+ * step starts from the last known-good state. With SPACE_STEP_CHECKPOINT_FIRST a checkpoint ("before-step")
+ * is taken first and is the one returned to. ret_rolled_back (may be NULL) receives the checkpoint rolled
+ * back to, "" when the step succeeded. *ret_result is the step's own result either way. -ENOENT (with a
+ * message) when the step failed and the sandbox has no checkpoint; errors of the rollback itself are
+ * returned as they are (the sandbox is then marked failed, see space_sandbox_rollback).
+ */
+#define SPACE_STEP_CHECKPOINT_FIRST 1u
+SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec_options *opts, unsigned flags,
+				      struct space_exec_result *ret_result,
+				      char ret_rolled_back[SPACE_CHECKPOINT_ID_MAX]);
 
 /* Starts count (1..64) new sandboxes whose disks are writable snapshots of the checkpoint, with the
  * limits and environment of the checkpointed sandbox. Each is independent of the others and of the

@@ -15,7 +15,7 @@ pkgs=(
 	btrfs-progs e2fsprogs tar gzip xz-utils zstd busybox-static mmdebstrap iproute2 kmod cpio
 	debian-archive-keyring
 	# tests and benchmarks
-	acpica-tools qemu-system-x86 bubblewrap file procps psmisc util-linux
+	acpica-tools qemu-system-x86 bubblewrap file procps psmisc util-linux python3 openssl ca-certificates
 )
 # Package names that do not exist on this release (e.g. libclang-rt-14-dev on newer Ubuntu) are skipped.
 avail=()

@@ -27,11 +27,17 @@ ldconfig
 export PATH="$PREFIX/bin:$PATH"
 export SPACE_STATE_DIR="$STATE"
 
-# Hardware virtualization decides the default isolation. VM sandboxes need /dev/kvm; without it the
-# jail mode (namespaces + seccomp + cgroups around the shared host kernel, a weaker boundary) is used,
-# and said so.
-ISOLATION=jail
-step "initializing $STATE (default isolation: $ISOLATION — a weaker boundary than a VM: it shares the host kernel)"
+# Hardware virtualization decides the default isolation: `space doctor` checks /dev/kvm and times guest
+# kernel code in a throwaway VM. Where VMs are not usable (no /dev/kvm, or an emulated ring 0) the jail
+# mode (namespaces + seccomp + cgroups around the shared host kernel, a weaker boundary) is used, and said so.
+if { space doctor --json 2>/dev/null || true; } | python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["vm"]["usable"] else 1)'; then
+	ISOLATION=vm
+	NOTE="KVM microVMs"
+else
+	ISOLATION=jail
+	NOTE="jail — a weaker boundary than a VM: it shares the host kernel; \`space doctor\` says why VMs are not usable here"
+fi
+step "initializing $STATE (default isolation: $NOTE)"
 if [ -n "${SPACE_POOL:-}" ]; then
 	space init --pool "$SPACE_POOL" --isolation "$ISOLATION"
 else
@@ -40,6 +46,10 @@ fi
 
 step "building templates (tiny, base)"
 SPACE=space ./scripts/make-templates.sh tiny base
+if [ "$ISOLATION" = vm ]; then
+	step "preparing the guest kernel and its initramfs (the host's own kernel, or Debian's cloud kernel)"
+	space kernel prepare --template base
+fi
 
 step "running: space run -- python3 -c 'print(6*7)'"
 space run -- python3 -c 'print(6*7)'

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/init.h"
 #include "config.h"
 #include "util/util.h"
 
@@ -210,6 +211,13 @@ int main(int argc, char **argv)
 	a.vm = !a.jail && !listen_path;
 	if (a.vm && getpid() != 1)
 		agent_log("VM mode but not PID 1: not mounting anything");
+	/* PID 1 of a VM: from the initramfs to the root disk; space.* kernel parameters override options. */
+	struct vm_params vp = { .port = port, .lifetime = lifetime };
+	if (a.vm && getpid() == 1) {
+		vm_init_boot(&vp);
+		port = vp.port;
+		lifetime = vp.lifetime;
+	}
 
 	ensure_stdio();
 	signal(SIGPIPE, SIG_IGN);

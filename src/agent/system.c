@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* PID 1 duties: the sandbox's mounts, and the SYNC / SET_TIME / RESEED / SHUTDOWN requests. */
+/* PID 1 duties: the sandbox's mounts, and the SYNC / SET_TIME / RESEED / SHUTDOWN / SET_LIFETIME requests. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -135,6 +135,18 @@ void system_request(struct conn *c, const struct proto_frame *f)
 			goto bad;
 		c->shutdown_after = true;
 		break;
+	case PROTO_SET_LIFETIME: {
+		uint32_t s;
+		if (proto_get_u32(f, &s) < 0)
+			goto bad;
+		if (s > PROTO_MAX_LIFETIME) {
+			r = -EINVAL;
+			break;
+		}
+		/* The lifetime is the SIGALRM that --lifetime armed: re-arming replaces it, 0 disarms it. */
+		alarm(s);
+		break;
+	}
 	default:
 		goto bad;
 	}

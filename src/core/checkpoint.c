@@ -26,14 +26,14 @@
 
 #define FORK_MAX 64
 
-/* Loads the row of a handle and checks that it is a live jail sandbox. */
-static int load_jail_row(space_sandbox *sb, const char *what, struct sandbox_row *row)
+/* Loads the row of a handle and checks that it is a live sandbox; of jail isolation unless any_iso. */
+static int load_live_row(space_sandbox *sb, const char *what, bool any_iso, struct sandbox_row *row)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	int r = sandbox_row_load(ctx, space_sandbox_id(sb), row);
 	if (r < 0)
 		return r;
-	if (strcmp(row->info.isolation, "jail")) {
+	if (!any_iso && strcmp(row->info.isolation, "jail")) {
 		r = ctx_error_msg(ctx, -EOPNOTSUPP, "%s of %s sandboxes is not supported yet (sandbox %s)", what,
 				  row->info.isolation, row->info.id);
 	} else if (row->info.status != SPACE_SANDBOX_RUNNING && row->info.status != SPACE_SANDBOX_PAUSED) {
@@ -48,23 +48,24 @@ static int load_jail_row(space_sandbox *sb, const char *what, struct sandbox_row
 	return r;
 }
 
+static int load_jail_row(space_sandbox *sb, const char *what, struct sandbox_row *row)
+{
+	return load_live_row(sb, what, false, row);
+}
+
 /* ---- pause / resume -------------------------------------------------------------------------------- */
 
 static int set_paused(space_sandbox *sb, bool pause)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	struct sandbox_row row;
-	int r = load_jail_row(sb, pause ? "pause" : "resume", &row);
+	int r = load_live_row(sb, pause ? "pause" : "resume", true, &row);
 	if (r < 0)
 		return r;
 	enum space_sandbox_status want = pause ? SPACE_SANDBOX_PAUSED : SPACE_SANDBOX_RUNNING;
 	if (row.info.status != want) {
-		struct jail_info ji;
-		sandbox_jail_info(&row, &ji);
-		r = jail_freeze(&ji, pause);
-		if (r < 0)
-			ctx_error(ctx, r, "%s sandbox %s (cgroup %s)", pause ? "freeze" : "thaw", row.info.id, ji.cgroup);
-		else if ((r = core_sandbox_set_status(ctx, row.info.id, want, NULL)) < 0)
+		r = sandbox_iso_pause(ctx, &row, pause);
+		if (r == 0 && (r = core_sandbox_set_status(ctx, row.info.id, want, NULL)) < 0)
 			ctx_error(ctx, r, "store");
 	}
 	sandbox_row_clear(&row);

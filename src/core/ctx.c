@@ -204,6 +204,8 @@ int ctx_helper_path(space_ctx *ctx, const char *name, char *buf, size_t len)
 		env = getenv("SPACE_AGENT_PATH");
 	else if (!strcmp(name, "space-vmm"))
 		env = getenv("SPACE_VMM_PATH");
+	else if (!strcmp(name, "space-gateway"))
+		env = getenv("SPACE_GATEWAY_PATH");
 	int n;
 	if (env && *env)
 		n = snprintf(buf, len, "%s", env);

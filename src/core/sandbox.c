@@ -6,6 +6,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@
 
 #include "core/internal.h"
 #include "core/sandbox.h"
+#include "core/vm_backend.h"
 #include "jail/jail.h"
+#include "net/net.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
@@ -30,17 +33,9 @@
 
 /* ---- isolation back-ends --------------------------------------------------------------------------- */
 
-static int vm_unavailable(space_ctx *ctx)
+static bool is_vm(const struct sandbox_row *row)
 {
-	if (access("/dev/kvm", R_OK | W_OK) < 0)
-		return ctx_error_msg(ctx, -ENODEV,
-				     "vm isolation needs /dev/kvm, which this host does not have (%s): enable "
-				     "hardware virtualization (VT-x/AMD-V, nested virtualization in a cloud VM), "
-				     "or choose --isolation jail (a weaker boundary that shares the host kernel)",
-				     strerror(errno));
-	return ctx_error_msg(ctx, -ENODEV,
-			     "vm isolation is not available in this build of libspace yet: choose --isolation jail "
-			     "(a weaker boundary that shares the host kernel)");
+	return !strcmp(row->info.isolation, "vm");
 }
 
 /* The jail_info a sandbox row describes. */
@@ -55,6 +50,8 @@ void sandbox_jail_info(const struct sandbox_row *row, struct jail_info *ji)
 
 static int iso_kill(space_ctx *ctx, const struct sandbox_row *row)
 {
+	if (is_vm(row))
+		return vm_backend_kill(ctx, row); /* also removes the cgroup of a VMM that is already gone */
 	if (row->info.pid <= 0)
 		return 0;
 	if (!strcmp(row->info.isolation, "jail")) {
@@ -65,6 +62,40 @@ static int iso_kill(space_ctx *ctx, const struct sandbox_row *row)
 			return ctx_error(ctx, r, "stop sandbox %s (pid %d)", row->info.id, row->info.pid);
 	}
 	return 0;
+}
+
+/* Stops what a start just made (ji), before the row records it. */
+static void iso_kill_started(space_ctx *ctx, const struct sandbox_row *row, const struct jail_info *ji)
+{
+	struct sandbox_row tmp = *row;
+	tmp.metadata = NULL;
+	tmp.info.pid = ji->pid;
+	tmp.pid_start = ji->start_time;
+	snprintf(tmp.cgroup, sizeof(tmp.cgroup), "%s", ji->cgroup);
+	(void)iso_kill(ctx, &tmp);
+}
+
+int sandbox_iso_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause)
+{
+	if (is_vm(row))
+		return vm_backend_pause(ctx, row, pause);
+	struct jail_info ji;
+	sandbox_jail_info(row, &ji);
+	int r = jail_freeze(&ji, pause);
+	if (r < 0)
+		return ctx_error(ctx, r, "%s sandbox %s (cgroup %s)", pause ? "freeze" : "thaw", row->info.id, ji.cgroup);
+	return 0;
+}
+
+void sandbox_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len)
+{
+	if (strcmp(b->isolation, "vm")) {
+		snprintf(buf, len, "sandbox process exited unexpectedly");
+		return;
+	}
+	char rd[PATH_MAX];
+	snprintf(rd, sizeof(rd), "%s/run/%s", ctx->state_dir, b->id);
+	vm_backend_death_reason(rd, b->pid, buf, len);
 }
 
 /* ---- rows ------------------------------------------------------------------------------------------ */
@@ -210,7 +241,10 @@ static int handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **r
 	sb->ctx = ctx;
 	sb->row = *row;
 	row->metadata = NULL; /* moved */
-	snprintf(sb->addr, sizeof(sb->addr), "unix:%s/agent.sock", sb->row.runtime_dir);
+	if (is_vm(&sb->row))
+		vm_backend_agent_addr(sb->row.runtime_dir, sb->addr, sizeof(sb->addr));
+	else
+		snprintf(sb->addr, sizeof(sb->addr), "unix:%s/agent.sock", sb->row.runtime_dir);
 	snprintf(sb->log_path, sizeof(sb->log_path), "%s/sandbox.log", sb->row.runtime_dir);
 	sb->env = sandbox_env_parse(sb->row.metadata);
 	if (!sb->env) {
@@ -484,10 +518,16 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
-	r = jail_boot(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, &ji, &ai);
+	if (is_vm(&row))
+		r = vm_backend_start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, &ji, &ai);
+	else
+		r = jail_boot(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, &ji, &ai);
 	if (r < 0)
 		goto fail;
 	started = true;
+	/* egress: the sandbox's network and its gateway (src/net, docs/network.md) */
+	if (!is_vm(&row) && (r = net_sandbox_attach(ctx, b->id, ji.pid, o->network_policy, NULL)) < 0)
+		goto fail;
 	free(meta);
 	meta = make_metadata(o, ji.uid_base);
 	if (!meta) {
@@ -498,7 +538,8 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 	if (r < 0)
 		goto fail;
 	meta = NULL; /* owned by the row */
-	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (jail pid %d, agent %s)", b->id, ji.pid, ai.version);
+	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (%s pid %d, agent %s)", b->id, is_vm(&row) ? "space-vmm" : "jail",
+		ji.pid, ai.version);
 	r = handle_new(ctx, &row, ret);
 	if (r < 0) {
 		sandbox_row_clear(&row);
@@ -511,7 +552,7 @@ fail: {
 	char msg[sizeof(ctx->last_error)];
 	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
 	if (started)
-		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		iso_kill_started(ctx, &row, &ji);
 	(void)release_disk(ctx, &row);
 	(void)mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg);
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
@@ -542,8 +583,9 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 		iso = store_meta_get(ctx->store, "isolation", &def_iso) == 0 ? def_iso : "vm";
 	if (strcmp(iso, "vm") && strcmp(iso, "jail"))
 		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", iso);
-	if (!strcmp(iso, "vm"))
-		return vm_unavailable(ctx);
+	/* Refused here, before any disk is cloned: fast and with a message saying what to do. */
+	if (!strcmp(iso, "vm") && (r = vm_backend_available(ctx)) < 0)
+		return r;
 	if (o->cpus > 256 || o->memory_mib > (1u << 22))
 		return ctx_error_msg(ctx, -EINVAL, "cpus (%u) or memory (%u MiB) out of range", o->cpus,
 				     o->memory_mib);
@@ -557,7 +599,12 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 
 SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
 {
-	return sandbox_create_from(ctx, o, NULL, ret);
+	if (!o || o->version == 0)
+		return -EINVAL;
+	/* Callers built against version 1 of the options have no network_policy field. */
+	struct space_sandbox_options full = { 0 };
+	memcpy(&full, o, o->version >= 2 ? sizeof(full) : offsetof(struct space_sandbox_options, network_policy));
+	return sandbox_create_from(ctx, &full, NULL, ret);
 }
 
 /* ---- restart on another disk (rollback) ------------------------------------------------------------ */
@@ -595,6 +642,11 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	uint32_t lifetime = 0;
 	if (row.info.status != SPACE_SANDBOX_RUNNING && row.info.status != SPACE_SANDBOX_PAUSED) {
 		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s is %s", id, space_sandbox_status_name(row.info.status));
+		goto out;
+	}
+	if (is_vm(&row)) {
+		r = ctx_error_msg(ctx, -EOPNOTSUPP, "restarting a vm sandbox on another disk (rollback) is not "
+						    "supported: vm sandboxes have no memory snapshots yet");
 		goto out;
 	}
 	sandbox_jail_info(&row, &ji);
@@ -675,10 +727,11 @@ SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox *
 		return r;
 	}
 	if (!row_alive(&row)) {
-		(void)mark(ctx, id, SPACE_SANDBOX_FAILED, "sandbox process exited unexpectedly");
+		char why[sizeof(row.info.reason)];
+		sandbox_death_reason(ctx, &row.info, why, sizeof(why));
+		(void)mark(ctx, id, SPACE_SANDBOX_FAILED, why);
 		sandbox_row_clear(&row);
-		return ctx_error_msg(ctx, -ESRCH, "sandbox %s has died (its process %d is gone); `space rm %s` cleans up",
-				     id, row.info.pid, id);
+		return ctx_error_msg(ctx, -ESRCH, "sandbox %s has died (%s); `space rm %s` cleans up", id, why, id);
 	}
 	r = handle_new(ctx, &row, ret);
 	if (r < 0)
@@ -693,7 +746,8 @@ SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_inf
 	if (r < 0)
 		return r;
 	if ((row.info.status == SPACE_SANDBOX_RUNNING || row.info.status == SPACE_SANDBOX_PAUSED) && !row_alive(&row)) {
-		const char *why = "sandbox process exited unexpectedly";
+		char why[sizeof(row.info.reason)];
+		sandbox_death_reason(sb->ctx, &row.info, why, sizeof(why));
 		if (mark(sb->ctx, row.info.id, SPACE_SANDBOX_FAILED, why) == 0) {
 			row.info.status = SPACE_SANDBOX_FAILED;
 			snprintf(row.info.reason, sizeof(row.info.reason), "%s", why);
@@ -712,11 +766,13 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	if (row->info.status == SPACE_SANDBOX_CREATING && row->info.pid != getpid() && row_alive(row))
 		return ctx_error_msg(ctx, -EBUSY, "sandbox %s is being created by process %d", row->info.id,
 				     row->info.pid);
-	if (row->info.status != SPACE_SANDBOX_CREATING) {
+	/* A vm creation whose creator died may have left its VMM running: iso_kill asks it to stop. */
+	if (row->info.status != SPACE_SANDBOX_CREATING || is_vm(row)) {
 		int r = iso_kill(ctx, row);
 		if (r < 0)
 			return r;
 	}
+	(void)net_sandbox_detach(ctx, row->info.id); /* egress gateway */
 	int r = release_disk(ctx, row);
 	if (r < 0) {
 		(void)mark(ctx, row->info.id, SPACE_SANDBOX_FAILED, ctx->last_error);

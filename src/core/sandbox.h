@@ -40,6 +40,12 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
  * event log. On failure after the old jail is gone the sandbox is marked failed. */
 int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *why);
 
+/* Pauses (vCPUs parked / cgroup frozen) or resumes the sandbox a row describes, whatever its isolation. */
+int sandbox_iso_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause);
+
+/* Why a sandbox whose process is gone ended, for its failure reason (vm: from space-vmm's log). */
+void sandbox_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len);
+
 /* 0 if the sandbox runs; -EBUSY (paused) or -ESRCH with a message otherwise. */
 int sandbox_usable(space_sandbox *sb);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "core/sandbox.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -166,8 +167,11 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 		if (core_process_alive(b->pid, starts[i]))
 			continue;
 		/* A creating row names its creator's process: gone means the creation was interrupted. */
-		const char *why = b->status == SPACE_SANDBOX_CREATING ? "creation interrupted: its process died"
-								     : "sandbox process exited unexpectedly";
+		char why[sizeof(b->reason)];
+		if (b->status == SPACE_SANDBOX_CREATING)
+			snprintf(why, sizeof(why), "creation interrupted: its process died");
+		else
+			sandbox_death_reason(ctx, b, why, sizeof(why));
 		if (core_sandbox_set_status(ctx, b->id, SPACE_SANDBOX_FAILED, why) == 0) {
 			b->status = SPACE_SANDBOX_FAILED;
 			snprintf(b->reason, sizeof(b->reason), "%s", why);

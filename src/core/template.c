@@ -2,6 +2,7 @@
 /* Templates: a rootfs.ext4 (plus optional kernel and initrd) in a subvolume of the pool. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
@@ -13,7 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/initramfs.h"
 #include "core/internal.h"
+#include "core/vm_assets.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -160,7 +163,8 @@ static int make_ext4(space_ctx *ctx, const struct space_template_import_options 
 	return run_tool(ctx, argv, "mkfs.ext4");
 }
 
-static int write_manifest(const char *dir, const char *name, const char *source, bool kernel, bool initrd)
+static int write_manifest(const char *dir, const char *name, const char *source, bool kernel, bool initrd,
+			  bool modules, const char *kver)
 {
 	cJSON *j = cJSON_CreateObject();
 	if (!j)
@@ -172,6 +176,10 @@ static int write_manifest(const char *dir, const char *name, const char *source,
 		cJSON_AddStringToObject(j, "kernel", "kernel");
 	if (initrd)
 		cJSON_AddStringToObject(j, "initrd", "initrd");
+	if (modules)
+		cJSON_AddStringToObject(j, "modules", "modules");
+	if (kver && *kver)
+		cJSON_AddStringToObject(j, "release", kver);
 	cJSON_AddNumberToObject(j, "created_ms", (double)util_wall_ms());
 	cJSON_AddStringToObject(j, "libspace", space_version());
 	char *text = cJSON_Print(j);
@@ -197,7 +205,23 @@ static int template_exists(struct store *s, const char *name)
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : store_errno(rc);
 }
 
-/* Fills the staging subvolume tmp with rootfs.ext4, kernel, initrd and template.json. */
+/* The modules the template's kernel needs in a VM sandbox, copied into <tmp>/modules. */
+static int copy_modules(space_ctx *ctx, const struct space_template_import_options *o, const char *tmp)
+{
+	char dst[PATH_MAX], err[512] = "";
+	struct kmod_list mods;
+	progress(o, "copy kernel modules");
+	int r = kmod_resolve(o->modules_dir, initramfs_required_modules, initramfs_optional_modules, &mods, err,
+			     sizeof(err));
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "modules %s: %s", o->modules_dir, err);
+	snprintf(dst, sizeof(dst), "%s/modules", tmp);
+	r = kmod_copy_tree(o->modules_dir, &mods, dst, err, sizeof(err));
+	kmod_list_free(&mods);
+	return r < 0 ? ctx_error_msg(ctx, r, "copy modules of %s: %s", o->modules_dir, err) : 0;
+}
+
+/* Fills the staging subvolume tmp with rootfs.ext4, kernel, initrd, modules and template.json. */
 static int stage_template(space_ctx *ctx, const struct space_template_import_options *o, enum rootfs_kind kind,
 			  const char *tmp)
 {
@@ -257,16 +281,29 @@ static int stage_template(space_ctx *ctx, const struct space_template_import_opt
 		if (r < 0)
 			return ctx_error(ctx, r, "copy initrd %s", o->initrd);
 	}
-	r = write_manifest(tmp, o->name, o->rootfs, o->kernel, o->initrd);
+	char kver[128] = "";
+	if (o->kernel && vm_kernel_release(o->kernel, kver, sizeof(kver)) < 0)
+		kver[0] = '\0';
+	if (o->modules_dir) {
+		r = copy_modules(ctx, o, tmp);
+		if (r < 0)
+			return r;
+	}
+	r = write_manifest(tmp, o->name, o->rootfs, o->kernel, o->initrd, o->modules_dir, kver);
 	if (r < 0)
 		return ctx_error(ctx, r, "write template.json");
 	return 0;
 }
 
-SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *o)
+SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts)
 {
-	if (!ctx || !o || o->version == 0 || !o->rootfs)
+	if (!ctx || !opts || opts->version == 0 || !opts->rootfs)
 		return -EINVAL;
+	/* Callers built against version 1 of the options have no modules_dir field. */
+	struct space_template_import_options full = { 0 };
+	memcpy(&full, opts,
+	       opts->version >= 2 ? sizeof(full) : offsetof(struct space_template_import_options, modules_dir));
+	const struct space_template_import_options *o = &full;
 	if (!util_name_valid(o->name))
 		return ctx_error_msg(ctx, -EINVAL,
 				     "invalid template name '%s': use 1-63 letters, digits, '.', '_' or '-', "
@@ -279,6 +316,12 @@ SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_
 				     o->rootfs);
 	if (r < 0)
 		return ctx_error(ctx, r, "rootfs %s", o->rootfs);
+	if (o->modules_dir && !o->kernel)
+		return ctx_error_msg(ctx, -EINVAL, "modules %s given without the kernel they belong to (--kernel)",
+				     o->modules_dir);
+	struct stat mst;
+	if (o->modules_dir && (stat(o->modules_dir, &mst) < 0 || !S_ISDIR(mst.st_mode)))
+		return ctx_error_msg(ctx, -ENOTDIR, "modules %s is not a directory", o->modules_dir);
 	const char *files[] = { o->kernel, o->initrd };
 	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
 		struct stat st;

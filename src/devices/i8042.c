@@ -83,6 +83,26 @@ bool i8042_io(struct i8042 *k, uint16_t port, bool is_write, uint8_t *data)
 	return reset;
 }
 
+void i8042_save(struct i8042 *k, struct i8042_state *ret)
+{
+	pthread_mutex_lock(&k->lock);
+	*ret = (struct i8042_state){ .cmd_byte = k->cmd_byte, .out = k->out, .out_full = k->out_full,
+				     .pending_cmd = k->pending_cmd, .port_b = k->port_b };
+	pthread_mutex_unlock(&k->lock);
+}
+
+void i8042_restore(struct i8042 *k, const struct i8042_state *st)
+{
+	pthread_mutex_lock(&k->lock);
+	k->cmd_byte = st->cmd_byte;
+	k->out = st->out;
+	k->out_full = st->out_full != 0;
+	/* Only the two commands that take a data byte can be pending. */
+	k->pending_cmd = st->pending_cmd == CMD_WRITE_CB || st->pending_cmd == CMD_WRITE_OUT ? st->pending_cmd : 0;
+	k->port_b = st->port_b & 0x1f;
+	pthread_mutex_unlock(&k->lock);
+}
+
 void i8042_destroy(struct i8042 *k)
 {
 	if (!k)

@@ -21,4 +21,13 @@ int i8042_create(struct i8042 **ret);
 /* A 1-byte access to one of the ports above. Returns true when the guest asked for a reset. */
 bool i8042_io(struct i8042 *k, uint16_t port, bool is_write, uint8_t *data);
 
+/* Register state for snapshots. */
+struct i8042_state {
+	uint8_t cmd_byte, out, out_full, pending_cmd, port_b;
+	uint8_t reserved[3];
+};
+
+void i8042_save(struct i8042 *k, struct i8042_state *ret);
+void i8042_restore(struct i8042 *k, const struct i8042_state *st);
+
 void i8042_destroy(struct i8042 *k);

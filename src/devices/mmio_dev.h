@@ -30,6 +30,8 @@ struct mmio_irq {
 	void *opaque;
 };
 
+struct virtio_mmio;
+
 struct mmio_dev {
 	const struct mmio_dev_ops *ops;
 	void *dev;       /* device state passed to ops */
@@ -37,4 +39,7 @@ struct mmio_dev {
 	uint64_t size;   /* window size (0x200 for virtio-mmio) */
 	uint32_t gsi;    /* interrupt line, set by the VMM */
 	const char *name;
+	/* The virtio-mmio transport behind the window (set by virtio_mmio_create, kept by devices that
+	 * wrap the transport's ops), for snapshots; NULL for other devices. */
+	struct virtio_mmio *virtio;
 };

@@ -166,6 +166,34 @@ bool serial_has_output(struct serial *s)
 	return r;
 }
 
+void serial_save(struct serial *s, struct serial_state *ret)
+{
+	pthread_mutex_lock(&s->lock);
+	flush_locked(s);
+	*ret = (struct serial_state){
+		.ier = s->ier, .lcr = s->lcr, .mcr = s->mcr, .scr = s->scr, .fcr = s->fcr, .dll = s->dll,
+		.dlm = s->dlm, .thre_pending = s->thre_pending, .irq_raised = s->irq_raised,
+		.any_output = s->any_output,
+	};
+	pthread_mutex_unlock(&s->lock);
+}
+
+void serial_restore(struct serial *s, const struct serial_state *st)
+{
+	pthread_mutex_lock(&s->lock);
+	s->ier = st->ier & 0x0f;
+	s->lcr = st->lcr;
+	s->mcr = st->mcr & 0x1f;
+	s->scr = st->scr;
+	s->fcr = st->fcr;
+	s->dll = st->dll;
+	s->dlm = st->dlm;
+	s->thre_pending = st->thre_pending != 0;
+	s->irq_raised = st->irq_raised != 0;
+	s->any_output = st->any_output != 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void serial_destroy(struct serial *s)
 {
 	if (!s)

@@ -27,5 +27,17 @@ void serial_flush(struct serial *s);
 /* Whether the guest has written at least one byte. */
 bool serial_has_output(struct serial *s);
 
+/* Register state for snapshots (no host fds, no buffered output). */
+struct serial_state {
+	uint8_t ier, lcr, mcr, scr, fcr, dll, dlm;
+	uint8_t thre_pending, irq_raised, any_output;
+	uint8_t reserved[6];
+};
+
+/* Flushes buffered output (it belongs to this process's console) and fills *ret. */
+void serial_save(struct serial *s, struct serial_state *ret);
+/* Takes the registers of st back (masked to what the guest can set). */
+void serial_restore(struct serial *s, const struct serial_state *st);
+
 /* Flushes and frees; NULL is fine. */
 void serial_destroy(struct serial *s);

@@ -354,6 +354,94 @@ static const struct mmio_dev_ops virtio_mmio_dev_ops = {
 	.destroy = mmio_destroy,
 };
 
+int virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *st, void *dev_buf, size_t cap)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&t->lock);
+	int n = t->ops->save ? t->ops->save(t->dev, dev_buf, cap) : 0;
+	if (n < 0 || (size_t)n > cap) {
+		pthread_mutex_unlock(&t->lock);
+		return n < 0 ? n : -EOVERFLOW;
+	}
+	st->device_id = t->ops->device_id;
+	st->num_queues = t->ops->num_queues;
+	st->device_features = t->device_features;
+	st->driver_features = t->driver_features;
+	st->device_features_sel = t->device_features_sel;
+	st->driver_features_sel = t->driver_features_sel;
+	st->queue_sel = t->queue_sel;
+	st->status = t->status;
+	st->isr = t->isr;
+	st->config_generation = t->config_generation;
+	st->broken = t->broken_why != NULL;
+	st->dev_len = (uint32_t)n;
+	for (unsigned i = 0; i < t->ops->num_queues; i++) {
+		const struct virtqueue *vq = &t->vq[i];
+		uint16_t held = vq->ready && t->ops->held ? t->ops->held(t->dev, i) : 0;
+		st->q[i] = (struct virtio_mmio_queue_state){
+			.desc_gpa = vq->desc_gpa, .avail_gpa = vq->avail_gpa, .used_gpa = vq->used_gpa,
+			.num = vq->num, .last_avail = (uint16_t)(vq->last_avail - held), .used_idx = vq->used_idx,
+			.ready = vq->ready,
+		};
+	}
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+#define STATUS_KNOWN                                                                                \
+	(VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_DRIVER_OK |               \
+	 VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_NEEDS_RESET | VIRTIO_STATUS_FAILED)
+
+static int restore_locked(struct virtio_mmio *t, const struct virtio_mmio_state *st, const void *dev_buf,
+			  size_t dev_len)
+{
+	if (st->device_id != t->ops->device_id || st->num_queues != t->ops->num_queues ||
+	    st->device_features != t->device_features || (st->driver_features & ~t->device_features) ||
+	    (st->status & ~STATUS_KNOWN) || st->dev_len != dev_len)
+		return -EINVAL;
+	transport_reset(t);
+	t->driver_features = st->driver_features;
+	t->device_features_sel = st->device_features_sel;
+	t->driver_features_sel = st->driver_features_sel;
+	t->queue_sel = st->queue_sel;
+	t->status = st->status & ~VIRTIO_STATUS_NEEDS_RESET;
+	t->isr = st->isr & (VIRTIO_MMIO_INT_VRING | VIRTIO_MMIO_INT_CONFIG);
+	t->config_generation = st->config_generation;
+	for (unsigned i = 0; i < t->ops->num_queues; i++) {
+		const struct virtio_mmio_queue_state *qs = &st->q[i];
+		struct virtqueue *vq = &t->vq[i];
+		vq->num = qs->num;
+		vq->desc_gpa = qs->desc_gpa;
+		vq->avail_gpa = qs->avail_gpa;
+		vq->used_gpa = qs->used_gpa;
+		if (!qs->ready)
+			continue;
+		/* The same checks a driver's setup gets: the file is no more trusted than the guest. */
+		vq->indirect = t->driver_features & (1ull << VIRTIO_RING_F_INDIRECT_DESC);
+		vq->event_idx = t->driver_features & (1ull << VIRTIO_RING_F_EVENT_IDX);
+		if (virtqueue_activate(vq, t->mem, t->ops->queue_max) < 0)
+			return -EINVAL;
+		vq->last_avail = qs->last_avail;
+		vq->used_idx = qs->used_idx;
+	}
+	if (st->broken)
+		virtio_mmio_fail(t, "device was broken when the snapshot was taken");
+	if (t->ops->restore)
+		return t->ops->restore(t->dev, t, dev_buf, dev_len);
+	return dev_len ? -EINVAL : 0;
+}
+
+int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *st, const void *dev_buf,
+			size_t dev_len)
+{
+	pthread_mutex_lock(&t->lock);
+	int r = restore_locked(t, st, dev_buf, dev_len);
+	if (r < 0)
+		transport_reset(t);
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
 struct virtio_mmio *virtio_mmio_from_dev(const struct mmio_dev *d)
 {
 	return d && d->ops == &virtio_mmio_dev_ops ? d->dev : NULL;
@@ -388,6 +476,7 @@ int virtio_mmio_create(const struct virtio_dev_ops *ops, void *dev, const struct
 		.dev = t,
 		.size = VIRTIO_MMIO_WINDOW,
 		.name = name,
+		.virtio = t,
 	};
 	return 0;
 }

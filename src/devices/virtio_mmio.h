@@ -17,6 +17,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "devices/mmio_dev.h"
@@ -96,6 +97,18 @@ struct virtio_dev_ops {
 	void (*reset)(void *dev);
 	/* Frees the device model (after the transport stopped using it). May be NULL. */
 	void (*destroy)(void *dev);
+
+	/*
+	 * Snapshots (each may be NULL: nothing beyond the transport's state). save writes at most cap
+	 * bytes of device state to buf and returns the length or -errno. held tells how many chains of
+	 * queue q the device popped and has not used yet: the snapshot rewinds that queue's
+	 * last_avail by that many, so a restored device sees them again. restore runs in a new device
+	 * created with the same configuration, after the transport state is back; buf is hostile (a
+	 * file): check everything. Returns 0 or -errno.
+	 */
+	int (*save)(void *dev, void *buf, size_t cap);
+	uint16_t (*held)(void *dev, unsigned q);
+	int (*restore)(void *dev, struct virtio_mmio *t, const void *buf, size_t len);
 };
 
 /*
@@ -143,6 +156,40 @@ void virtio_mmio_config_changed(struct virtio_mmio *t);
 /* For completions from another thread: the transport lock. */
 void virtio_mmio_lock(struct virtio_mmio *t);
 void virtio_mmio_unlock(struct virtio_mmio *t);
+
+/* ---- snapshots (src/vmm/snapshot.c) ---- */
+
+#define VIRTIO_MMIO_DEV_STATE_MAX 4096u
+
+struct virtio_mmio_queue_state {
+	uint64_t desc_gpa, avail_gpa, used_gpa;
+	uint16_t num, last_avail, used_idx;
+	uint8_t ready, reserved;
+};
+
+/* The transport's registers and queues (fixed layout: it is written to snapshot files as is). */
+struct virtio_mmio_state {
+	uint32_t device_id, num_queues;
+	uint64_t device_features, driver_features;
+	uint32_t device_features_sel, driver_features_sel, queue_sel, status;
+	uint32_t isr, config_generation, broken, dev_len; /* dev_len: device bytes that follow */
+	struct virtio_mmio_queue_state q[VIRTIO_MMIO_MAX_QUEUES];
+};
+
+/*
+ * Fills *st and up to cap bytes of device state at dev_buf (st->dev_len says how many), under the
+ * transport lock. The VM must be paused. Returns 0 or -errno.
+ */
+int virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *st, void *dev_buf, size_t cap);
+
+/*
+ * Takes back a saved state into a freshly created transport of the same device and configuration:
+ * refuses (-EINVAL) another device type, queue count or feature set, driver features the device
+ * does not offer, and rings that fail the same checks as a driver's setup. Then the device's own
+ * bytes (dev_len of them at dev_buf) go to its restore op. Returns 0 or -errno.
+ */
+int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *st, const void *dev_buf,
+			size_t dev_len);
 
 /* The transport behind an mmio_dev created by virtio_mmio_create (for the VMM's logs and tests). */
 struct virtio_mmio *virtio_mmio_from_dev(const struct mmio_dev *d);

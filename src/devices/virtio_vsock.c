@@ -448,6 +448,58 @@ static void vsock_destroy(void *dev)
 	free(v);
 }
 
+/*
+ * Snapshot state: the CID, whether the driver was active, and the ports of each open connection.
+ * Host sockets do not survive a restore, so every one of those connections is reset: the restored
+ * guest gets an RST for each as soon as it has rx buffers.
+ */
+struct vsock_saved {
+	uint64_t cid;
+	uint32_t active, nconns;
+	struct vsock_rst conns[VIRTIO_VSOCK_MAX_CONNS];
+};
+
+static int vsock_save(void *dev, void *buf, size_t cap)
+{
+	struct virtio_vsock *v = dev;
+	struct vsock_saved s = { .cid = v->cid, .active = v->active };
+	for (unsigned i = 0; i < VIRTIO_VSOCK_MAX_CONNS; i++) {
+		const struct vsock_conn *c = &v->conns[i];
+		if (c->state == VSOCK_HOST_INIT || c->state == VSOCK_EST)
+			s.conns[s.nconns++] = (struct vsock_rst){ c->local_port, c->peer_port };
+	}
+	/* RSTs still queued are owed to the guest too. */
+	for (unsigned i = 0; i < v->nrst && s.nconns < VIRTIO_VSOCK_MAX_CONNS; i++)
+		s.conns[s.nconns++] = v->rst[i];
+	if (cap < sizeof(s))
+		return -ENOSPC;
+	memcpy(buf, &s, sizeof(s));
+	return (int)sizeof(s);
+}
+
+static uint16_t vsock_held(void *dev, unsigned q)
+{
+	struct virtio_vsock *v = dev;
+	return q == Q_RX && v->have_rx ? 1 : 0;
+}
+
+static int vsock_restore(void *dev, struct virtio_mmio *t, const void *buf, size_t len)
+{
+	struct virtio_vsock *v = dev;
+	struct vsock_saved s;
+	(void)t;
+	if (len != sizeof(s))
+		return -EINVAL;
+	memcpy(&s, buf, sizeof(s));
+	if (s.cid != v->cid || s.nconns > VIRTIO_VSOCK_MAX_CONNS || s.nconns > VSOCK_MAX_RST)
+		return -EINVAL;
+	v->active = s.active != 0;
+	for (unsigned i = 0; i < s.nconns; i++)
+		vsock_queue_rst(v, s.conns[i].src_port, s.conns[i].dst_port);
+	vsock_rx_process(v);
+	return 0;
+}
+
 static const struct virtio_dev_ops vsock_ops = {
 	.device_id = VIRTIO_ID_VSOCK,
 	.num_queues = 3,
@@ -458,6 +510,9 @@ static const struct virtio_dev_ops vsock_ops = {
 	.queue_notify = vsock_queue_notify,
 	.reset = vsock_reset,
 	.destroy = vsock_destroy,
+	.save = vsock_save,
+	.held = vsock_held,
+	.restore = vsock_restore,
 };
 
 /*

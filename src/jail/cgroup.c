@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jail/jail.h"
 #include "jail/jail_internal.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -110,6 +111,11 @@ static int detect_version(void)
 	if (v1_has("pids") && v1_has("freezer"))
 		return 1;
 	return -EOPNOTSUPP;
+}
+
+int jail_cgroup_version(void)
+{
+	return detect_version();
 }
 
 static int rmdir_tree(const char *path)

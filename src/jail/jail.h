@@ -83,6 +83,10 @@ int jail_freeze(const struct jail_info *info, bool frozen);
 /* One line for users: jail mode shares the host kernel, a weaker boundary than a microVM. */
 const char *jail_describe_boundary(void);
 
+/* Which cgroup back-end this host gives the jail: 2 (unified), 1 (v1 with pids and freezer), or
+ * -EOPNOTSUPP. */
+int jail_cgroup_version(void);
+
 /* For tests. */
 
 /* Builds the seccomp deny-list filter as a classic BPF program (malloc'ed sock_filter array, caller frees). */

@@ -437,6 +437,31 @@ int agent_set_time(const char *addr, int64_t unix_ns, struct agent_error *err)
 	return simple_request(addr, queue_time, &unix_ns, err);
 }
 
+int agent_set_lifetime(const char *addr, uint32_t seconds, struct agent_error *err)
+{
+	err_reset(err);
+	if (seconds > PROTO_MAX_LIFETIME)
+		return agent_err(err, -EINVAL, "lifetime of %u s is over the limit of %u s", seconds, PROTO_MAX_LIFETIME);
+	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
+	int r = agent_conn_request(&c, addr, 0, err);
+	if (r < 0)
+		return r;
+	/* The request waits for the agent's HELLO: an older agent would close the connection on it. */
+	struct agent_info info;
+	r = agent_conn_hello_reply(&c, 0, &info, err);
+	if (r < 0)
+		return r;
+	if (!(info.caps & PROTO_CAP_LIFETIME))
+		return agent_err(err, -EOPNOTSUPP, "the sandbox's agent (%s) cannot change its lifetime", info.version);
+	r = proto_put_u32_msg(&c.out, PROTO_SET_LIFETIME, seconds);
+	if (r < 0)
+		return agent_err(err, r, "invalid request");
+	r = agent_conn_flush(&c);
+	if (r < 0)
+		return agent_err(err, r, "sending to agent: %s", strerror(-r));
+	return agent_conn_expect_ok(&c, err);
+}
+
 struct bytes_arg {
 	const void *p;
 	size_t n;

@@ -127,6 +127,9 @@ int agent_sync(const char *addr, struct agent_error *err);
 int agent_set_time(const char *addr, int64_t unix_ns, struct agent_error *err);
 /* Credits len (<= PROTO_MAX_RESEED) bytes to the sandbox's entropy pool. */
 int agent_reseed(const char *addr, const void *buf, size_t len, struct agent_error *err);
+/* Re-arms the sandbox's lifetime: the agent shuts down seconds (<= PROTO_MAX_LIFETIME) from now; 0 means
+ * never. -EOPNOTSUPP from an agent without PROTO_CAP_LIFETIME (it is not sent the request). */
+int agent_set_lifetime(const char *addr, uint32_t seconds, struct agent_error *err);
 /* Asks the agent to power off (VM) or exit (jail); returns after the agent acknowledged. */
 int agent_shutdown(const char *addr, struct agent_error *err);
 /* Signals a process the agent started (any connection's); -ESRCH for others. */

@@ -620,6 +620,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_SET_TIME: return "SET_TIME";
 	case PROTO_RESEED: return "RESEED";
 	case PROTO_SHUTDOWN: return "SHUTDOWN";
+	case PROTO_SET_LIFETIME: return "SET_LIFETIME";
 	case PROTO_OK: return "OK";
 	case PROTO_ERR: return "ERR";
 	case PROTO_STARTED: return "STARTED";

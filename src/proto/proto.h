@@ -17,7 +17,7 @@
 
 #define PROTO_MAGIC 0x47415053u /* "SPAG" little-endian */
 #define PROTO_VERSION_MAJOR 1
-#define PROTO_VERSION_MINOR 0
+#define PROTO_VERSION_MINOR 1
 
 /* Limits (all enforced by the decoders). */
 #define PROTO_HEADER_SIZE 5u
@@ -29,6 +29,7 @@
 #define PROTO_MAX_ERRMSG 255u          /* ERR message */
 #define PROTO_MAX_IDENT 64u            /* agent version string, hostname */
 #define PROTO_MAX_RESEED 4096u         /* RESEED bytes */
+#define PROTO_MAX_LIFETIME (366u * 24 * 3600) /* SET_LIFETIME seconds (the agent's --lifetime limit) */
 #define PROTO_CHUNK (64u << 10)        /* data chunk size senders use (receivers accept up to a frame) */
 
 /* Frame types. 0x0_/0x1_/0x2_/0x3_ are sent by the client, 0x8_..0xa_ by the agent; DATA and END both. */
@@ -54,6 +55,7 @@ enum proto_type {
 	PROTO_SET_TIME = 0x3a,   /* i64 unix time in ns -> OK | ERR */
 	PROTO_RESEED = 0x3b,     /* raw entropy bytes -> OK | ERR */
 	PROTO_SHUTDOWN = 0x3c,   /* empty -> OK, then the agent powers off / exits */
+	PROTO_SET_LIFETIME = 0x3d, /* u32 seconds from now (0: none) -> OK | ERR (minor 1, CAP_LIFETIME) */
 
 	PROTO_OK = 0x82,         /* empty */
 	PROTO_ERR = 0x83,        /* i32 errno (positive), string message */
@@ -79,6 +81,7 @@ enum proto_type {
 #define PROTO_CAP_RESEED 0x2u
 #define PROTO_CAP_SET_TIME 0x4u
 #define PROTO_CAP_VSOCK 0x8u /* the agent is listening on vsock (VM mode) */
+#define PROTO_CAP_LIFETIME 0x10u /* SET_LIFETIME is understood */
 
 /* uid/gid value meaning "the agent's own" */
 #define PROTO_ID_INHERIT 0xffffffffu
@@ -174,7 +177,7 @@ int proto_put_bytes(struct proto_buf *b, uint8_t type, const void *p, size_t n);
 int proto_put_hello(struct proto_buf *b, const struct proto_hello *h);
 int proto_put_exec(struct proto_buf *b, const char *const *argv, const char *const *env, const char *cwd,
 		   uint32_t uid, uint32_t gid, uint32_t flags, uint16_t rows, uint16_t cols, uint32_t timeout_ms);
-int proto_put_u32_msg(struct proto_buf *b, uint8_t type, uint32_t v);              /* SIGNAL, STARTED */
+int proto_put_u32_msg(struct proto_buf *b, uint8_t type, uint32_t v); /* SIGNAL, STARTED, SET_LIFETIME */
 int proto_put_u32x2_msg(struct proto_buf *b, uint8_t type, uint32_t a, uint32_t c); /* SIGNAL_PID */
 int proto_put_resize(struct proto_buf *b, uint16_t rows, uint16_t cols);
 int proto_put_set_time(struct proto_buf *b, int64_t unix_ns);

@@ -15,7 +15,9 @@ struct store {
 	sqlite3 *db;
 };
 
-#define BUSY_TIMEOUT_MS 10000
+/* How long a writer waits for the store's lock. Hundreds of sandboxes created at once on a loaded host
+ * (each change one short transaction) queue for it longer than ten seconds. */
+#define BUSY_TIMEOUT_MS 60000
 
 /*
  * Migrations: index i takes the schema from version i to i + 1. Append only; never edit a released step,
@@ -81,6 +83,14 @@ static const char *const migrations[] = {
 	"CREATE TABLE sandbox_metadata ("
 	"  sandbox_id TEXT PRIMARY KEY,"
 	"  metadata TEXT NOT NULL);",
+
+	/* 3 -> 4: `space serve`: per-sandbox access tokens of the E2B envd plane (SHA-256 of the token,
+	 * never the token; a sandbox may have several, one per create or connect). */
+	"CREATE TABLE sandbox_tokens ("
+	"  hash BLOB PRIMARY KEY,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL);"
+	"CREATE INDEX sandbox_tokens_sandbox ON sandbox_tokens(sandbox_id);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -133,6 +143,11 @@ int store_migrate(sqlite3 *db, int target, char *errbuf, size_t errlen)
 {
 	if (target > STORE_SCHEMA_VERSION)
 		target = STORE_SCHEMA_VERSION;
+	/* Most opens find the store current: a plain read says so without taking the write lock, which
+	 * many processes and threads opening the store at once would otherwise queue for. */
+	int cur = store_schema_version(db);
+	if (cur >= target && cur <= STORE_SCHEMA_VERSION)
+		return 0;
 	for (;;) {
 		/* Take the write lock before reading the version so two processes never run one step twice. */
 		int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);

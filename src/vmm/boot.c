@@ -31,6 +31,8 @@
 #define SH_HEAP_END_PTR   0x224
 #define SH_CMD_LINE_PTR   0x228
 #define SH_INITRD_MAX     0x22c
+#define SH_KERNEL_ALIGN   0x230
+#define SH_RELOCATABLE    0x234
 #define SH_XLOADFLAGS     0x236
 #define SH_CMDLINE_SIZE   0x238
 #define SH_INIT_SIZE      0x260
@@ -85,6 +87,8 @@ static int parse_bzimage(const uint8_t *d, size_t len, struct kernel_image *img,
 	img->entry = BOOT_BZIMAGE_LOAD + 0x200;
 	img->init_size = version >= 0x20a ? rd32(d + SH_INIT_SIZE) : 0;
 	img->initrd_addr_max = rd32(d + SH_INITRD_MAX);
+	img->kernel_alignment = rd32(d + SH_KERNEL_ALIGN);
+	img->relocatable = d[SH_RELOCATABLE] != 0;
 	img->cmdline_size = version >= 0x206 ? rd32(d + SH_CMDLINE_SIZE) : 255;
 	/* The payload must cover what the header claims to be compressed kernel (syssize, 16-byte units). */
 	uint64_t syssize = (uint64_t)rd32(d + 0x1f4) * 16;

@@ -10,6 +10,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,8 @@ struct kernel_image {
 	uint32_t init_size;      /* memory the kernel needs from its load address */
 	uint32_t initrd_addr_max;
 	uint32_t cmdline_size;   /* max cmdline length the kernel accepts (0 = protocol default) */
+	uint32_t kernel_alignment; /* physical alignment a relocatable kernel needs */
+	bool relocatable;        /* relocatable_kernel: may be loaded at another aligned address */
 	/* ELF */
 	unsigned nsegs;
 	struct kernel_segment segs[KERNEL_MAX_SEGMENTS];

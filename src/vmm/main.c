@@ -3,8 +3,10 @@
  * space-vmm: the microVMM process. One VM per process; the library and `space vm-boot` exec it.
  *
  *   space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N]
- *                  [--rng] [--vsock CID:PATH]
+ *                  [--rng] [--vsock CID:PATH] [--net TAP|fd:N [--mac MAC]]
+ *                  [--jail-root DIR --jail-uid N --jail-gid N [--jail-bind PATH]... [--netns]]
  *                  [--memory MIB] [--timeout S] [--console-log FILE] [--quiet] [--no-seccomp]
+ *   space-vmm boot --restore SNAPSHOT [the same device options as when it was taken] [--timeout S] ...
  *   space-vmm acpi-dump DIR [--cpus N] [--disks K]
  *   space-vmm --version | --help
  *
@@ -26,7 +28,12 @@
 #include "util/util.h"
 #include "vmm/acpi.h"
 #include "vmm/boot.h"
+#include "devices/tap.h"
+#include "vmm/jail.h"
+#include "vmm/daemon.h"
+#include "vmm/probe.h"
 #include "vmm/sandbox.h"
+#include "vmm/snapshot.h"
 #include "vmm/vmm.h"
 
 enum {
@@ -44,10 +51,14 @@ enum {
 
 static const char usage_text[] =
 	"usage: space-vmm boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]...\n"
-	"                      [--rng] [--vsock CID:PATH]\n"
+	"       space-vmm boot --restore SNAPSHOT [--disk FILE[:ro]]... [--rng] [--vsock CID:PATH] [...]\n"
+	"                      [--rng] [--vsock CID:PATH] [--net TAP|fd:N [--mac MAC]]\n"
+	"                      [--jail-root DIR --jail-uid N --jail-gid N [--jail-bind PATH]... [--netns]]\n"
 	"                      [--cpus N] [--memory MIB] [--timeout S] [--console-log FILE] [--quiet]\n"
 	"                      [--no-seccomp]\n"
+	"       space-vmm run --kernel IMG --control SOCK --log FILE [...]   (sandbox daemon; run --help)\n"
 	"       space-vmm acpi-dump DIR [--cpus N] [--disks K]\n"
+	"       space-vmm probe   (times guest ring-0 code; prints JSON)\n"
 	"       space-vmm --version | --help\n";
 
 static int usage(void)
@@ -89,8 +100,115 @@ static int status_of(enum vm_exit_reason r)
 	}
 }
 
+#define MAX_JAIL_BINDS 16
+
+/* What `boot` was asked for; boot_setup() turns it into a loaded VM. */
+struct boot_args {
+	const char *kernel, *initrd, *cmdline;
+	char *disks[MAX_DISKS];
+	unsigned ndisks;
+	bool rng;
+	uint64_t vsock_cid;
+	const char *vsock_path;
+	const char *net;         /* TAP name, or NULL */
+	int net_fd;              /* --net fd:N, or the TAP boot_setup opened; -1 = none */
+	uint8_t mac[6];
+	struct vm_config cfg;
+	const char *restore;     /* --restore FILE: a snapshot instead of a kernel */
+	struct vm *vm;
+};
+
+/* "aa:bb:cc:dd:ee:ff", a unicast address. */
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char end;
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6 ||
+	    strlen(s) != 17 || (v[0] & 1))
+		return -EINVAL;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return 0;
+}
+
+/*
+ * Every resource of the VM: TAP, KVM, guest RAM, devices, kernel. Runs before the sandbox (in the
+ * jail's setup step when jailed, so a TAP is created in the jail's network namespace).
+ */
+static int boot_add_devices(struct vm *vm, void *userdata);
+
+static int boot_setup(void *userdata, char *err, size_t errlen)
+{
+	struct boot_args *a = userdata;
+	int r;
+	if (a->net) {
+		char ifname[32];
+		a->net_fd = tap_open(a->net, ifname, sizeof(ifname));
+		if (a->net_fd < 0) {
+			snprintf(err, errlen, "cannot open TAP %s: %s", a->net, strerror(-a->net_fd));
+			return a->net_fd;
+		}
+	}
+	if (a->restore) {
+		/* The devices come back in the same order through boot_add_devices. */
+		struct vm_restore_config rc = { .console_fd = a->cfg.console_fd, .console_log_fd = a->cfg.console_log_fd,
+						.kvm_fd = a->cfg.kvm_fd, .add_devices = boot_add_devices, .userdata = a };
+		return vm_create_from_snapshot(a->restore, &rc, &a->vm, err, errlen);
+	}
+	if ((r = vm_create(&a->cfg, &a->vm, err, errlen)) < 0)
+		return r;
+	if ((r = boot_add_devices(a->vm, a)) < 0 || (r = vm_load_kernel(a->vm, a->kernel, a->initrd, a->cmdline)) < 0)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "%s", vm_error(a->vm));
+	return r;
+}
+
+/* The devices of `boot`, in command-line order: disks, rng, vsock, net. */
+static int boot_add_devices(struct vm *vm, void *userdata)
+{
+	struct boot_args *a = userdata;
+	int r;
+	for (unsigned i = 0; i < a->ndisks; i++) {
+		char *path = a->disks[i];
+		bool ro = false;
+		size_t n = strlen(path);
+		if (n > 3 && strcmp(path + n - 3, ":ro") == 0) {
+			path[n - 3] = '\0';
+			ro = true;
+		}
+		if ((r = vm_add_disk(vm, path, ro)) < 0)
+			return r;
+	}
+	if ((a->rng && (r = vm_add_rng(vm)) < 0) ||
+	    (a->vsock_path && (r = vm_add_vsock(vm, a->vsock_cid, a->vsock_path)) < 0) ||
+	    (a->net_fd >= 0 && (r = vm_add_net(vm, a->net_fd, a->mac)) < 0))
+		return r;
+	return 0;
+}
+
+/* --net TAP or --net fd:N (an open TAP: IFF_TAP | IFF_NO_PI, no IFF_VNET_HDR). */
+static int parse_net(const char *s, struct boot_args *a)
+{
+	if (strncmp(s, "fd:", 3) != 0) {
+		a->net = s;
+		return 0;
+	}
+	uint64_t fd;
+	if (util_parse_uint(s + 3, 0, INT32_MAX, &fd) < 0)
+		return fail(VMM_STATUS_USAGE, "--net fd:N wants a file descriptor number");
+	int r = tap_check_fd((int)fd, NULL, 0);
+	if (r < 0)
+		return fail(VMM_STATUS_SETUP, "--net fd:%llu is not a TAP opened IFF_TAP|IFF_NO_PI without IFF_VNET_HDR",
+			    (unsigned long long)fd);
+	a->net_fd = (int)fd;
+	return 0;
+}
+
 static int cmd_boot(int argc, char **argv)
 {
+	enum { O_NET = 256, O_MAC, O_JROOT, O_JUID, O_JGID, O_JBIND, O_NETNS, O_RESTORE };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, NULL, 'k' },  { "initrd", required_argument, NULL, 'i' },
 		{ "cmdline", required_argument, NULL, 'c' }, { "disk", required_argument, NULL, 'd' },
@@ -98,29 +216,58 @@ static int cmd_boot(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' }, { "console-log", required_argument, NULL, 'l' },
 		{ "quiet", no_argument, NULL, 'q' },         { "no-seccomp", no_argument, NULL, 'S' },
 		{ "rng", no_argument, NULL, 'r' },           { "vsock", required_argument, NULL, 'v' },
+		{ "net", required_argument, NULL, O_NET },   { "mac", required_argument, NULL, O_MAC },
+		{ "jail-root", required_argument, NULL, O_JROOT }, { "jail-uid", required_argument, NULL, O_JUID },
+		{ "jail-gid", required_argument, NULL, O_JGID },   { "jail-bind", required_argument, NULL, O_JBIND },
+		{ "netns", no_argument, NULL, O_NETNS },
+		{ "restore", required_argument, NULL, O_RESTORE },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *kernel = NULL, *initrd = NULL, *cmdline = "console=ttyS0", *log_path = NULL;
-	char *disks[MAX_DISKS];
-	unsigned ndisks = 0;
-	uint64_t cpus = 1, mem_mib = 256, timeout_s = 0;
-	bool quiet = false, sandbox = true, rng = false;
+	struct boot_args a = { .cmdline = "console=ttyS0", .net_fd = -1, .cfg = VM_CONFIG_INIT };
+	const char *log_path = NULL;
+	uint64_t cpus = 1, mem_mib = 256, timeout_s = 0, jail_uid = 0, jail_gid = 0;
+	bool quiet = false, sandbox = true, have_mac = false;
 	char *vsock = NULL;
-	int c;
+	const char *jail_binds[MAX_JAIL_BINDS + 1] = { NULL };
+	unsigned nbinds = 0;
+	struct vmm_jail_cfg jail = { .max_files = 1024, .memlock_bytes = 0 };
+	int c, e;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'k': kernel = optarg; break;
-		case 'i': initrd = optarg; break;
-		case 'c': cmdline = optarg; break;
+		case 'k': a.kernel = optarg; break;
+		case 'i': a.initrd = optarg; break;
+		case 'c': a.cmdline = optarg; break;
 		case 'l': log_path = optarg; break;
 		case 'q': quiet = true; break;
 		case 'S': sandbox = false; break;
-		case 'r': rng = true; break;
+		case 'r': a.rng = true; break;
 		case 'v': vsock = optarg; break;
+		case O_NETNS: jail.new_netns = true; break;
+		case O_JROOT: jail.root_dir = optarg; break;
+		case O_RESTORE: a.restore = optarg; break;
+		case O_NET:
+			if ((e = parse_net(optarg, &a)) != 0)
+				return e;
+			break;
+		case O_MAC:
+			if (parse_mac(optarg, a.mac) < 0)
+				return fail(VMM_STATUS_USAGE, "--mac wants a unicast aa:bb:cc:dd:ee:ff");
+			have_mac = true;
+			break;
+		case O_JUID:
+		case O_JGID:
+			if (util_parse_uint(optarg, 1, UINT32_MAX - 1, c == O_JUID ? &jail_uid : &jail_gid) < 0)
+				return fail(VMM_STATUS_USAGE, "--jail-uid/--jail-gid want a non-zero id");
+			break;
+		case O_JBIND:
+			if (nbinds == MAX_JAIL_BINDS)
+				return fail(VMM_STATUS_USAGE, "at most %d --jail-bind", MAX_JAIL_BINDS);
+			jail_binds[nbinds++] = optarg;
+			break;
 		case 'd':
-			if (ndisks == MAX_DISKS)
+			if (a.ndisks == MAX_DISKS)
 				return fail(VMM_STATUS_USAGE, "at most %d disks", MAX_DISKS);
-			disks[ndisks++] = optarg;
+			a.disks[a.ndisks++] = optarg;
 			break;
 		case 'p':
 			if (util_parse_uint(optarg, 1, VM_MAX_VCPUS, &cpus) < 0)
@@ -138,18 +285,26 @@ static int cmd_boot(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (!kernel || optind != argc)
-		return usage();
-	uint64_t vsock_cid = 0;
-	const char *vsock_path = NULL;
+	if (!a.kernel == !a.restore || optind != argc)
+		return usage(); /* a kernel to boot or a snapshot to restore: one of them */
 	if (vsock) {
 		char *colon = strchr(vsock, ':');
 		if (!colon || colon[1] == '\0')
 			return fail(VMM_STATUS_USAGE, "--vsock wants CID:PATH");
 		*colon = '\0';
-		if (util_parse_uint(vsock, 3, UINT32_MAX - 1, &vsock_cid) < 0)
+		if (util_parse_uint(vsock, 3, UINT32_MAX - 1, &a.vsock_cid) < 0)
 			return fail(VMM_STATUS_USAGE, "--vsock CID must be 3..4294967294");
-		vsock_path = colon + 1;
+		a.vsock_path = colon + 1;
+	}
+	bool jailed = jail.root_dir != NULL;
+	if (jailed != (jail_uid != 0) || jailed != (jail_gid != 0) || (!jailed && (nbinds || jail.new_netns)))
+		return fail(VMM_STATUS_USAGE, "--jail-root, --jail-uid and --jail-gid go together; "
+					      "--jail-bind and --netns need them");
+	if (!have_mac) {
+		/* A random locally administered unicast address. */
+		if (util_random_bytes(a.mac, sizeof(a.mac)) < 0)
+			return fail(VMM_STATUS_SETUP, "cannot pick a MAC address");
+		a.mac[0] = (uint8_t)((a.mac[0] & 0xfe) | 0x02);
 	}
 
 	_cleanup_close_ int log_fd = -1;
@@ -158,65 +313,61 @@ static int cmd_boot(int argc, char **argv)
 		if (log_fd < 0)
 			return fail(VMM_STATUS_SETUP, "cannot open console log %s: %m", log_path);
 	}
-	struct vm_config cfg = VM_CONFIG_INIT;
-	cfg.cpus = (unsigned)cpus;
-	cfg.mem_bytes = mem_mib << 20;
-	cfg.console_fd = quiet ? -1 : STDOUT_FILENO;
-	cfg.console_log_fd = log_fd;
+	a.cfg.cpus = (unsigned)cpus;
+	a.cfg.mem_bytes = mem_mib << 20;
+	a.cfg.console_fd = quiet ? -1 : STDOUT_FILENO;
+	a.cfg.console_log_fd = log_fd;
 
 	/* Check the image before touching KVM, so a bad file gets its own error on any host. */
-	{
+	if (a.kernel) {
 		_cleanup_free_ char *img = NULL;
 		size_t len;
-		int e = util_read_file(kernel, 512u << 20, &img, &len);
-		if (e < 0)
-			return fail(VMM_STATUS_SETUP, "cannot read kernel %s: %s", kernel, strerror(-e));
+		int r = util_read_file(a.kernel, 512u << 20, &img, &len);
+		if (r < 0)
+			return fail(VMM_STATUS_SETUP, "cannot read kernel %s: %s", a.kernel, strerror(-r));
 		struct kernel_image ki;
 		char why[160];
 		if (kernel_image_parse((const uint8_t *)img, len, &ki, why, sizeof(why)) < 0)
-			return fail(VMM_STATUS_SETUP, "%s: %s", kernel, why);
+			return fail(VMM_STATUS_SETUP, "%s: %s", a.kernel, why);
 	}
 
-	struct vm *vm = NULL;
-	char err[256];
-	int r = vm_create(&cfg, &vm, err, sizeof(err));
-	if (r < 0)
-		return fail(VMM_STATUS_SETUP, "%s", err);
-	for (unsigned i = 0; i < ndisks; i++) {
-		char *path = disks[i];
-		bool ro = false;
-		size_t n = strlen(path);
-		if (n > 3 && strcmp(path + n - 3, ":ro") == 0) {
-			path[n - 3] = '\0';
-			ro = true;
-		}
-		if ((r = vm_add_disk(vm, path, ro)) < 0)
-			goto setup_fail;
+	char err[256] = "";
+	int r;
+	if (jailed) {
+		jail.binds = jail_binds;
+		jail.uid = (uid_t)jail_uid;
+		jail.gid = (gid_t)jail_gid;
+		jail.setup = boot_setup;
+		jail.userdata = &a;
+		/* Guest RAM is not locked; the limit only has to let glibc and KVM work. */
+		jail.memlock_bytes = 8u << 20;
+		r = vmm_jail_enter(&jail, err, sizeof(err));
+	} else {
+		r = boot_setup(&a, err, sizeof(err));
 	}
-	if (rng && (r = vm_add_rng(vm)) < 0)
-		goto setup_fail;
-	if (vsock_path && (r = vm_add_vsock(vm, vsock_cid, vsock_path)) < 0)
-		goto setup_fail;
-	if ((r = vm_load_kernel(vm, kernel, initrd, cmdline)) < 0)
-		goto setup_fail;
+	int status = VMM_STATUS_SETUP;
+	if (r < 0) {
+		fail(VMM_STATUS_SETUP, "%s", err);
+		goto out;
+	}
 	/* Every resource is held now: from here on the process may only run this VM. */
 	if (sandbox && (r = vmm_sandbox_apply()) < 0) {
 		fail(VMM_STATUS_SETUP, "cannot install the seccomp filter: %s", strerror(-r));
-		vm_destroy(vm);
-		return VMM_STATUS_SETUP;
+		goto out;
 	}
 	struct vm_outcome out;
-	if ((r = vm_run(vm, timeout_s * 1000, &out)) < 0)
-		goto setup_fail;
-	int status = status_of(out.reason);
+	if ((r = vm_run(a.vm, timeout_s * 1000, &out)) < 0) {
+		fail(VMM_STATUS_SETUP, "%s", vm_error(a.vm));
+		goto out;
+	}
+	status = status_of(out.reason);
 	if (status != VMM_STATUS_POWEROFF)
 		fail(status, "%s", out.detail);
-	vm_destroy(vm);
+out:
+	vm_destroy(a.vm);
+	if (a.net && a.net_fd >= 0)
+		close(a.net_fd);
 	return status;
-setup_fail:
-	fail(VMM_STATUS_SETUP, "%s", vm_error(vm));
-	vm_destroy(vm);
-	return VMM_STATUS_SETUP;
 }
 
 static int write_table(const char *dir, const char *name, const uint8_t *p, size_t len)
@@ -278,7 +429,11 @@ int main(int argc, char **argv)
 		return help();
 	if (argc >= 2 && strcmp(argv[1], "boot") == 0)
 		return cmd_boot(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "run") == 0)
+		return vmm_daemon_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "acpi-dump") == 0)
 		return cmd_acpi_dump(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "probe") == 0)
+		return vmm_probe_main(argc - 1, argv + 1);
 	return usage();
 }

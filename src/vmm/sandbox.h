@@ -1,10 +1,56 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The space-vmm process's seccomp allowlist, installed after every resource is acquired (KVM fds,
- * guest RAM, disks, console files) and before the vCPUs run: from then on the process can only run
- * the VM it has. Applies to every thread (TSYNC). Anything else kills the process (SIGSYS).
+ * seccomp allowlists of space-vmm, one per thread role (docs/vmm.md, "seccomp").
+ *
+ * Call order: acquire every resource (KVM fds, guest RAM, disks, sockets, console files), then
+ * vmm_seccomp_apply(VMM_THREAD_MAIN) on the main thread (vmm_sandbox_apply() does that), then start the
+ * vCPU threads. MAIN is the process filter: it is synchronized onto every thread that already exists
+ * (TSYNC) and inherited by every thread started later, so it holds the union of all roles' lists plus
+ * what only the main thread does (start and join threads). Each other thread then narrows itself with
+ * vmm_seccomp_thread_enter(ROLE) at its entry point; filters stack, so a thread may only make the
+ * syscalls both MAIN and its role allow.
+ *
+ * A syscall outside the list kills the whole process with SIGSYS. Before it dies, the thread that
+ * made the call writes "space-vmm: seccomp violation: <syscall> (<nr>) in a <role> thread" to stderr
+ * (the filters answer with SECCOMP_RET_TRAP; the SIGSYS reporter cannot be replaced or masked, and ends
+ * the process through a syscall every filter answers with SECCOMP_RET_KILL_PROCESS).
+ *
+ * Sanitizer builds (ASan/TSan/MSan) install nothing: their runtimes need far more than a VMM.
  */
 #pragma once
 
-/* Returns 0 or -errno. A no-op in sanitizer (ASan/TSan/MSan) builds, whose runtimes need more. */
+#include <stdbool.h>
+#include <stddef.h>
+
+enum vmm_thread_role {
+	VMM_THREAD_MAIN,    /* setup, thread start/join, waits for the stop event; the process filter */
+	VMM_THREAD_VCPU,    /* KVM_RUN and the exits it handles (PIO/MMIO, virtio notify, blk I/O) */
+	VMM_THREAD_DEVICE,  /* a device's event loop (virtio-vsock host sockets) */
+	VMM_THREAD_CONTROL, /* the control socket: requests from the host (pause, resume, state) */
+	VMM_THREAD_ROLES,
+};
+
+/*
+ * Installs the filter of ROLE on the calling thread (MAIN: on every thread of the process, and arms
+ * vmm_seccomp_thread_enter). Returns 0 or -errno; on failure writes a reason to err (errlen bytes,
+ * NUL-terminated). Nothing is installed in sanitizer builds (returns 0).
+ */
+int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen);
+
+/*
+ * For thread entry points (and event loops, after each wake-up): once the process filter is in place
+ * (MAIN applied), installs ROLE's filter on the calling thread, once per thread; before that, and with
+ * --no-seccomp, does nothing. Returns 0 or -errno; a thread that gets an error must not run guest work.
+ * Test hook: with SPACE_VMM_TEST_FORBIDDEN_SYSCALL=1 in the environment when MAIN was applied, a VCPU or
+ * DEVICE thread then calls execve(), which its filter forbids: the process must die with SIGSYS.
+ */
+int vmm_seccomp_thread_enter(enum vmm_thread_role role);
+
+/* Number of rules in ROLE's filter (syscalls, counting each argument-filtered variant once). */
+size_t vmm_seccomp_rule_count(enum vmm_thread_role role);
+
+/* "main", "vCPU", "device", "control". */
+const char *vmm_seccomp_role_name(enum vmm_thread_role role);
+
+/* vmm_seccomp_apply(VMM_THREAD_MAIN) with the error as -errno only (the space-vmm boot path). */
 int vmm_sandbox_apply(void);

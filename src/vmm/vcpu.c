@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "vmm/boot.h"
+#include "vmm/sandbox.h"
 #include "vmm/vm_priv.h"
 
 #define MSR_IA32_TSC            0x10
@@ -211,7 +212,13 @@ void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
+	if (vmm_seccomp_thread_enter(VMM_THREAD_VCPU) < 0)
+		return vm_stop(vm, VM_EXIT_INTERNAL, 0, "vCPU %u: cannot install its seccomp filter", v->id), NULL;
 	while (!atomic_load(&vm->stopping)) {
+		if (atomic_load(&vm->pause_req)) {
+			vm_vcpu_park(vm);
+			continue;
+		}
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			/* EINTR: kicked (or a stray signal); EAGAIN: an AP leaving the wait-for-SIPI state. */
 			if (errno == EINTR || errno == EAGAIN) {

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
@@ -26,6 +27,9 @@
 #endif
 #ifdef SPACE_HAVE_VIRTIO_VSOCK
 #include "devices/virtio_vsock.h"
+#endif
+#ifdef SPACE_HAVE_VIRTIO_NET
+#include "devices/virtio_net.h"
 #endif
 
 #define KERNEL_MAX_BYTES (512ull << 20)
@@ -55,6 +59,10 @@ void vm_stop(struct vm *vm, enum vm_exit_reason reason, unsigned code, const cha
 	}
 	pthread_mutex_unlock(&vm->lock);
 	atomic_store(&vm->stopping, true);
+	/* Parked vCPUs wake up and leave. */
+	pthread_mutex_lock(&vm->pause_lock);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->pause_lock);
 	uint64_t one = 1;
 	if (write(vm->stop_fd, &one, sizeof(one)) < 0) {
 		/* The counter cannot overflow with one write per vCPU; nothing else can fail here. */
@@ -74,12 +82,24 @@ const struct guest_mem *vm_guest_mem(const struct vm *vm)
 static int setup_memory(struct vm *vm)
 {
 	uint64_t size = vm->cfg.mem_bytes;
-	vm->mem_fd = memfd_create("space-guest-ram", MFD_CLOEXEC);
-	if (vm->mem_fd < 0)
-		return vm_fail(vm, -errno, "memfd_create: %m");
-	if (ftruncate(vm->mem_fd, (off_t)size) < 0)
-		return vm_fail(vm, -errno, "cannot size guest RAM to %llu bytes: %m", (unsigned long long)size);
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, vm->mem_fd, 0);
+	void *p;
+	if (vm->cfg.ram_fd > 0) {
+		/* A snapshot's RAM: private copy-on-write pages over the file (see vm_config.ram_fd). */
+		vm->mem_fd = fcntl(vm->cfg.ram_fd, F_DUPFD_CLOEXEC, 3);
+		if (vm->mem_fd < 0)
+			return vm_fail(vm, -errno, "cannot duplicate the guest RAM file: %m");
+		vm->ram_private = true;
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, vm->mem_fd,
+			 (off_t)vm->cfg.ram_offset);
+	} else {
+		vm->mem_fd = memfd_create("space-guest-ram", MFD_CLOEXEC);
+		if (vm->mem_fd < 0)
+			return vm_fail(vm, -errno, "memfd_create: %m");
+		if (ftruncate(vm->mem_fd, (off_t)size) < 0)
+			return vm_fail(vm, -errno, "cannot size guest RAM to %llu bytes: %m",
+				       (unsigned long long)size);
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, vm->mem_fd, 0);
+	}
 	if (p == MAP_FAILED)
 		return vm_fail(vm, -errno, "mmap of guest RAM: %m");
 	vm->ram = p;
@@ -124,7 +144,7 @@ static int check_cap(struct vm *vm, long cap, const char *name)
 int vm_create(const struct vm_config *cfg, struct vm **ret, char *err, size_t errlen)
 {
 	if (!cfg->cpus || cfg->cpus > VM_MAX_VCPUS || cfg->mem_bytes < (16ull << 20) ||
-	    cfg->mem_bytes % 4096 || cfg->mem_bytes > (1ull << 40)) {
+	    cfg->mem_bytes % 4096 || cfg->mem_bytes > (1ull << 40) || cfg->ram_offset % 4096) {
 		if (err && errlen)
 			snprintf(err, errlen, "bad VM configuration (1..%d vCPUs, >= 16 MiB of RAM)", VM_MAX_VCPUS);
 		return -EINVAL;
@@ -140,13 +160,19 @@ int vm_create(const struct vm_config *cfg, struct vm **ret, char *err, size_t er
 	for (unsigned i = 0; i < VM_MAX_VCPUS; i++)
 		vm->vcpus[i].fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
+	pthread_mutex_init(&vm->pause_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&vm->pause_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	int r;
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->stop_fd < 0) {
 		r = vm_fail(vm, -errno, "eventfd: %m");
 		goto fail;
 	}
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	vm->kvm_fd = cfg->kvm_fd > 0 ? fcntl(cfg->kvm_fd, F_DUPFD_CLOEXEC, 3) : open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {
 		r = vm_fail(vm, -errno, "cannot open /dev/kvm: %m");
 		goto fail;
@@ -315,6 +341,26 @@ int vm_add_vsock(struct vm *vm, uint64_t guest_cid, const char *uds_path)
 #endif
 }
 
+#ifdef SPACE_HAVE_VIRTIO_NET
+static int create_net(const void *arg, const struct guest_mem *mem, struct mmio_irq irq, struct mmio_dev *dev)
+{
+	return virtio_net_create(arg, mem, irq, dev);
+}
+#endif
+
+int vm_add_net(struct vm *vm, int tap_fd, const uint8_t mac[6])
+{
+#ifdef SPACE_HAVE_VIRTIO_NET
+	struct virtio_net_config nc = { .fd = tap_fd };
+	memcpy(nc.mac, mac, sizeof(nc.mac));
+	return add_mmio_dev(vm, create_net, &nc, "virtio-net");
+#else
+	(void)tap_fd;
+	(void)mac;
+	return vm_fail(vm, -EOPNOTSUPP, "this space-vmm was built without virtio-net");
+#endif
+}
+
 static int build_cmdline(struct vm *vm, const char *user, char **ret)
 {
 	size_t cap = strlen(user) + 1 + vm->nmmio * 64;
@@ -446,6 +492,96 @@ int vm_run(struct vm *vm, uint64_t timeout_ms, struct vm_outcome *ret)
 	return 0;
 }
 
+/* ---- pause / resume (any thread; the vCPU threads park in vm_vcpu_park) ---- */
+
+#define PAUSE_WAIT_MS 2000
+#define PAUSE_REKICK_MS 50
+
+void vm_vcpu_park(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->pause_lock);
+	vm->parked++;
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (atomic_load(&vm->pause_req) && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->pause_lock);
+	vm->parked--;
+	pthread_mutex_unlock(&vm->pause_lock);
+}
+
+static unsigned vcpus_started(const struct vm *vm)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < vm->nvcpus; i++)
+		n += vm->vcpus[i].thread_started;
+	return n;
+}
+
+static void deadline_in(struct timespec *ts, long ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+int vm_pause(struct vm *vm)
+{
+	if (!vm->ran || atomic_load(&vm->stopping))
+		return -ESRCH;
+	/* pause_req is set before the kicks: a vCPU that resets immediate_exit after a kick still sees it. */
+	atomic_store(&vm->pause_req, true);
+	unsigned want = vcpus_started(vm);
+	uint64_t deadline = util_now_ns() + PAUSE_WAIT_MS * 1000000ull;
+	int r = 0;
+	pthread_mutex_lock(&vm->pause_lock);
+	while (vm->parked < want && !atomic_load(&vm->stopping)) {
+		if (util_now_ns() >= deadline) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		/* Kick again now and then: a signal can land just before a vCPU blocks in the kernel. */
+		for (unsigned i = 0; i < vm->nvcpus; i++)
+			vcpu_kick(&vm->vcpus[i]);
+		struct timespec ts;
+		deadline_in(&ts, PAUSE_REKICK_MS);
+		pthread_cond_timedwait(&vm->pause_cond, &vm->pause_lock, &ts);
+	}
+	pthread_mutex_unlock(&vm->pause_lock);
+	if (atomic_load(&vm->stopping))
+		return -ESRCH;
+	return r;
+}
+
+int vm_resume(struct vm *vm)
+{
+	if (!vm->ran || atomic_load(&vm->stopping))
+		return -ESRCH;
+	pthread_mutex_lock(&vm->pause_lock);
+	if (atomic_load(&vm->pause_req)) {
+		/* The guest's kvmclock pages say it was stopped, so it does not report soft lockups. Fails with
+		 * EINVAL when the guest never enabled kvmclock: nothing to tell it then. */
+		for (unsigned i = 0; i < vm->nvcpus; i++)
+			(void)ioctl(vm->vcpus[i].fd, KVM_KVMCLOCK_CTRL, 0);
+		atomic_store(&vm->pause_req, false);
+		pthread_cond_broadcast(&vm->pause_cond);
+	}
+	pthread_mutex_unlock(&vm->pause_lock);
+	return 0;
+}
+
+bool vm_paused(struct vm *vm)
+{
+	return atomic_load(&vm->pause_req);
+}
+
+void vm_request_stop(struct vm *vm, enum vm_exit_reason reason, const char *detail)
+{
+	vm_stop(vm, reason, 0, "%s", detail); /* vm_run() then kicks and joins the vCPUs */
+}
+
 void vm_destroy(struct vm *vm)
 {
 	if (!vm)
@@ -481,5 +617,7 @@ void vm_destroy(struct vm *vm)
 	if (vm->stop_fd >= 0)
 		close(vm->stop_fd);
 	pthread_mutex_destroy(&vm->lock);
+	pthread_mutex_destroy(&vm->pause_lock);
+	pthread_cond_destroy(&vm->pause_cond);
 	free(vm);
 }

@@ -27,7 +27,8 @@ struct vm_mmio_slot {
 
 struct vm {
 	struct vm_config cfg;
-	int kvm_fd, vm_fd, mem_fd;
+	int kvm_fd, vm_fd, mem_fd;  /* mem_fd: the memfd, or the snapshot file when ram_private */
+	bool ram_private;           /* RAM is a MAP_PRIVATE mapping of a snapshot (vm_config.ram_fd) */
 	uint8_t *ram;
 	uint64_t ram_size;
 	struct guest_mem mem;
@@ -45,6 +46,13 @@ struct vm {
 	atomic_bool stopping;
 	struct vm_outcome outcome;
 	int stop_fd;                /* eventfd: a vCPU thread ended the VM */
+
+	/* Pause: vm_pause() sets pause_req and kicks; each vCPU thread parks in vm_vcpu_park() outside
+	 * KVM_RUN until vm_resume() or the VM stops. pause_lock guards pause_req and parked. */
+	pthread_mutex_t pause_lock;
+	pthread_cond_t pause_cond;
+	atomic_bool pause_req;
+	unsigned parked;
 	char err[256];
 };
 
@@ -60,6 +68,8 @@ int vcpu_init(struct vm *vm, unsigned id);
 int vcpu_set_boot_state(struct vcpu *v, uint64_t entry, uint64_t boot_params);
 void *vcpu_thread(void *arg);
 void vcpu_kick(struct vcpu *v);
+/* Called by a vCPU thread that saw pause_req: waits outside KVM_RUN until resumed or stopping. */
+void vm_vcpu_park(struct vm *vm);
 
 /* cpuid.c: fills the vCPU's CPUID from the supported list for a VM of ncpus. */
 int cpuid_setup(int vcpu_fd, const struct kvm_cpuid2 *supported, unsigned apic_id, unsigned ncpus,

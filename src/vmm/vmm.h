@@ -4,7 +4,8 @@
  * devices. Nothing here is process-global, so several VMs could share a process; in practice each VM
  * runs in its own space-vmm process (src/vmm/main.c), which is the only place that prints or exits.
  *
- * Call order: vm_create() -> vm_add_disk()*, vm_add_rng(), vm_add_vsock() -> vm_load_kernel() -> vm_run() -> vm_destroy().
+ * Call order: vm_create() -> vm_add_disk()*, vm_add_rng(), vm_add_vsock(), vm_add_net() ->
+ * vm_load_kernel() -> vm_run() -> vm_destroy().
  * Every function returns 0 (or >= 0) on success and -errno on failure; on failure vm_error() gives a
  * human-readable reason ("bzImage truncated: ...").
  */
@@ -55,8 +56,16 @@ struct vm_config {
 	uint64_t mem_bytes;      /* guest RAM; >= 16 MiB */
 	int console_fd;          /* serial output goes here when >= 0 (not owned) */
 	int console_log_fd;      /* and here when >= 0 (not owned) */
+	/* > 0: an already open /dev/kvm (duplicated, not owned), for a process that can no longer open it
+	 * (jailed after opening it); 0 or -1: vm_create() opens /dev/kvm. */
+	int kvm_fd;
+	/* > 0: guest RAM is mapped MAP_PRIVATE from this file (duplicated, not owned) at ram_offset (a
+	 * multiple of 4096) instead of a new memfd, so VMs restored from one snapshot share its
+	 * unchanged pages; 0 or -1: a new memfd. */
+	int ram_fd;
+	uint64_t ram_offset;
 };
-#define VM_CONFIG_INIT { .cpus = 1, .mem_bytes = 256ull << 20, .console_fd = -1, .console_log_fd = -1 }
+#define VM_CONFIG_INIT { .cpus = 1, .mem_bytes = 256ull << 20, .console_fd = -1, .console_log_fd = -1, .kvm_fd = -1, .ram_fd = -1 }
 
 struct vm_outcome {
 	enum vm_exit_reason reason;
@@ -85,6 +94,14 @@ int vm_add_rng(struct vm *vm);
 int vm_add_vsock(struct vm *vm, uint64_t guest_cid, const char *uds_path);
 
 /*
+ * Adds a virtio-net device with the guest MAC mac, backed by tap_fd: a TAP opened IFF_TAP | IFF_NO_PI
+ * without IFF_VNET_HDR (src/devices/tap.h), or any fd whose read()/write() move one frame each. The
+ * device keeps a duplicate of tap_fd (the caller still owns and closes its own) and sets O_NONBLOCK
+ * on the shared file description. -EOPNOTSUPP when not built in.
+ */
+int vm_add_net(struct vm *vm, int tap_fd, const uint8_t mac[6]);
+
+/*
  * Loads a bzImage or vmlinux ELF (and the optional initrd), writes boot_params, the command line
  * (cmdline plus virtio_mmio.device= entries), ACPI tables, page tables, GDT, and sets the BSP's
  * registers for the 64-bit entry. Call once, after every vm_add_disk().
@@ -93,6 +110,21 @@ int vm_load_kernel(struct vm *vm, const char *kernel_path, const char *initrd_pa
 
 /* Runs the vCPUs until the guest ends the VM or timeout_ms (0 = none) passes. Fills *ret. */
 int vm_run(struct vm *vm, uint64_t timeout_ms, struct vm_outcome *ret);
+
+/*
+ * Pause and resume, callable from any thread while vm_run() runs (the space-vmm control thread).
+ * vm_pause() kicks every vCPU out of KVM_RUN and returns once all of them are parked outside it
+ * (-ETIMEDOUT if one did not park within 2 s; the pause request stays). vm_resume() tells KVM that
+ * each vCPU was stopped (KVM_KVMCLOCK_CTRL, so the guest's soft-lockup watchdog does not fire) and
+ * lets them run again. Both are idempotent; -ESRCH when the VM is not running.
+ */
+int vm_pause(struct vm *vm);
+int vm_resume(struct vm *vm);
+/* True while paused (after vm_pause(), before vm_resume()). */
+bool vm_paused(struct vm *vm);
+
+/* Ends a running VM from outside (e.g. a control request): vm_run() returns with reason and detail. */
+void vm_request_stop(struct vm *vm, enum vm_exit_reason reason, const char *detail);
 
 /* Stops the vCPUs if running, frees everything. NULL is fine. */
 void vm_destroy(struct vm *vm);

@@ -15,3 +15,16 @@ nested_cache=${NESTED_KVM_CACHE:-/var/cache/nested-kvm}
 nested_run() {
 	"$nested_tool" --timeout 1500 --rw "$1" -- sh "$2"
 }
+
+# nested_kernel: sets kver, bz (the Debian bzImage nested-kvm boots) and mods (its modules directory),
+# fetching them on first use; skips (77) when nested-kvm has none.
+nested_kernel() {
+	if [ ! -f "$nested_cache/ready" ]; then
+		# First use: let nested-kvm fetch and unpack the kernel package.
+		"$nested_tool" -- true >/dev/null 2>&1 || true
+	fi
+	kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no kernel cached"; exit 77; }
+	bz=$nested_cache/root/boot/vmlinuz-$kver
+	mods=$nested_cache/root/lib/modules/$kver
+	[ -f "$bz" ] || { echo "SKIP: $bz missing"; exit 77; }
+}

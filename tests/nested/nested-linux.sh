@@ -13,14 +13,7 @@ vmm=${SPACE_VMM_PATH:?}
 mkdir -p "$work"
 rm -f "$work"/*.log "$work"/*.rc
 
-if [ ! -f "$nested_cache/ready" ]; then
-	# First use: let nested-kvm fetch and unpack the kernel package.
-	"$nested_tool" -- true >/dev/null 2>&1 || true
-fi
-kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no kernel cached"; exit 77; }
-bz=$nested_cache/root/boot/vmlinuz-$kver
-mods=$nested_cache/root/lib/modules/$kver
-[ -f "$bz" ] || { echo "SKIP: $bz missing"; exit 77; }
+nested_kernel
 
 if [ ! -s "$work/vmlinux" ] || [ "$bz" -nt "$work/vmlinux" ]; then
 	python3 "$here/extract-vmlinux.py" "$bz" "$work/vmlinux" || exit 1

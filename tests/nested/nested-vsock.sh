@@ -14,13 +14,7 @@ vmm=${SPACE_VMM_PATH:?}
 mkdir -p "$work"
 rm -f "$work"/*.log "$work"/*.rc
 
-if [ ! -f "$nested_cache/ready" ]; then
-	"$nested_tool" -- true >/dev/null 2>&1 || true
-fi
-kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no kernel cached"; exit 77; }
-bz=$nested_cache/root/boot/vmlinuz-$kver
-mods=$nested_cache/root/lib/modules/$kver
-[ -f "$bz" ] || { echo "SKIP: $bz missing"; exit 77; }
+nested_kernel
 bb=$(command -v busybox || echo /bin/busybox)
 [ -x "$bb" ] || { echo "SKIP: a static busybox is needed"; exit 77; }
 "$vmm" --help 2>&1 | grep -q -- '--vsock' || { echo "SKIP: space-vmm built without virtio-vsock"; exit 77; }

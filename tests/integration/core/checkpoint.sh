@@ -49,6 +49,21 @@ expect_rc 0 "$SPACE" exec "$id" "${S[@]}" -- sh -c 'echo again >/root/after'
 expect_rc 0 "$SPACE" rollback "$id" "$cp1" "${S[@]}"
 expect_rc 1 "$SPACE" exec "$id" "${S[@]}" -- test -e /root/after
 
+# Guarded steps: a failing command returns the sandbox to its newest checkpoint; a succeeding one keeps its
+# writes; --checkpoint-first returns to a checkpoint taken just before the command.
+expect_rc 3 "$SPACE" exec --rollback-on-failure "$id" "${S[@]}" -- sh -c 'echo bad >/root/bad; exit 3'
+echo "$err" | grep -q "rolled back to checkpoint $cp1" || fail "failed step did not report the rollback: $err"
+expect_rc 1 "$SPACE" exec "$id" "${S[@]}" -- test -e /root/bad
+expect_rc 0 "$SPACE" exec --rollback-on-failure "$id" "${S[@]}" -- sh -c 'echo good >/root/good'
+echo "$err" | grep -q "rolled back" && fail "a succeeding step was rolled back: $err"
+expect_rc 1 "$SPACE" exec --checkpoint-first "$id" "${S[@]}" -- sh -c 'rm /root/good; exit 1'
+step_cp=$(echo "$err" | sed -n 's/.*rolled back to checkpoint \(cp-[a-z0-9]*\).*/\1/p')
+[ -n "$step_cp" ] && [ "$step_cp" != "$cp1" ] || fail "--checkpoint-first did not roll back to a new checkpoint: $err"
+expect_rc 0 "$SPACE" exec "$id" "${S[@]}" -- cat /root/good
+[ "$out" = good ] || fail "--checkpoint-first rolled back to the wrong point: $out"
+expect_rc 0 "$SPACE" checkpoint rm "$step_cp" "${S[@]}"
+expect_rc 2 "$SPACE" exec --rollback-on-failure -t "$id" "${S[@]}" -- true
+
 # Fork twice: each sees the checkpoint's files; writes in one never show in the other or the original.
 expect_rc 0 "$SPACE" fork "$cp1" --count 2 "${S[@]}"
 mapfile -t forks <<<"$out"

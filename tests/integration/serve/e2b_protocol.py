@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The E2B plane of `space serve` on the wire: control-plane status codes and error bodies, Connect
 framing of process.Process/Start (envelopes, end-of-stream, errors), unary Connect errors, /files in
-both upload formats and with chunked bodies, the sandbox fallback without E2b-Sandbox-Id, auth.
+both upload formats and with chunked bodies, per-sandbox envd access tokens (and the sandbox they name
+without E2b-Sandbox-Id), lifetimes that change (setTimeout), pause and resume through connect.
 
 Environment: SERVE_URL, SERVE_KEY.
 """
@@ -11,6 +12,7 @@ import json
 import os
 import struct
 import sys
+import time
 import urllib.parse
 
 url = urllib.parse.urlparse(os.environ["SERVE_URL"])
@@ -58,8 +60,9 @@ st, data, ct = call("POST", "/v2/sandboxes", {"templateID": "base", "envVars": {
 check(st == 201 and ct.startswith("application/json"), f"create (chunked body): 201 ({st} {data[:200]})")
 sb = json.loads(data) if st == 201 else {}
 sid = sb.get("sandboxID", "none")
-check(sb.get("envdVersion") and sb.get("envdAccessToken") == KEY and sb.get("domain") is None,
-      "Sandbox JSON: envdVersion, envdAccessToken, domain null")
+TOKEN = sb.get("envdAccessToken", "")
+check(sb.get("envdVersion") and TOKEN.startswith("sbt_") and TOKEN != KEY and sb.get("domain") is None,
+      "Sandbox JSON: envdVersion, an envdAccessToken of its own (not the API key), domain null")
 st, data, _ = call("POST", "/sandboxes", {"templateID": "no-such"}, API)
 check(st == 404 and json.loads(data).get("code") == 404, "unknown template: 404 with code 404")
 st, data, _ = call("GET", "/sandboxes/sb-nope", None, API)
@@ -73,10 +76,11 @@ st, data, _ = call("GET", "/v2/sandboxes?limit=0", None, API)
 check(st == 400, "list with limit=0: 400")
 st, data, _ = call("GET", "/v2/sandboxes?state=paused", None, API)
 check(st == 200 and json.loads(data) == [], "list of paused ones is empty")
-st, _, _ = call("POST", f"/v2/sandboxes/{sid}/connect", {"timeout": 300}, API)
-check(st == 200, "connect: 200")
+st, data, _ = call("POST", f"/v2/sandboxes/{sid}/connect", {"timeout": 300}, API)
+TOKEN2 = json.loads(data).get("envdAccessToken", "") if st == 200 else ""
+check(st == 200 and TOKEN2.startswith("sbt_") and TOKEN2 != TOKEN, "connect: 200 with a new access token")
 
-ENVD = {"X-Access-Token": KEY, "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
+ENVD = {"X-Access-Token": TOKEN, "E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}
 
 
 def envelopes(data):
@@ -132,8 +136,33 @@ st, data, _ = call("POST", "/filesystem.Filesystem/Stat", {"path": "/nope"}, ENV
 check(st == 404 and json.loads(data)["code"] == "not_found", "Stat of a missing path: not_found")
 st, data, _ = call("POST", "/filesystem.Filesystem/ListDir", b"not json", ENVD)
 check(st == 400 and json.loads(data)["code"] == "invalid_argument", "a body that is not JSON: invalid_argument")
+
+# envd auth: the sandbox's own tokens only, checked before anything else happens.
 st, data, _ = call("POST", "/process.Process/List", {}, {**ENVD, "X-Access-Token": "e2b_00"})
-check(st == 401, "a wrong access token: 401")
+check(st == 401 and json.loads(data)["code"] == "unauthenticated", "a wrong access token: 401 unauthenticated")
+st, data, _ = call("POST", "/process.Process/List", {}, {**ENVD, "X-Access-Token": KEY})
+check(st == 401, "the API key is not an access token: 401")
+st, data, _ = call("POST", "/process.Process/List", {}, {**ENVD, "X-Access-Token": TOKEN2})
+check(st == 200, "the token from connect works too")
+noauth = {k: v for k, v in ENVD.items() if k != "X-Access-Token"}
+st, data, _ = call("POST", "/filesystem.Filesystem/MakeDir", {"path": "/tmp/unauth"}, noauth)
+check(st == 401 and json.loads(data)["code"] == "unauthenticated", "no access token on an RPC: 401")
+st, data, _ = call("POST", "/files?path=%2Ftmp%2Funauth", b"x", {**noauth, "Content-Type": "application/octet-stream"})
+check(st == 401 and json.loads(data)["code"] == 401, "no access token on /files: 401 with code 401")
+st, data, _ = call("POST", "/filesystem.Filesystem/Stat", {"path": "/tmp/unauth"}, ENVD)
+check(st == 404, "refused calls touched nothing")
+# A second sandbox: each token opens its own sandbox only.
+st, data, _ = call("POST", "/v2/sandboxes", {"templateID": "base", "timeout": 300}, API)
+sb_b = json.loads(data) if st == 201 else {}
+sid_b, TOKEN_B = sb_b.get("sandboxID", "none"), sb_b.get("envdAccessToken", "")
+check(st == 201 and TOKEN_B and TOKEN_B != TOKEN, "a second sandbox with its own token")
+ENVD_B = {"X-Access-Token": TOKEN_B, "E2b-Sandbox-Id": sid_b}
+st, data, _ = call("POST", "/filesystem.Filesystem/MakeDir", {"path": "/tmp/cross"}, {**ENVD_B, "X-Access-Token": TOKEN})
+check(st == 401, "sandbox A's token on sandbox B: 401")
+st, data, _ = start({"process": {"cmd": "/bin/sh", "args": ["-c", "touch /tmp/cross"]}}, {**ENVD, "E2b-Sandbox-Id": sid_b})
+check(st == 401, "sandbox A's token on sandbox B, streaming Start: 401")
+st, data, _ = call("POST", "/filesystem.Filesystem/Stat", {"path": "/tmp/cross"}, ENVD_B)
+check(st == 404, "sandbox B untouched by refused calls")
 
 # /files: octet-stream (chunked), multipart with several parts, relative paths, 404 as JSON.
 st, data, _ = call("POST", "/files?path=%2Ftmp%2Foct", b"\x00\x01binary" * 100,
@@ -152,19 +181,67 @@ st, data, _ = call("GET", "/files?path=rel", None, ENVD)
 check(st == 200 and data == b"two", "relative paths are under /root")
 st, data, _ = call("GET", "/files?path=%2Fnope", None, ENVD)
 check(st == 404 and json.loads(data)["code"] == 404, "download of a missing file: 404 with code 404")
-# Without E2b-Sandbox-Id (SDKs before 2.15 on /files): the newest running sandbox.
-st, data, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {"X-Access-Token": KEY})
-check(st == 200 and data == b"one", "no sandbox header: the newest running sandbox")
+# Without E2b-Sandbox-Id (SDKs before 2.15 on /files): the token names the sandbox (B is newer).
+st, data, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {"X-Access-Token": TOKEN})
+check(st == 200 and data == b"one", "no sandbox header: the token's sandbox")
 st, _, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {**ENVD, "E2b-Sandbox-Id": "sb-gone"})
-check(st == 502, "envd call for a sandbox that is not there: 502")
+check(st == 401, "a token for another sandbox id: 401")
 
-# Timeout and pause are refused honestly; kill is 204 then 404.
-st, data, _ = call("POST", f"/sandboxes/{sid}/timeout", {"timeout": 60}, API)
-check(st == 501, "timeout change: 501")
+
+def info(i):
+    st, data, _ = call("GET", f"/sandboxes/{i}", None, API)
+    return json.loads(data) if st == 200 else {"status": st}
+
+
+# setTimeout: 204; extending keeps the sandbox past its old deadline, shortening ends it on time.
+st, data, _ = call("POST", f"/sandboxes/{sid}/timeout", {"timeout": 3}, API)
+check(st == 204, f"timeout change: 204 ({st} {data[:100]})")
+st, data, _ = call("POST", f"/sandboxes/{sid}/timeout", {"timeout": 600}, API)
+check(st == 204, "timeout extended: 204")
+st, data, _ = call("POST", f"/sandboxes/{sid}/timeout", {}, API)
+check(st == 400, "timeout without a value: 400")
+st, data, _ = call("POST", "/sandboxes/sb-nope/timeout", {"timeout": 3}, API)
+check(st == 404 and json.loads(data)["code"] == 404, "timeout of an unknown sandbox: 404")
+st, data, _ = call("POST", f"/sandboxes/{sid_b}/timeout", {"timeout": 2}, API)
+check(st == 204, "sandbox B's timeout shortened to 2 s")
+time.sleep(4.5)
+st, data, _ = start({"process": {"cmd": "/bin/sh", "args": ["-c", "echo alive"]}, "stdin": False})
+ev = envelopes(data)
+check(st == 200 and any("data" in e["event"] for f, e in ev if f == 0), "sandbox A lives past its old 3 s deadline")
+gone = False
+for _ in range(40):           # the server reaps every 5 s
+    if info(sid_b).get("status") == 404:
+        gone = True
+        break
+    time.sleep(0.25)
+check(gone, "sandbox B is gone after its shortened lifetime")
+st, _, _ = call("POST", "/process.Process/List", {}, ENVD_B)
+check(st == 502, "envd call for a sandbox that is gone: 502")
+
+# pause: 204, listed as paused, 409 the second time; connect resumes it (201) with a new token.
+st, data, _ = call("POST", f"/sandboxes/{sid}/pause", {}, API)
+check(st == 204, f"pause: 204 ({st} {data[:100]})")
+check(info(sid).get("state") == "paused", "info: paused")
+st, data, _ = call("GET", "/v2/sandboxes?state=paused", None, API)
+check(st == 200 and [s["sandboxID"] for s in json.loads(data)] == [sid], "list state=paused shows it")
+st, data, _ = call("POST", f"/sandboxes/{sid}/pause", {}, API)
+check(st == 409 and json.loads(data)["code"] == 409, "pause again: 409")
+st, data, _ = call("POST", f"/v2/sandboxes/{sid}/connect", {"timeout": 120}, API)
+tok3 = json.loads(data).get("envdAccessToken", "") if st == 201 else ""
+check(st == 201 and tok3.startswith("sbt_"), f"connect to a paused sandbox resumes it: 201 ({st})")
+check(info(sid).get("state") == "running", "info: running again")
+st, data, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {**ENVD, "X-Access-Token": tok3})
+check(st == 200 and data == b"one", "files kept across pause and resume")
+st, data, _ = call("POST", f"/sandboxes/{sid}/resume", {"timeout": 60}, API)
+check(st == 409, "resume of a running sandbox: 409")
+
+# kill is 204 then 404; its tokens then reach nothing (502, like E2B's proxy).
 st, _, _ = call("DELETE", f"/sandboxes/{sid}", None, API)
 check(st == 204, "kill: 204")
 st, data, _ = call("DELETE", f"/sandboxes/{sid}", None, API)
 check(st == 404 and json.loads(data)["code"] == 404, "kill again: 404")
+st, _, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, ENVD)
+check(st == 502, "envd call with the token of a killed sandbox: 502")
 
 print("failures:", failures)
 sys.exit(1 if failures else 0)

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""HTTP checks of `space serve` (started by serve_api.sh with --max-upload 8M --connection-timeout 2).
+"""HTTP checks of `space serve` (started by serve_api.sh with --max-upload 8M --connection-timeout 2
+--request-timeout 5).
 
 Environment: SERVE_URL, SERVE_KEY, SERVE_PID, SERVE_STATE, SPACE_CLI. Standard library only.
 """
@@ -180,6 +181,42 @@ except (ConnectionResetError, socket.timeout):
 check(dropped and time.time() - t0 < 10, "slow client dropped at the connection timeout")
 slow.close()
 
+# A body that trickles in (a byte every half second: never idle for the 2 s connection timeout) is cut
+# off at the 5 s request timeout, while others are served; a body that stops short of its
+# Content-Length is dropped at the connection timeout.
+trickle = socket.create_connection((URL.hostname, URL.port))
+trickle.sendall(f"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: {KEY}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n".encode())
+t0, cut = time.time(), False
+trickle.settimeout(0.5)
+while time.time() - t0 < 15:
+    try:
+        trickle.sendall(b" ")
+        if trickle.recv(4096) == b"":
+            cut = True
+            break
+    except socket.timeout:
+        continue
+    except (BrokenPipeError, ConnectionResetError):
+        cut = True
+        break
+    st, _, _ = call("GET", "/v1/health", auth=False)
+    if st != 200:
+        break
+check(cut and 4 <= time.time() - t0 < 12, f"trickling body cut off at the request timeout ({time.time() - t0:.1f} s)")
+trickle.close()
+short_body = socket.create_connection((URL.hostname, URL.port))
+short_body.sendall(f"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nX-API-Key: {KEY}\r\n"
+                   f"Content-Length: 100\r\n\r\n{{\"template\":".encode())
+short_body.settimeout(15)
+try:
+    gone = short_body.recv(4096) == b""
+except (socket.timeout, ConnectionResetError):
+    gone = False
+short_body.close()
+st, _, _ = call("GET", "/v1/health", auth=False)
+check(gone and st == 200, "a body short of its Content-Length: connection closed, server fine")
+
 # --- lifecycle, list, pagination, metadata ----------------------------------------------------------
 a = create(env={"GREETING": "hello"}, metadata={"task": "t1", "n": 1}, timeout_s=3600)
 b = create(metadata={"task": "t2"})
@@ -230,7 +267,8 @@ st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["true"], "tty": 
 check(st == 400 and err_code(data) == "unknown_field", "exec unknown field: 400")
 st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["printf", "\\377\\376ok\\342\\202\\254"]})
 check(st == 200 and data["stdout"] == "\ufffd\ufffdok\u20ac", f"invalid UTF-8 output is replaced: {data}")
-st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["head", "-c", "20000000", "/dev/zero"]})
+# (Printable bytes: NULs would come back as "\\u0000", six times the bytes, and make this slow.)
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["sh", "-c", "head -c 20000000 /dev/zero | tr '\\0' a"]})
 check(st == 200 and data["stdout_truncated"] and len(data["stdout"]) == 16 << 20, "output capped at 16 MiB")
 
 # Streaming: lines arrive while the process runs, in order, and end with the result.
@@ -328,9 +366,93 @@ st, data, _ = call("GET", q(f"/v1/sandboxes/{a}/files/list", path="/root"))
 names = [e["name"] for e in data["entries"]]
 check("too-big" not in names and not any(".upload-" in n for n in names), f"nothing left of refused uploads: {names}")
 
-# --- not implemented ---------------------------------------------------------------------------------
+# --- pause, resume ------------------------------------------------------------------------------------
 st, data, _ = call("POST", f"/v1/sandboxes/{a}/pause")
-check(st == 501 and err_code(data) == "not_implemented", "pause: 501")
+check(st == 200 and data["status"] == "paused", f"pause: 200 paused ({st} {data})")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["true"]})
+check(st == 409 and err_code(data) == "busy", "exec in a paused sandbox: 409 busy")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {"timeout_s": 60})
+check(st == 409 and err_code(data) == "busy", "timeout of a paused sandbox: 409 busy")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/pause", {"colour": 1})
+check(st == 400 and err_code(data) == "unknown_field", "pause with an unknown field: 400")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/resume", {})
+check(st == 200 and data["status"] == "running", "resume: 200 running")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/exec", {"argv": ["echo", "back"]})
+check(st == 200 and data["stdout"] == "back\n", "exec after resume")
+
+# --- lifetimes -----------------------------------------------------------------------------------------
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {})
+check(st == 400 and err_code(data) == "invalid", "timeout without timeout_s: 400")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {"timeout_s": 600, "extra": 1})
+check(st == 400 and err_code(data) == "unknown_field", "timeout with an unknown field: 400")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {"timeout_s": 400 * 86400})
+check(st == 400 and err_code(data) == "invalid", "timeout over 366 days: 400")
+st, data, _ = call("POST", "/v1/sandboxes/sb-aaaaaaaaaaaaaaaa/timeout", {"timeout_s": 5})
+check(st == 404, "timeout of an unknown sandbox: 404")
+short, longer = create(timeout_s=300), create(timeout_s=3)
+t0 = time.time()
+st, data, _ = call("POST", f"/v1/sandboxes/{longer}/timeout", {"timeout_s": 30})
+check(st == 200 and abs(data["expires_ms"] / 1000 - time.time() - 30) < 5, f"timeout extended: expires_ms moved ({data})")
+st, data, _ = call("POST", f"/v1/sandboxes/{short}/timeout", {"timeout_s": 2})
+check(st == 200 and data["expires_ms"] / 1000 - time.time() < 3, "timeout shortened to 2 s")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {"timeout_s": 0})
+check(st == 200 and data.get("expires_ms", 0) == 0, "timeout 0: no lifetime")
+time.sleep(max(0, t0 + 4.5 - time.time()))
+st, data, _ = call("POST", f"/v1/sandboxes/{longer}/exec", {"argv": ["echo", "alive"]})
+check(st == 200 and data["stdout"] == "alive\n", "extended sandbox runs past its old 3 s deadline")
+gone = False
+for _ in range(40):
+    st, data, _ = call("GET", f"/v1/sandboxes/{short}")
+    if st == 404:
+        gone = True
+        break
+    time.sleep(0.25)
+check(gone and time.time() - t0 < 12, f"shortened sandbox gone on time ({time.time() - t0:.1f} s)")
+st, data, _ = call("GET", q("/v1/events", sandbox=longer))
+kinds = [e["kind"] for e in data["events"]] if st == 200 else []
+check(st == 200 and "lifetime" in kinds and all(e["sandbox"] == longer for e in data["events"]),
+      f"events of one sandbox, with its lifetime change ({kinds})")
+st, page, _ = call("GET", q("/v1/events", limit=2))
+st2, page2, _ = call("GET", q("/v1/events", limit=2, after=page["next_after"]))
+check(st == 200 and st2 == 200 and len(page["events"]) == 2 and
+      page2["events"][0]["seq"] > page["events"][-1]["seq"], "events paged with after/next_after")
+st, data, _ = call("GET", q("/v1/events", limit=0))
+check(st == 400, "events limit=0: 400")
+call("DELETE", f"/v1/sandboxes/{longer}")
+
+# --- checkpoints, rollback, fork ---------------------------------------------------------------------
+call("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/state.txt"), b"one")
+st, cp, _ = call("POST", f"/v1/sandboxes/{a}/checkpoints", {"name": "v1"})
+check(st == 201 and cp["id"].startswith("cp-") and cp["name"] == "v1" and cp["sandbox"] == a and "path" not in cp,
+      f"checkpoint: 201 ({st} {cp})")
+st, cp2, _ = call("POST", f"/v1/sandboxes/{a}/checkpoints")
+check(st == 201 and cp2["name"] is None, "checkpoint without a body")
+st, data, _ = call("GET", f"/v1/sandboxes/{a}/checkpoints")
+check(st == 200 and [c["id"] for c in data["checkpoints"]] == [cp["id"], cp2["id"]], "checkpoints listed, oldest first")
+call("PUT", q(f"/v1/sandboxes/{a}/files", path="/root/state.txt"), b"two")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/rollback", {"checkpoint": cp["id"]})
+check(st == 200 and data["status"] == "running", f"rollback: 200 ({st} {data})")
+st, got, _ = call("GET", q(f"/v1/sandboxes/{a}/files", path="/root/state.txt"), raw=True)
+check(got == b"one", f"rollback restored the file ({got!r})")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/rollback", {"checkpoint": "cp-aaaaaaaaaaaaaaaa"})
+check(st == 404, f"rollback to an unknown checkpoint: 404 ({st})")
+st, data, _ = call("POST", f"/v1/sandboxes/{a}/rollback", {})
+check(st == 400, "rollback without a checkpoint: 400")
+st, data, _ = call("POST", f"/v1/checkpoints/{cp['id']}/fork", {"count": 2})
+forks = [s["id"] for s in data.get("sandboxes", [])] if st == 201 else []
+check(st == 201 and len(forks) == 2 and a not in forks, f"fork 2: 201 ({st} {data})")
+for f in forks:
+    st, got, _ = call("GET", q(f"/v1/sandboxes/{f}/files", path="/root/state.txt"), raw=True)
+    check(got == b"one", "a fork has the checkpoint's files")
+    call("DELETE", f"/v1/sandboxes/{f}")
+st, data, _ = call("POST", f"/v1/checkpoints/{cp['id']}/fork", {"count": 65})
+check(st == 400, "fork of 65: 400")
+st, data, _ = call("GET", f"/v1/checkpoints/{cp2['id']}")
+check(st == 200 and data["id"] == cp2["id"], "get a checkpoint")
+st, _, _ = call("DELETE", f"/v1/checkpoints/{cp2['id']}")
+st2, _, _ = call("GET", f"/v1/checkpoints/{cp2['id']}")
+check(st == 204 and st2 == 404, "delete a checkpoint, then 404")
+call("DELETE", f"/v1/checkpoints/{cp['id']}")
 
 # --- delete ------------------------------------------------------------------------------------------
 st, _, _ = call("DELETE", f"/v1/sandboxes/{b}")

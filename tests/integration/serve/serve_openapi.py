@@ -53,13 +53,19 @@ check(st == 201, f"POST /v1/sandboxes with the documented example: {st}")
 if st != 201:
     sys.exit(1)
 sandbox = json.loads(data)["id"]
+# A checkpoint of it for the /v1/checkpoints/{id} operations and the rollback example.
+st, data, _ = request("POST", f"/v1/sandboxes/{sandbox}/checkpoints", b"{}", "application/json")
+check(st == 201, f"a checkpoint for the checkpoint operations: {st}")
+checkpoint = json.loads(data)["id"] if st == 201 else "cp-none"
 
 
 def order(op):
     """Creating things first, reading next, removing last, the sandbox itself at the very end."""
     method, path = op
+    if path == "/v1/sandboxes/{id}/rollback":
+        return (2.5, path)   # after the file operations: a rollback restarts the sandbox on older files
     if method == "delete":
-        return (3 if path == "/v1/sandboxes/{id}" else 2, path)
+        return ({"/v1/sandboxes/{id}": 3, "/v1/checkpoints/{id}": 2.7}.get(path, 2), path)
     return ({"put": 0, "post": 1}.get(method, 1 if "mkdir" in path else 1.5), path)
 
 
@@ -71,7 +77,8 @@ for method, path in ops:
     query, real_path = {}, path
     for p in op.get("parameters", []):
         if p["in"] == "path":
-            real_path = real_path.replace("{" + p["name"] + "}", sandbox)
+            real_path = real_path.replace("{" + p["name"] + "}",
+                                          checkpoint if path.startswith("/v1/checkpoints/") else sandbox)
         elif p["in"] == "query" and "example" in p and (p.get("required") or p["name"] not in ("cursor",)):
             query[p["name"]] = p["example"]
     if path == "/v1/sandboxes":
@@ -81,6 +88,8 @@ for method, path in ops:
     if "requestBody" in op:
         ctype, media = next(iter(op["requestBody"]["content"].items()))
         example = media.get("example")
+        if isinstance(example, dict) and "checkpoint" in example:
+            example = {**example, "checkpoint": checkpoint}
         body = json.dumps(example).encode() if ctype == "application/json" else str(example).encode()
     codes = sorted(int(c) for c in op["responses"])
     want = next((c for c in codes if 200 <= c < 300), next(c for c in codes if c != 401))

@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * space_doctor: what this host can do for libspace, and how to fix what it cannot.
+ *
+ * Every check is cheap and side-effect free except the ring-0 probe, which runs `space-vmm probe` (a
+ * throwaway VM timing a short loop of guest kernel-mode code, a few tens of milliseconds).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/doctor.h"
+#include "core/internal.h"
+#include "jail/jail.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete)
+
+enum level { LVL_OK, LVL_WARN, LVL_FAIL };
+static const char *const level_names[] = { "ok", "warn", "fail" };
+
+static cJSON *add_check(cJSON *checks, const char *name, enum level lvl, const char *detail, const char *fix)
+{
+	cJSON *c = cJSON_CreateObject();
+	if (!c)
+		return NULL;
+	cJSON_AddStringToObject(c, "name", name);
+	cJSON_AddStringToObject(c, "status", level_names[lvl]);
+	cJSON_AddStringToObject(c, "detail", detail);
+	if (fix && *fix)
+		cJSON_AddStringToObject(c, "fix", fix);
+	cJSON_AddItemToArray(checks, c);
+	return c;
+}
+
+static bool cpu_flag(const char *flag)
+{
+	_cleanup_free_ char *info = NULL;
+	if (util_read_file("/proc/cpuinfo", 1 << 20, &info, NULL) < 0)
+		return false;
+	const char *flags = strstr(info, "\nflags");
+	if (!flags)
+		return false;
+	const char *eol = strchr(flags + 1, '\n');
+	size_t n = strlen(flag);
+	for (const char *p = strstr(flags, flag); p && (!eol || p < eol); p = strstr(p + 1, flag))
+		if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+/* Why /dev/kvm is missing or closed, in words a user can act on. */
+static void kvm_missing_reason(int err, char *buf, size_t len)
+{
+	bool hv = cpu_flag("hypervisor"), vmx = cpu_flag("vmx"), svm = cpu_flag("svm");
+	if (err == -EACCES)
+		snprintf(buf, len, "/dev/kvm exists but this user cannot open it");
+	else if (access("/sys/module/kvm_pvm", F_OK) == 0)
+		snprintf(buf, len, "/dev/kvm is missing: this kernel is itself a PVM guest (nested PVM virtualization "
+				   "without a KVM device for its own guests)");
+	else if (!vmx && !svm && hv)
+		snprintf(buf, len, "/dev/kvm is missing: this host is a virtual machine whose CPU does not expose "
+				   "VMX/SVM (nested virtualization is off)");
+	else if (!vmx && !svm)
+		snprintf(buf, len, "/dev/kvm is missing: the CPU shows no VMX/SVM (virtualization disabled in firmware?)");
+	else
+		snprintf(buf, len, "/dev/kvm is missing although the CPU has %s: the kvm module is not loaded",
+			 vmx ? "VMX" : "SVM");
+}
+
+int doctor_probe_ring0(space_ctx *ctx, struct doctor_ring0 *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	char vmm[PATH_MAX];
+	int r = ctx_helper_path(ctx, "space-vmm", vmm, sizeof(vmm));
+	if (r < 0) {
+		snprintf(ret->error, sizeof(ret->error), "space-vmm not found at %s: %s", vmm, strerror(-r));
+		return r;
+	}
+	const char *argv[] = { vmm, "probe", NULL };
+	_cleanup_free_ char *out = NULL;
+	int rr = util_run(argv, &out);
+	_cleanup_(cJSON_Deletep) cJSON *j = out ? cJSON_Parse(out) : NULL;
+	if (!j || !cJSON_IsObject(j)) {
+		snprintf(ret->error, sizeof(ret->error), "space-vmm probe failed (%s): %.200s", strerror(-rr),
+			 out ? out : "");
+		return rr < 0 ? rr : -EIO;
+	}
+	if (!cJSON_IsTrue(cJSON_GetObjectItem(j, "kvm"))) {
+		const char *e = cJSON_GetStringValue(cJSON_GetObjectItem(j, "error"));
+		snprintf(ret->error, sizeof(ret->error), "%s", e ? e : "KVM unusable");
+		return -ENODEV;
+	}
+	const cJSON *ns = cJSON_GetObjectItem(j, "ns_per_insn");
+	const char *verdict = cJSON_GetStringValue(cJSON_GetObjectItem(j, "verdict"));
+	if (!cJSON_IsNumber(ns) || !verdict) {
+		snprintf(ret->error, sizeof(ret->error), "space-vmm probe printed no measurement");
+		return -EIO;
+	}
+	ret->ns_per_insn = ns->valuedouble;
+	snprintf(ret->verdict, sizeof(ret->verdict), "%s", verdict);
+	return 0;
+}
+
+int doctor_vm_usable(space_ctx *ctx)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		char why[256];
+		kvm_missing_reason(-errno, why, sizeof(why));
+		return ctx_error_msg(ctx, -ENODEV,
+				     "vm isolation is not usable on this host: %s. Use --isolation jail (a weaker "
+				     "boundary that shares the host kernel) or a host with hardware virtualization; "
+				     "`space doctor` shows what works here",
+				     why);
+	}
+	close(fd);
+	struct doctor_ring0 p;
+	int r = doctor_probe_ring0(ctx, &p);
+	if (r < 0)
+		return ctx_error_msg(ctx, -ENODEV,
+				     "vm isolation is not usable on this host: %s; `space doctor` shows what works here",
+				     p.error);
+	if (!strcmp(p.verdict, "emulated"))
+		return ctx_error_msg(ctx, -ENODEV,
+				     "vm isolation is not usable on this host: its KVM emulates guest kernel code "
+				     "(%.0f ns per instruction; nested/emulated virtualization such as PVM), so a Linux "
+				     "guest would not boot. Use --isolation jail, or a host with hardware "
+				     "virtualization (VMX/SVM); `space doctor` has details",
+				     p.ns_per_insn);
+	return 0;
+}
+
+/* 0 when a child can enter new user, mount, pid, net, ipc and uts namespaces. */
+static int try_namespaces(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+		if (geteuid() != 0)
+			flags |= CLONE_NEWUSER;
+		_exit(unshare(flags) == 0 ? 0 : (errno & 0x7f));
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -(WIFEXITED(st) ? WEXITSTATUS(st) : EIO);
+}
+
+static int try_user_namespace(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0x7f));
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -(WIFEXITED(st) ? WEXITSTATUS(st) : EIO);
+}
+
+static void check_kvm(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *vm_slow)
+{
+	char buf[512];
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		kvm_missing_reason(-errno, buf, sizeof(buf));
+		add_check(checks, "kvm", LVL_FAIL, buf,
+			  errno == EACCES ? "run as root or add the user to the kvm group"
+					  : "use a host (or a VM with nested virtualization) that exposes VMX/SVM and load "
+					    "kvm_intel or kvm_amd; until then use --isolation jail");
+		add_check(checks, "ring0", LVL_FAIL, "not measured: no usable /dev/kvm", "see the kvm check");
+		*vm_ok = false;
+		return;
+	}
+	close(fd);
+	add_check(checks, "kvm", LVL_OK, "/dev/kvm opens read-write", NULL);
+
+	struct doctor_ring0 p;
+	if (doctor_probe_ring0(ctx, &p) < 0) {
+		add_check(checks, "ring0", LVL_FAIL, p.error, "check that space-vmm is installed and KVM works");
+		*vm_ok = false;
+		return;
+	}
+	if (!strcmp(p.verdict, "emulated")) {
+		snprintf(buf, sizeof(buf),
+			 "guest kernel code is emulated: %.0f ns per instruction (native is under 5); stock Linux "
+			 "guests do not boot (nested PVM-style virtualization)",
+			 p.ns_per_insn);
+		add_check(checks, "ring0", LVL_FAIL, buf,
+			  "use --isolation jail here, or a host with hardware virtualization");
+		*vm_ok = false;
+	} else {
+		snprintf(buf, sizeof(buf), "guest kernel code runs %s: %.2f ns per instruction",
+			 !strcmp(p.verdict, "native") ? "natively" : "slowly (nested virtualization) but usable",
+			 p.ns_per_insn);
+		add_check(checks, "ring0", !strcmp(p.verdict, "native") ? LVL_OK : LVL_WARN, buf,
+			  !strcmp(p.verdict, "native") ? NULL : "expect slow boots; prefer a host with direct VMX/SVM");
+		*vm_slow = strcmp(p.verdict, "native") != 0;
+	}
+}
+
+static void check_helpers(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok)
+{
+	static const char *const names[] = { "space-vmm", "space-agent" };
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		char path[PATH_MAX], buf[PATH_MAX + 64];
+		int r = ctx_helper_path(ctx, names[i], path, sizeof(path));
+		if (r < 0) {
+			snprintf(buf, sizeof(buf), "%s: %s", path, strerror(-r));
+			add_check(checks, names[i], LVL_FAIL, buf,
+				  "reinstall libspace, or point SPACE_VMM_PATH / SPACE_AGENT_PATH at the binary");
+			if (i == 0)
+				*vm_ok = false;
+			else
+				*vm_ok = *jail_ok = false;
+		} else {
+			add_check(checks, names[i], LVL_OK, path, NULL);
+		}
+	}
+}
+
+static void check_kernel(space_ctx *ctx, cJSON *checks)
+{
+	struct utsname u;
+	char path[PATH_MAX], buf[PATH_MAX + 128];
+	if (uname(&u) == 0) {
+		snprintf(path, sizeof(path), "/boot/vmlinuz-%s", u.release);
+		if (access(path, R_OK) == 0) {
+			snprintf(buf, sizeof(buf), "the host's own kernel %s (modules from /lib/modules/%s)", path,
+				 u.release);
+			add_check(checks, "guest-kernel", LVL_OK, buf, NULL);
+			return;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/kernels", ctx->state_dir);
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(buf, sizeof(buf), "kernels fetched under %s", path);
+		add_check(checks, "guest-kernel", LVL_OK, buf, NULL);
+		return;
+	}
+	if (util_have_program("apt-get") && util_have_program("dpkg-deb")) {
+		add_check(checks, "guest-kernel", LVL_WARN,
+			  "no /boot/vmlinuz for the running kernel: Debian's linux-image-cloud-amd64 will be fetched "
+			  "(not installed) on first use",
+			  "`space kernel fetch` fetches it now; or import templates with --kernel");
+		return;
+	}
+	add_check(checks, "guest-kernel", LVL_WARN, "no guest kernel found and no apt-get to fetch one",
+		  "import templates with --kernel FILE --modules DIR");
+}
+
+static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok)
+{
+	struct space_pool_info pi = { .version = 1 };
+	char buf[PATH_MAX + 128], fb[32];
+	int r = space_pool_info(ctx, &pi);
+	if (r < 0) {
+		snprintf(buf, sizeof(buf), "%s", space_ctx_last_error(ctx));
+		add_check(checks, "pool", LVL_FAIL, buf, "run `space init` (as root) to create the state dir and pool");
+		*vm_ok = *jail_ok = false;
+		return;
+	}
+	snprintf(buf, sizeof(buf), "btrfs pool at %s%s%s%s, %s free", pi.path, pi.loop_image[0] ? " (loop image " : "",
+		 pi.loop_image, pi.loop_image[0] ? ")" : "", util_format_size(pi.free_bytes, fb, sizeof(fb)));
+	add_check(checks, "pool", LVL_OK, buf, NULL);
+}
+
+static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
+{
+	char buf[256];
+	int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(buf, sizeof(buf), "/dev/loop-control: %s", strerror(errno));
+		add_check(checks, "loop", LVL_WARN, buf, "modprobe loop (needed for --loop-pool and jail sandboxes)");
+		*jail_ok = false;
+	} else {
+		close(fd);
+		add_check(checks, "loop", LVL_OK, "loop devices available", NULL);
+	}
+
+	int r = try_namespaces();
+	if (r < 0) {
+		snprintf(buf, sizeof(buf), "cannot enter new mount/pid/net/ipc/uts namespaces: %s", strerror(-r));
+		add_check(checks, "namespaces", LVL_FAIL, buf, "run as root on a kernel with namespaces enabled");
+		*jail_ok = false;
+	} else {
+		add_check(checks, "namespaces", LVL_OK, "mount, pid, net, ipc and uts namespaces", NULL);
+	}
+	r = try_user_namespace();
+	if (r < 0) {
+		snprintf(buf, sizeof(buf), "user namespaces: %s (jail sandboxes fall back to host uids)", strerror(-r));
+		add_check(checks, "userns", LVL_WARN, buf, "sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces");
+	} else {
+		add_check(checks, "userns", LVL_OK, "user namespaces", NULL);
+	}
+
+	_cleanup_free_ char *actions = NULL;
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 ||
+	    util_read_file("/proc/sys/kernel/seccomp/actions_avail", 4096, &actions, NULL) < 0 ||
+	    !strstr(actions, "kill_process")) {
+		add_check(checks, "seccomp", LVL_FAIL, "seccomp filters with kill_process are not available",
+			  "a kernel with CONFIG_SECCOMP_FILTER (4.14 or newer)");
+		*vm_ok = *jail_ok = false;
+	} else {
+		add_check(checks, "seccomp", LVL_OK, "seccomp filters (kill_process available)", NULL);
+	}
+
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi < 0) {
+		snprintf(buf, sizeof(buf), "Landlock: %s", errno == EOPNOTSUPP ? "disabled at boot" : strerror(errno));
+		add_check(checks, "landlock", LVL_WARN, buf, "add landlock to the lsm= kernel parameter (optional layer)");
+	} else {
+		snprintf(buf, sizeof(buf), "Landlock ABI %ld", abi);
+		add_check(checks, "landlock", LVL_OK, buf, NULL);
+	}
+
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(buf, sizeof(buf), "/dev/net/tun: %s", strerror(errno));
+		add_check(checks, "tap", LVL_WARN, buf, "modprobe tun (VM sandboxes' network)");
+	} else {
+		close(fd);
+		add_check(checks, "tap", LVL_OK, "TAP devices (/dev/net/tun)", NULL);
+	}
+
+	int cg = jail_cgroup_version();
+	if (cg < 0) {
+		add_check(checks, "cgroups", LVL_FAIL, "neither a cgroup v2 tree nor v1 pids+freezer hierarchies",
+			  "mount cgroup2 at /sys/fs/cgroup (or v1 pids, freezer, memory, cpu)");
+		*jail_ok = false;
+	} else {
+		snprintf(buf, sizeof(buf), "cgroup %s", cg == 2 ? "v2 (unified)" : "v1 hierarchies");
+		add_check(checks, "cgroups", LVL_OK, buf, NULL);
+	}
+	if (geteuid() != 0) {
+		add_check(checks, "root", LVL_FAIL, "not running as root", "run space as root");
+		*vm_ok = *jail_ok = false;
+	}
+}
+
+SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json)
+{
+	if (!ctx || !ret_json || (flags & ~SPACE_DOCTOR_VERBOSE))
+		return -EINVAL;
+	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+	cJSON *checks = root ? cJSON_AddArrayToObject(root, "checks") : NULL;
+	if (!checks)
+		return -ENOMEM;
+	bool vm_ok = true, vm_slow = false, jail_ok = true;
+	check_kvm(ctx, checks, &vm_ok, &vm_slow);
+	check_helpers(ctx, checks, &vm_ok, &jail_ok);
+	check_kernel(ctx, checks);
+	check_host(checks, &vm_ok, &jail_ok);
+	check_pool(ctx, checks, &vm_ok, &jail_ok);
+
+	cJSON *vm = cJSON_AddObjectToObject(root, "vm");
+	cJSON *jail = cJSON_AddObjectToObject(root, "jail");
+	if (!vm || !jail)
+		return -ENOMEM;
+	cJSON_AddBoolToObject(vm, "usable", vm_ok);
+	cJSON_AddStringToObject(vm, "summary",
+				vm_ok ? (vm_slow ? "usable, slowly (nested virtualization)" : "usable")
+				      : "not usable here: see the failed checks");
+	cJSON_AddBoolToObject(jail, "usable", jail_ok);
+	cJSON_AddStringToObject(jail, "summary", jail_ok ? "usable" : "not usable here: see the failed checks");
+	char *s = cJSON_PrintUnformatted(root);
+	if (!s)
+		return -ENOMEM;
+	*ret_json = s;
+	return 0;
+}

@@ -1,0 +1,468 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The vm isolation back-end: space-vmm daemons started, watched, paused and stopped (see vm_backend.h). */
+#include "core/vm_backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/doctor.h"
+#include "core/vm_assets.h"
+#include "jail/jail.h"
+#include "jail/jail_internal.h"
+#include "proto/agent_client.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+extern char **environ;
+
+#define VM_GUEST_CID 3
+#define VM_READY_TIMEOUT_MS 60000      /* setup: read kernel and initrd, create the VM */
+#define VM_BOOT_TIMEOUT_S 120          /* to the agent's HELLO; nested KVM needs tens of seconds */
+#define VM_HELLO_SLICE_MS 2000         /* between checks that the VMM still lives */
+#define VM_STOP_GRACE_MS 3000          /* after a control stop, before SIGKILL */
+#define VM_KILL_TIMEOUT_MS 10000
+#define VM_CTL_TIMEOUT_MS 5000
+#define VM_MEM_OVERHEAD_MIB 192        /* VMM beyond guest RAM: kernel+initrd copies, stacks, buffers */
+#define VM_PIDS_MAX 64                 /* jail supervisor, VMM, vCPU/device/control threads */
+#define VM_UID_FIRST 0x90000000u       /* above the jail mode's uid ranges */
+#define VM_UID_SLOTS 0x10000000u
+
+int vm_backend_available(space_ctx *ctx)
+{
+	/* /dev/kvm opens and runs guest ring-0 code at hardware speed (src/core/doctor.c): the same
+	 * verdict and words as `space doctor`. */
+	return doctor_vm_usable(ctx);
+}
+
+void vm_backend_agent_addr(const char *runtime_dir, char *buf, size_t len)
+{
+	snprintf(buf, len, "vsock-uds:%s/vm/vsock.sock:%d", runtime_dir, VM_AGENT_PORT);
+}
+
+/* ---- the log: why did it end ---- */
+
+static bool is_status_line(const char *s)
+{
+	return !strncmp(s, "running (pid", 12) || !strncmp(s, "paused", 6) || !strncmp(s, "resumed", 7);
+}
+
+void vm_backend_death_reason(const char *runtime_dir, int pid, char *buf, size_t len)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/sandbox.log", runtime_dir);
+	snprintf(buf, len, "space-vmm (pid %d) ended without giving a reason (killed?); log: %s", pid, path);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return;
+	char tail[16384];
+	off_t from = st.st_size > (off_t)sizeof(tail) - 1 ? st.st_size - (off_t)sizeof(tail) + 1 : 0;
+	ssize_t n = pread(fd, tail, sizeof(tail) - 1, from);
+	if (n <= 0)
+		return;
+	tail[n] = '\0';
+	/* The last "space-vmm: " line that is not a status note; when it only names the signal that
+	 * killed the VMM, the line before it says why (a seccomp violation) if there is one. */
+	const char *best = NULL, *prev = NULL;
+	for (char *line = tail, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		const char *m = strstr(line, "space-vmm: ");
+		if (m && !is_status_line(m + 11)) {
+			prev = best;
+			best = m;
+		}
+	}
+	if (!best)
+		return;
+	char text[1024];
+	if (prev && !strncmp(best + 11, "killed by signal", 16))
+		snprintf(text, sizeof(text), "%s (%s)", prev, best + 11);
+	else
+		snprintf(text, sizeof(text), "%s", best);
+	/* The guest's console shares the log: keep only printable bytes. */
+	size_t k = 0;
+	for (const char *p = text; *p && k + 1 < len; p++)
+		if ((unsigned char)*p >= 0x20 && *p != 0x7f)
+			buf[k++] = *p;
+	buf[k] = '\0';
+}
+
+/* ---- control socket ---- */
+
+/*
+ * Reads one line from the daemon (its ready report or a control reply) within timeout_ms, without the
+ * newline. *ret_pid gets the sender's pid from SCM_CREDENTIALS when the socket has SO_PASSCRED (the
+ * kernel translates it into our pid namespace: the jailed VMM is PID 1 of its own), else 0.
+ */
+static int read_line(int fd, int timeout_ms, char *line, size_t len, pid_t *ret_pid)
+{
+	size_t got = 0;
+	pid_t pid = 0;
+	uint64_t deadline = util_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	while (got + 1 < len) {
+		uint64_t now = util_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int pr = poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1);
+		if (pr < 0 && errno != EINTR)
+			return -errno;
+		if (pr <= 0)
+			continue;
+		struct iovec iov = { line + got, len - 1 - got };
+		union {
+			char buf[CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr align;
+		} cm;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+		ssize_t k = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+				struct ucred uc;
+				memcpy(&uc, CMSG_DATA(c), sizeof(uc));
+				if (uc.pid > 0)
+					pid = uc.pid;
+			}
+		got += (size_t)k;
+		if (memchr(line, '\n', got))
+			break;
+	}
+	line[got] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (got == 0)
+		return -EPIPE;
+	*ret_pid = pid;
+	return 0;
+}
+
+
+static int control_request(const char *runtime_dir, const char *req, char *reply, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/control.sock", runtime_dir) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -errno;
+	char line[64];
+	int n = snprintf(line, sizeof(line), "%s\n", req);
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
+		return -errno;
+	pid_t unused;
+	int r = read_line(fd, VM_CTL_TIMEOUT_MS, reply, len, &unused);
+	if (r < 0)
+		return r;
+	return strncmp(reply, "ok", 2) ? -EIO : 0;
+}
+
+int vm_backend_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause)
+{
+	char reply[256];
+	int r = control_request(row->runtime_dir, pause ? "pause" : "resume", reply, sizeof(reply));
+	if (r == -EIO)
+		return ctx_error_msg(ctx, r, "%s sandbox %s: space-vmm says: %s", pause ? "pause" : "resume",
+				     row->info.id, reply);
+	if (r < 0)
+		return ctx_error(ctx, r, "%s sandbox %s (control socket in %s)", pause ? "pause" : "resume",
+				 row->info.id, row->runtime_dir);
+	return 0;
+}
+
+/* ---- stop ---- */
+
+/* Waits up to timeout_ms for pid (not our child) to be gone; true if it is. */
+static bool wait_gone(int pid, uint64_t start_time, int timeout_ms)
+{
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0 || !core_process_alive(pid, start_time))
+		return !core_process_alive(pid, start_time);
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	(void)poll(&p, 1, timeout_ms);
+	return !core_process_alive(pid, start_time);
+}
+
+static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t start_time, const char *cgroup)
+{
+	char reply[128];
+	if (pid > 0 && pid == getpid()) {
+		/* A creation of ours that failed before the VMM was recorded: nothing of it runs. */
+	} else if (!core_process_alive(pid, start_time)) {
+		/* The row may name an interrupted creator rather than the VMM: a VMM still answering stops. */
+		(void)control_request(runtime_dir, "stop", reply, sizeof(reply));
+	} else {
+		if (control_request(runtime_dir, "stop", reply, sizeof(reply)) < 0 ||
+		    !wait_gone(pid, start_time, VM_STOP_GRACE_MS)) {
+			ctx_log(ctx, SPACE_LOG_DEBUG, "space-vmm %d did not stop on request: SIGKILL", pid);
+			if (core_process_alive(pid, start_time))
+				(void)kill(pid, SIGKILL);
+			if (!wait_gone(pid, start_time, VM_KILL_TIMEOUT_MS))
+				return ctx_error_msg(ctx, -ETIMEDOUT, "space-vmm (pid %d) did not die", pid);
+		}
+	}
+	if (cgroup && cgroup[0]) {
+		int r = jail_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
+		if (r < 0)
+			return ctx_error(ctx, r, "remove cgroup %s", cgroup);
+	}
+	return 0;
+}
+
+int vm_backend_kill(space_ctx *ctx, const struct sandbox_row *row)
+{
+	return stop_pid(ctx, row->runtime_dir, row->info.pid, row->pid_start, row->cgroup);
+}
+
+/* ---- start ---- */
+
+struct vm_spawn {
+	char vmm[PATH_MAX], log[PATH_MAX], control[PATH_MAX], vsock_dir[PATH_MAX], vsock[PATH_MAX + 8];
+	char root[PATH_MAX], disk[PATH_MAX], cmdline[2048];
+	char cpus[16], mem[24], uid[16], vsock_arg[PATH_MAX + 16];
+	struct vm_assets assets;
+	bool jail;
+	uint32_t vmm_uid;
+};
+
+static int build_cmdline(space_ctx *ctx, struct vm_spawn *s, const char *hostname, uint32_t lifetime_s)
+{
+	char life[16], port[16];
+	snprintf(life, sizeof(life), "%u", lifetime_s);
+	snprintf(port, sizeof(port), "%d", VM_AGENT_PORT);
+	snprintf(s->cmdline, sizeof(s->cmdline), "%s", s->assets.cmdline);
+	int r = vm_cmdline_append(s->cmdline, sizeof(s->cmdline), "space.hostname", hostname);
+	if (r == 0)
+		r = vm_cmdline_append(s->cmdline, sizeof(s->cmdline), "space.port", port);
+	if (r == 0 && lifetime_s)
+		r = vm_cmdline_append(s->cmdline, sizeof(s->cmdline), "space.lifetime", life);
+	return r < 0 ? ctx_error(ctx, r, "kernel command line") : 0;
+}
+
+/* Paths, assets, ids and the directories the VMM writes into. */
+static int prepare(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
+		   struct vm_spawn *s)
+{
+	const char *rd = row->runtime_dir;
+	int r = ctx_helper_path(ctx, "space-vmm", s->vmm, sizeof(s->vmm));
+	if (r < 0)
+		return r;
+	r = vm_assets_prepare(ctx, row->info.path, &s->assets);
+	if (r < 0)
+		return r;
+	if ((r = build_cmdline(ctx, s, hostname, lifetime_s)) < 0)
+		return r;
+	snprintf(s->log, sizeof(s->log), "%s/sandbox.log", rd);
+	snprintf(s->control, sizeof(s->control), "%s/control.sock", rd);
+	snprintf(s->vsock_dir, sizeof(s->vsock_dir), "%s/vm", rd);
+	snprintf(s->vsock, sizeof(s->vsock), "%s/vsock.sock", s->vsock_dir);
+	snprintf(s->vsock_arg, sizeof(s->vsock_arg), "%d:%s", VM_GUEST_CID, s->vsock);
+	snprintf(s->root, sizeof(s->root), "%s/root", rd);
+	snprintf(s->disk, sizeof(s->disk), "%s/rootfs.ext4", row->info.path);
+	snprintf(s->cpus, sizeof(s->cpus), "%u", row->info.cpus);
+	snprintf(s->mem, sizeof(s->mem), "%u", row->info.memory_mib);
+	/* The jail is on unless SPACE_VM_JAIL=0 (debugging a VMM that cannot enter it). */
+	const char *j = getenv("SPACE_VM_JAIL");
+	s->jail = !(j && !strcmp(j, "0"));
+	uint32_t rnd;
+	if ((r = util_random_bytes(&rnd, sizeof(rnd))) < 0)
+		return ctx_error(ctx, r, "random uid");
+	s->vmm_uid = s->jail ? VM_UID_FIRST + rnd % VM_UID_SLOTS : 0;
+	snprintf(s->uid, sizeof(s->uid), "%u", s->vmm_uid);
+	/* The VMM opens its disk, kernel and sockets before it drops root and pivots into root/, which
+	 * stays empty: nothing of the host is visible to it afterwards. */
+	if ((r = util_mkdir_p(rd, 0700)) < 0 || (r = util_mkdir_p(s->vsock_dir, 0700)) < 0 ||
+	    (s->jail && (r = util_mkdir_p(s->root, 0755)) < 0))
+		return ctx_error(ctx, r, "create %s", rd);
+	return 0;
+}
+
+static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, const char *cgroup, pid_t *ret)
+{
+	const char *argv[48];
+	int n = 0;
+	argv[n++] = "space-vmm";
+	argv[n++] = "run";
+	argv[n++] = "--kernel", argv[n++] = s->assets.kernel;
+	if (s->assets.initrd[0])
+		argv[n++] = "--initrd", argv[n++] = s->assets.initrd;
+	argv[n++] = "--cmdline", argv[n++] = s->cmdline;
+	argv[n++] = "--disk", argv[n++] = s->disk;
+	argv[n++] = "--cpus", argv[n++] = s->cpus;
+	argv[n++] = "--memory", argv[n++] = s->mem;
+	argv[n++] = "--rng";
+	argv[n++] = "--vsock", argv[n++] = s->vsock_arg;
+	argv[n++] = "--control", argv[n++] = s->control;
+	argv[n++] = "--log", argv[n++] = s->log;
+	argv[n++] = "--ready-fd", argv[n++] = "3";
+	argv[n++] = "--gate";
+	if (s->jail) {
+		argv[n++] = "--jail-root", argv[n++] = s->root;
+		argv[n++] = "--jail-uid", argv[n++] = s->uid;
+		argv[n++] = "--jail-gid", argv[n++] = s->uid;
+		argv[n++] = "--netns"; /* no network device yet: an empty namespace */
+	}
+	argv[n] = NULL;
+
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, s->log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	posix_spawn_file_actions_adddup2(&fa, ready_fd, 3);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	pid_t pid;
+	int e = posix_spawn(&pid, s->vmm, &fa, &at, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (e)
+		return ctx_error(ctx, -e, "start %s", s->vmm);
+	/* In the cgroup before it forks or touches guest memory; then it may go on. */
+	int r = cgroup[0] ? jail_cgroup_attach(cgroup, pid) : 0;
+	if (r < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return ctx_error(ctx, r, "move space-vmm into cgroup %s", cgroup);
+	}
+	*ret = pid;
+	return 0;
+}
+
+static int boot_timeout_ms(void)
+{
+	const char *t = getenv("SPACE_VM_BOOT_TIMEOUT");
+	uint64_t v;
+	if (t && util_parse_uint(t, 1, 86400, &v) == 0)
+		return (int)v * 1000;
+	return VM_BOOT_TIMEOUT_S * 1000;
+}
+
+/* Waits for the agent's HELLO while the VMM lives. */
+static int wait_agent(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, uint64_t start,
+		      struct agent_info *ai)
+{
+	char addr[PATH_MAX + 32];
+	vm_backend_agent_addr(row->runtime_dir, addr, sizeof(addr));
+	int timeout = boot_timeout_ms();
+	uint64_t deadline = util_now_ns() + (uint64_t)timeout * 1000000ull;
+	struct agent_error aerr = { 0 };
+	int r = -ETIMEDOUT;
+	for (;;) {
+		if (!core_process_alive(pid, start)) {
+			char why[512];
+			vm_backend_death_reason(row->runtime_dir, pid, why, sizeof(why));
+			return ctx_error_msg(ctx, -ESRCH, "the VM ended while booting: %s", why);
+		}
+		uint64_t now = util_now_ns();
+		if (now >= deadline)
+			break;
+		uint64_t left = (deadline - now) / 1000000ull;
+		r = agent_hello(addr, left < VM_HELLO_SLICE_MS ? (int)left + 1 : VM_HELLO_SLICE_MS, ai, &aerr);
+		if (r == 0)
+			return 0;
+		if (r != -ETIMEDOUT && r != -ECONNREFUSED && r != -ENOENT && r != -ECONNRESET && r != -EPIPE)
+			break;
+	}
+	return ctx_error_msg(ctx, r, "the guest's agent did not answer within %d s: %s (see %s/sandbox.log; "
+				     "SPACE_VM_BOOT_TIMEOUT sets the limit)",
+			     timeout / 1000, aerr.msg[0] ? aerr.msg : space_strerror(r), row->runtime_dir);
+}
+
+int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
+		     struct jail_info *ji, struct agent_info *ai)
+{
+	int r;
+	_cleanup_free_ struct vm_spawn *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	if ((r = prepare(ctx, row, hostname, lifetime_s, s)) < 0)
+		return r;
+	char cgroup[JAIL_CGROUP_MAX] = "", why[256] = "";
+	struct jail_cgroup_limits lim = {
+		.cpus = row->info.cpus,
+		.memory_bytes = ((uint64_t)row->info.memory_mib + VM_MEM_OVERHEAD_MIB) << 20,
+		.pids_max = VM_PIDS_MAX,
+	};
+	if ((r = jail_cgroup_create(row->info.id, &lim, cgroup, sizeof(cgroup), why, sizeof(why))) < 0)
+		return ctx_error_msg(ctx, r, "cgroup for sandbox %s: %s", row->info.id, why[0] ? why : space_strerror(r));
+
+	_cleanup_close_ int mine = -1, theirs = -1;
+	int sp[2], one = 1, status = 0;
+	pid_t child = 0, pid = 0;
+	char line[600];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+		r = ctx_error(ctx, -errno, "socketpair");
+		goto fail_cgroup;
+	}
+	mine = sp[0];
+	theirs = sp[1];
+	(void)setsockopt(mine, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+	if ((r = spawn_vmm(ctx, s, theirs, cgroup, &child)) < 0)
+		goto fail_cgroup;
+	close(TAKE_FD(theirs));
+	(void)send(mine, "g", 1, MSG_NOSIGNAL); /* a VMM that already died is reported below */
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	r = read_line(mine, VM_READY_TIMEOUT_MS, line, sizeof(line), &pid);
+	if (r < 0 || strncmp(line, "ok ", 3) || pid <= 0) {
+		if (r == 0 && !strncmp(line, "error ", 6))
+			r = ctx_error_msg(ctx, -EIO, "space-vmm: %s", line + 6);
+		else if (r == 0)
+			r = ctx_error_msg(ctx, -EPROTO, "space-vmm said '%s'", line);
+		else if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+			r = ctx_error_msg(ctx, -EINVAL, "space-vmm refused its command line (see %s)", s->log);
+		else
+			r = ctx_error(ctx, r, "space-vmm did not report (see %s)", s->log);
+		goto fail_cgroup; /* the cgroup removal kills whatever is left in it */
+	}
+	ji->pid = pid;
+	ji->start_time = core_process_start_time(pid);
+	ji->uid_base = s->vmm_uid;
+	snprintf(ji->cgroup, sizeof(ji->cgroup), "%s", cgroup);
+	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: space-vmm pid %d booting %s", row->info.id, pid, s->assets.kernel);
+	if ((r = wait_agent(ctx, row, pid, ji->start_time, ai)) < 0) {
+		char msg[sizeof(ctx->last_error)];
+		snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+		(void)stop_pid(ctx, row->runtime_dir, pid, ji->start_time, cgroup);
+		snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+		return r;
+	}
+	return 0;
+
+fail_cgroup: {
+	char msg[sizeof(ctx->last_error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+	(void)jail_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
+	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+	return r;
+}
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The vm isolation back-end: one space-vmm daemon per sandbox (src/vmm/daemon.c), started with
+ * posix_spawn, found again by any process through the sandbox row (pid, pid start time, cgroup, runtime
+ * directory). Private to the library; sandbox.c calls it behind its iso_* dispatch.
+ *
+ * Runtime directory of a vm sandbox (<state>/run/<id>/):
+ *   sandbox.log      serial console of the guest and "space-vmm: ..." lines of the VMM
+ *   control.sock     the daemon's control socket (status, pause, resume, stop; docs/vmm.md)
+ *   vm/vsock.sock    virtio-vsock host side; the agent is at "vsock-uds:<that>:1024"
+ *   root/            the empty directory space-vmm pivot_roots into (its jail)
+ *
+ * All functions return 0 or -errno with the context's last error set.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/internal.h"
+#include "core/sandbox.h"
+
+struct jail_info;
+struct agent_info;
+
+/* 0 when this host can run vm sandboxes (/dev/kvm opens, guest ring 0 is not emulated); else -ENODEV
+ * with a message naming the cause and what to do. Fast: no disk is touched. */
+int vm_backend_available(space_ctx *ctx);
+
+/*
+ * Starts the VM of a row whose disk is in place (row->info.path/rootfs.ext4; the subvolume's
+ * template.json, kernel and initrd choose what boots) and waits until its agent answers HELLO
+ * (deadline: $SPACE_VM_BOOT_TIMEOUT seconds, default 120). Fills *ji with the daemon's pid, start time,
+ * its uid (uid_base) and cgroup, and *ai with the agent's HELLO. On failure nothing is left running.
+ */
+int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
+		     struct jail_info *ji, struct agent_info *ai);
+
+/* Stops the VM: a control `stop`, then SIGKILL after a grace period; removes its cgroup. Fine on a dead
+ * VM (idempotent). */
+int vm_backend_kill(space_ctx *ctx, const struct sandbox_row *row);
+
+/* Pauses (vCPUs parked) or resumes the VM through its control socket. */
+int vm_backend_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause);
+
+/* The agent's address of a vm sandbox with this runtime directory. */
+void vm_backend_agent_addr(const char *runtime_dir, char *buf, size_t len);
+
+/*
+ * Why the space-vmm of a sandbox is gone, for its failure reason: the last "space-vmm: ..." line of its
+ * log (e.g. "space-vmm: triple fault on vCPU 0", a seccomp violation), else a generic sentence.
+ */
+void vm_backend_death_reason(const char *runtime_dir, int pid, char *buf, size_t len);

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Attaching a sandbox to its gateway: spawn space-gateway (it outlives the caller, like the sandbox),
+ * hand it the compiled policy through a pipe, wait for "ready", then install the gateway's CA and a
+ * resolv.conf in the sandbox through its agent. Detaching ends the gateway, which takes its network
+ * namespace, the veth pair and its sockets with it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "net/net.h"
+#include "net/netcfg.h"
+#include "proto/agent_client.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define GATEWAY_READY_TIMEOUT_MS 15000
+#define GATEWAY_STOP_TIMEOUT_MS 5000
+#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define CA_LOCAL "/usr/local/share/ca-certificates/space-gateway.crt"
+
+static int gateway_path(space_ctx *ctx, char *buf, size_t len)
+{
+	return ctx_helper_path(ctx, "space-gateway", buf, len);
+}
+
+/* Reads one status line from fd within timeout_ms. */
+static int read_status(int fd, char *buf, size_t len, int timeout_ms)
+{
+	size_t n = 0;
+	int64_t deadline = util_wall_ms() + timeout_ms;
+	while (n + 1 < len) {
+		int left = (int)(deadline - util_wall_ms());
+		if (left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = poll(&p, 1, left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+		ssize_t k = read(fd, buf + n, len - 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+		if (memchr(buf, '\n', n))
+			break;
+	}
+	buf[n] = '\0';
+	char *nl = strchr(buf, '\n');
+	if (nl)
+		*nl = '\0';
+	return n ? 0 : -EPIPE;
+}
+
+/* Spawns the gateway detached from the caller (double fork, own session); returns the status pipe. */
+static int spawn(const char *path, const char *const argv[], int cfg_fd, int log_fd, int status_fd)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		/* Only async-signal-safe calls from here on: the caller may have threads. */
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		if (dup2(cfg_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 || dup2(status_fd, 3) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 4U, ~0U, 0);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return 0;
+}
+
+static int pidfile_path(space_ctx *ctx, const char *id, char *buf, size_t len)
+{
+	char rel[128];
+	snprintf(rel, sizeof(rel), "run/%s/gateway.pid", id);
+	return ctx_state_path(ctx, rel, buf, len);
+}
+
+/* A memfd holding buf, positioned at 0. */
+static int memfd_with(const void *buf, size_t len)
+{
+	int fd = memfd_create("space-net", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = util_write_all(fd, buf, len);
+	if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		r = -errno;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int agent_put(const char *addr, const char *path, const void *buf, size_t len, struct agent_error *aerr)
+{
+	_cleanup_close_ int fd = memfd_with(buf, len);
+	if (fd < 0)
+		return fd;
+	return agent_file_write(addr, path, 0644, true, fd, aerr);
+}
+
+/* The CA certificate into the sandbox's trust store (the bundle, and the local CA directory that
+ * update-ca-certificates reads), and the gateway as its resolver. */
+static int install_guest_files(space_ctx *ctx, const char *agent_addr)
+{
+	char ca_path[PATH_MAX];
+	int r = ctx_state_path(ctx, "gateway/ca.crt", ca_path, sizeof(ca_path));
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *ca = NULL;
+	size_t ca_len;
+	r = util_read_file(ca_path, 65536, &ca, &ca_len);
+	if (r < 0)
+		return ctx_error(ctx, r, "read %s", ca_path);
+	struct agent_error aerr = { 0 };
+	r = agent_put(agent_addr, CA_LOCAL, ca, ca_len, &aerr);
+	if (r < 0)
+		return ctx_error(ctx, r, "install %s in the sandbox: %s", CA_LOCAL, aerr.msg);
+	_cleanup_close_ int bundle = memfd_create("space-net", MFD_CLOEXEC);
+	if (bundle < 0)
+		return ctx_error(ctx, -errno, "memfd");
+	r = agent_file_read(agent_addr, CA_BUNDLE, bundle, NULL, &aerr);
+	if (r < 0 && r != -ENOENT)
+		return ctx_error(ctx, r, "read %s in the sandbox: %s", CA_BUNDLE, aerr.msg);
+	off_t end = lseek(bundle, 0, SEEK_END);
+	if (end > 0) {
+		char last;
+		if (pread(bundle, &last, 1, end - 1) == 1 && last != '\n')
+			r = util_write_all(bundle, "\n", 1);
+	}
+	if ((r = util_write_all(bundle, ca, ca_len)) < 0 || lseek(bundle, 0, SEEK_SET) < 0)
+		return ctx_error(ctx, r < 0 ? r : -errno, "CA bundle");
+	r = agent_file_write(agent_addr, CA_BUNDLE, 0644, true, bundle, &aerr);
+	if (r < 0)
+		return ctx_error(ctx, r, "install %s in the sandbox: %s", CA_BUNDLE, aerr.msg);
+	static const char resolv[] = "# the sandbox's egress gateway (libspace)\nnameserver " NETCFG_GW_ADDR "\n";
+	r = agent_put(agent_addr, "/etc/resolv.conf", resolv, sizeof(resolv) - 1, &aerr);
+	if (r < 0)
+		return ctx_error(ctx, r, "write /etc/resolv.conf in the sandbox: %s", aerr.msg);
+	return 0;
+}
+
+static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *config,
+			 pid_t *ret_pid)
+{
+	char logp[PATH_MAX], rel[128];
+	snprintf(rel, sizeof(rel), "run/%s/gateway.log", id);
+	int r = ctx_state_path(ctx, rel, logp, sizeof(logp));
+	if (r < 0)
+		return r;
+	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (logfd < 0)
+		return ctx_error(ctx, -errno, "open %s", logp);
+	int cfg[2], st[2];
+	if (pipe2(cfg, O_CLOEXEC) < 0)
+		return ctx_error(ctx, -errno, "pipe");
+	if (pipe2(st, O_CLOEXEC) < 0) {
+		r = -errno;
+		close(cfg[0]);
+		close(cfg[1]);
+		return ctx_error(ctx, r, "pipe");
+	}
+	_cleanup_close_ int cfg_w = cfg[1], st_r = st[0];
+	char pidarg[16];
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)netns_pid);
+	const char *argv[] = { "space-gateway", "--state", ctx->state_dir, "--sandbox", id, "--netns-pid", pidarg,
+			       NULL };
+	r = spawn(path, argv, cfg[0], logfd, st[1]);
+	close(cfg[0]);
+	close(st[1]);
+	if (r < 0)
+		return ctx_error(ctx, r, "start %s", path);
+	/* The configuration holds secrets: it only ever travels through this pipe. */
+	r = util_write_all(cfg_w, config, strlen(config));
+	close(TAKE_FD(cfg_w));
+	char line[512];
+	int rs = read_status(st_r, line, sizeof(line), GATEWAY_READY_TIMEOUT_MS);
+	if (rs < 0)
+		return ctx_error_msg(ctx, rs, "space-gateway did not start: %s (see %s)", space_strerror(rs), logp);
+	int gpid = 0;
+	if (sscanf(line, "ready %d", &gpid) != 1 || gpid <= 0)
+		return ctx_error_msg(ctx, -EIO, "space-gateway: %s", line);
+	if (r < 0) {
+		kill(gpid, SIGKILL);
+		return ctx_error(ctx, r, "send the policy to space-gateway");
+	}
+	*ret_pid = gpid;
+	return 0;
+}
+
+int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const char *policy_json,
+		       const char *agent_addr)
+{
+	char why[512] = "", helper[PATH_MAX];
+	_cleanup_free_ char *config = NULL;
+	int r = gateway_path(ctx, helper, sizeof(helper));
+	if (r < 0 && !policy_json) {
+		/* No egress was asked for and the sandbox's namespace has only lo: it is cut off all the same,
+		 * only its attempts go unrecorded. */
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: no space-gateway (%s): no network, attempts not recorded",
+			id, ctx->last_error);
+		ctx->last_error[0] = '\0';
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	r = net_policy_compile(policy_json, &config, why, sizeof(why));
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "network policy: %s", why);
+	char ca_dir[PATH_MAX], pidf[PATH_MAX];
+	if ((r = ctx_state_path(ctx, "gateway", ca_dir, sizeof(ca_dir))) < 0 ||
+	    (r = pidfile_path(ctx, id, pidf, sizeof(pidf))) < 0)
+		return r;
+	r = util_mkdir_p(ca_dir, 0700);
+	if (r < 0)
+		return ctx_error(ctx, r, "create %s", ca_dir);
+	pid_t gpid = 0;
+	r = start_gateway(ctx, helper, id, netns_pid, config, &gpid);
+	explicit_bzero(config, strlen(config));
+	if (r < 0)
+		return r;
+	char pidline[64];
+	int n = snprintf(pidline, sizeof(pidline), "%d %llu\n", (int)gpid,
+			 (unsigned long long)core_process_start_time(gpid));
+	r = util_write_file_atomic(pidf, pidline, (size_t)n, 0600);
+	if (r < 0) {
+		kill(gpid, SIGKILL);
+		return ctx_error(ctx, r, "write %s", pidf);
+	}
+	char jail_addr[PATH_MAX + 16];
+	if (!agent_addr) {
+		snprintf(jail_addr, sizeof(jail_addr), "unix:%s/run/%s/agent.sock", ctx->state_dir, id);
+		agent_addr = jail_addr;
+	}
+	r = install_guest_files(ctx, agent_addr);
+	if (r < 0) {
+		char msg[sizeof(ctx->last_error)];
+		snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+		(void)net_sandbox_detach(ctx, id);
+		snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+		return r;
+	}
+	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: gateway pid %d", id, (int)gpid);
+	return 0;
+}
+
+int net_sandbox_detach(space_ctx *ctx, const char *id)
+{
+	char pidf[PATH_MAX];
+	int r = pidfile_path(ctx, id, pidf, sizeof(pidf));
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *txt = NULL;
+	size_t len;
+	r = util_read_file(pidf, 64, &txt, &len);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return ctx_error(ctx, r, "read %s", pidf);
+	int pid = 0;
+	unsigned long long start = 0;
+	if (sscanf(txt, "%d %llu", &pid, &start) != 2 || pid <= 0) {
+		unlink(pidf);
+		return 0;
+	}
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd >= 0 && core_process_alive(pid, start)) {
+		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		if (poll(&p, 1, GATEWAY_STOP_TIMEOUT_MS) == 0)
+			ctx_log(ctx, SPACE_LOG_WARNING, "gateway %d of %s did not exit in time", pid, id);
+	}
+	if (pfd >= 0)
+		close(pfd);
+	unlink(pidf);
+	return 0;
+}

@@ -1,0 +1,180 @@
+#!/bin/sh
+# nested suite: `--isolation vm` end to end, inside ONE nested-kvm VM (the only place here with a KVM
+# that boots Linux). There: `space init` (a loop pool), a template imported with Debian's kernel and
+# its modules, then
+#   space run --isolation vm -- uname -a            prints the guest's uname (the template's kernel)
+#   space run --isolation vm -- python3 -c ...       prints 42 (base template only)
+#   space create --isolation vm, cp in and out, exec
+#   /proc/<space-vmm pid>/status: Seccomp 2, NoNewPrivs 1, CapEff 0, non-root uid, own namespaces
+#   space pause / resume, exec after resume
+#   SIGKILL of space-vmm: `space ls` shows the sandbox failed, with a reason
+#   space rm: no process, mount, loop device, cgroup or runtime directory left
+# The template is /var/cache/space/base-bookworm.tar (a tree or a tarball; made into an ext4 image
+# before the VM starts) when present, else a busybox tree (then the python3 step is skipped).
+set -u
+. "$(dirname "$0")/nested-common.sh"
+src=${SPACE_SOURCE_DIR:?}
+work=${SPACE_BUILD_DIR:?}/nested-vm
+space=${SPACE_CLI:?}
+mkdir -p "$work"
+rm -f "$work"/*.log "$work"/result.txt
+
+if [ ! -f "$nested_cache/ready" ]; then
+	"$nested_tool" -- true >/dev/null 2>&1 || true
+fi
+kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no kernel cached"; exit 77; }
+bz=$nested_cache/root/boot/vmlinuz-$kver
+mods=$nested_cache/root/lib/modules/$kver
+[ -f "$bz" ] && [ -d "$mods" ] || { echo "SKIP: $bz or $mods missing"; exit 77; }
+[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
+
+base_tar=/var/cache/space/base-bookworm.tar
+tree=
+if [ ! -e "$base_tar" ]; then
+	tree=$work/tree
+	rm -rf "$tree"
+	bash "$src/scripts/busybox-tree.sh" "$tree" || { echo "FAIL: busybox tree"; exit 1; }
+else
+	# The base tree becomes an ext4 image here, where it takes seconds: inside nested-kvm, walking its
+	# 11000 files through 9p under full emulation takes longer than the whole test may. The import
+	# inside then reads one file (`space template import --rootfs FILE.ext4`).
+	if [ -d "$base_tar" ]; then
+		src_tree=$base_tar
+	else
+		src_tree=$work/base-tree
+		rm -rf "$src_tree" && mkdir -p "$src_tree" && tar -xf "$base_tar" -C "$src_tree" ||
+			{ echo "FAIL: unpack $base_tar"; exit 1; }
+	fi
+	rm -f "$work/base.ext4"
+	mkfs.ext4 -q -F -L rootfs -i 8192 -d "$src_tree" "$work/base.ext4" 640M ||
+		{ echo "FAIL: mkfs.ext4 of $base_tar"; exit 1; }
+	[ "$src_tree" = "$work/base-tree" ] && rm -rf "$src_tree"
+fi
+
+cat > "$work/inside.sh" <<INSIDE
+#!/bin/bash
+# Runs inside nested-kvm. Every check prints one PASS/FAIL line to result.txt.
+set -u
+export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}'
+export SPACE_VM_BOOT_TIMEOUT=300
+res=$work/result.txt
+pass() { echo "PASS: \$*" >> \$res; }
+fail() { echo "FAIL: \$*" >> \$res; }
+S=\$(mktemp -d /tmp/space-nested-vm.XXXXXX)
+SP() { '$space' --state "\$S" "\$@"; }
+cleanup() {
+	kill "\$copier" 2>/dev/null
+	[ -n "\${id:-}" ] && SP rm "\$id" >/dev/null 2>&1
+	SP pool unmount >/dev/null 2>&1
+	umount "\$S/pool" 2>/dev/null
+	rm -rf "\$S"
+}
+trap cleanup EXIT
+# The sandboxes' logs (console + space-vmm) are copied out while they exist, for post-mortems.
+( while sleep 2; do for f in "\$S"/run/*/sandbox.log; do [ -f "\$f" ] && cp "\$f" "$work/\$(basename "\$(dirname "\$f")").log"; done; done ) &
+copier=\$!
+modprobe kvm_amd 2>/dev/null; modprobe vhost_vsock 2>/dev/null
+[ -c /dev/kvm ] || { fail "no /dev/kvm inside nested-kvm"; exit 1; }
+SP init --loop-pool 3G > $work/init.log 2>&1 || { fail "space init: \$(tail -n 3 $work/init.log)"; exit 1; }
+t0=\$(date +%s)
+if [ -n '$tree' ]; then
+	rootfs='$tree'
+else
+	rootfs='$work/base.ext4'
+fi
+if ! SP template import base --rootfs "\$rootfs" --kernel '$bz' --modules '$mods' > $work/import.log 2>&1; then
+	# A CLI without --modules: the kernel's modules are then found under /lib/modules/$kver.
+	grep -q -- "--modules" $work/import.log &&
+		SP template import base --rootfs "\$rootfs" --kernel '$bz' > $work/import.log 2>&1 ||
+		{ fail "template import: \$(tail -n 3 $work/import.log)"; exit 1; }
+fi
+echo "import: \$((\$(date +%s) - t0)) s" >> $work/timing.log
+
+# 1. run: the guest's kernel answers uname.
+t0=\$(date +%s)
+out=\$(SP run --isolation vm --template base --memory 384 -- uname -a 2> $work/run1.err)
+rc=\$?
+echo "run uname: \$((\$(date +%s) - t0)) s" >> $work/timing.log
+case "\$out" in
+*'$kver'*) pass "space run --isolation vm -- uname -a: \$out" ;;
+*) fail "uname (rc \$rc): \$out \$(tail -n 5 $work/run1.err)" ;;
+esac
+
+# 2. python3 on the base template.
+if [ -z '$tree' ]; then
+	out=\$(SP run --isolation vm --template base --memory 384 -- python3 -c 'print(6*7)' 2> $work/run2.err)
+	[ "\$out" = 42 ] && pass "python3 in the VM prints 42" || fail "python3: '\$out' \$(tail -n 5 $work/run2.err)"
+else
+	echo "SKIP: python3 (no $base_tar; busybox template)" >> \$res
+fi
+
+# 3. create, cp in and out, exec.
+id=\$(SP create --isolation vm --template base --memory 384 2> $work/create.err)
+if [ -z "\$id" ]; then
+	fail "space create --isolation vm: \$(tail -n 5 $work/create.err)"
+	exit 1
+fi
+pass "space create --isolation vm: \$id"
+head -c 300000 /dev/urandom > /tmp/vm-cp-in
+SP cp /tmp/vm-cp-in "\$id:/root/data.bin" && SP cp "\$id:/root/data.bin" /tmp/vm-cp-out &&
+	cmp -s /tmp/vm-cp-in /tmp/vm-cp-out && pass "space cp in and out round-trips 300000 bytes" ||
+	fail "space cp round trip"
+out=\$(SP exec "\$id" -- sh -c 'wc -c < /root/data.bin; hostname' 2>&1)
+echo "\$out" | grep -q '^300000\$' && pass "space exec sees the copied file" || fail "space exec: \$out"
+
+# 4. the space-vmm process: jailed and filtered.
+pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")
+st=/proc/\$pid/status
+if [ -r "\$st" ]; then
+	grep -q '^Seccomp:[[:space:]]*2' \$st && pass "space-vmm Seccomp 2" || fail "space-vmm \$(grep Seccomp: \$st)"
+	grep -q '^NoNewPrivs:[[:space:]]*1' \$st && pass "space-vmm NoNewPrivs 1" || fail "space-vmm \$(grep NoNewPrivs \$st)"
+	grep -q '^CapEff:[[:space:]]*0000000000000000' \$st && pass "space-vmm CapEff 0" || fail "space-vmm \$(grep CapEff \$st)"
+	uid=\$(awk '/^Uid:/ {print \$2}' \$st)
+	[ "\$uid" != 0 ] && pass "space-vmm runs as uid \$uid" || fail "space-vmm runs as root"
+	for ns in mnt net pid; do
+		[ "\$(readlink /proc/\$pid/ns/\$ns)" != "\$(readlink /proc/self/ns/\$ns)" ] && pass "space-vmm has its own \$ns namespace" ||
+			fail "space-vmm shares the host's \$ns namespace"
+	done
+else
+	fail "no space-vmm process (pid '\$pid')"
+fi
+
+# 5. pause and resume.
+SP pause "\$id" && SP ls | grep "\$id" | grep -q paused && pass "space pause: paused" || fail "space pause"
+sleep 2 # paused for a while: the guest must not notice (kvmclock) and exec must work after
+SP resume "\$id" || fail "space resume"
+out=\$(SP exec "\$id" -- echo after-resume 2>&1)
+[ "\$out" = after-resume ] && pass "exec after resume" || fail "exec after resume: \$out"
+
+# 6. SIGKILL of space-vmm: failed, with a reason.
+kill -9 "\$pid"
+sleep 1
+line=\$(SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$id'][0]; print(s['status'] + '|' + s.get('reason', ''))")
+case "\$line" in
+failed\|?*) pass "after SIGKILL of space-vmm: \$line" ;;
+*) fail "after SIGKILL of space-vmm: '\$line'" ;;
+esac
+
+# 7. rm leaves nothing.
+SP rm "\$id" || fail "space rm"
+left=\$(grep -F "\$id" /proc/mounts; losetup -a | grep -F "\$id"; find /sys/fs/cgroup -maxdepth 4 -name "*\$id*" 2>/dev/null;
+	ls -d "\$S/run/\$id" 2>/dev/null; pgrep -f "\$id")
+[ -z "\$left" ] && pass "space rm leaves no process, mount, loop device, cgroup or runtime dir" || fail "left after rm: \$left"
+id=
+INSIDE
+
+# Guest RAM of two sandboxes plus the pool in the VM's tmpfs: more memory than nested_run's default.
+"$nested_tool" --mem 4096 --timeout 1500 --rw "$work" -- sh "$work/inside.sh" > "$work/nested.log" 2>&1
+rm -f "$work/base.ext4"
+cat "$work/timing.log" 2>/dev/null
+if [ ! -s "$work/result.txt" ]; then
+	echo "FAIL: no result from inside nested-kvm"
+	tail -n 40 "$work/nested.log"
+	exit 1
+fi
+cat "$work/result.txt"
+if grep -q '^FAIL' "$work/result.txt"; then
+	tail -n 30 "$work/nested.log"
+	exit 1
+fi
+exit 0
