@@ -77,6 +77,9 @@ int cmd_apikey(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_kernel(struct cli *cli, int argc, char **argv);
 
+/* A checkpoint as JSON (`space checkpoints --json`); the API leaves the host path out (with_path false). */
+cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path);
+
 /* A sandbox as JSON (the shape of `space ls --json` entries). */
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b);
 

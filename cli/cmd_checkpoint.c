@@ -15,9 +15,11 @@ static int open_sandbox(struct cli *cli, const char *id, space_sandbox **ret)
 	return r < 0 ? cli_fail(cli, r, "open sandbox %s", id) : EXIT_OK;
 }
 
-static cJSON *checkpoint_json(const struct space_checkpoint_info *c)
+cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path)
 {
 	cJSON *j = cJSON_CreateObject();
+	if (!j)
+		return NULL;
 	cJSON_AddStringToObject(j, "id", c->id);
 	cJSON_AddStringToObject(j, "sandbox", c->sandbox_id);
 	cJSON_AddStringToObject(j, "template", c->template_name);
@@ -26,7 +28,8 @@ static cJSON *checkpoint_json(const struct space_checkpoint_info *c)
 	else
 		cJSON_AddNullToObject(j, "name");
 	cJSON_AddStringToObject(j, "kind", c->kind);
-	cJSON_AddStringToObject(j, "path", c->path);
+	if (with_path)
+		cJSON_AddStringToObject(j, "path", c->path);
 	cJSON_AddNumberToObject(j, "created_ms", (double)c->created_ms);
 	return j;
 }
@@ -112,7 +115,7 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 		return cli_fail(cli, r, "checkpoint %s", id);
 	struct space_checkpoint_info c;
 	if (cli->json && space_checkpoint_get(cli_ctx(cli), cp, &c) == 0)
-		return cli_print_json(checkpoint_json(&c));
+		return cli_print_json(cli_checkpoint_json(&c, true));
 	printf("%s\n", cp);
 	return EXIT_OK;
 }
@@ -132,7 +135,7 @@ int cmd_checkpoints(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		cJSON *a = cJSON_CreateArray();
 		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(a, checkpoint_json(&list[i]));
+			cJSON_AddItemToArray(a, cli_checkpoint_json(&list[i], true));
 		free(list);
 		return cli_print_json(a);
 	}

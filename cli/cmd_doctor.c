@@ -17,7 +17,8 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
 		       "cgroups. Exit status 0 when at least one isolation mode is usable, 1 otherwise.\n");
 		return EXIT_OK;
 	}
-	unsigned flags = 0;
+	/* --verbose is also the global option (-v), which the command line parser takes before us. */
+	unsigned flags = cli->verbose ? SPACE_DOCTOR_VERBOSE : 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--verbose"))
 			flags |= SPACE_DOCTOR_VERBOSE;

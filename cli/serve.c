@@ -380,6 +380,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	pthread_mutex_init(&srv.store_lock, NULL);
+	pthread_mutex_init(&srv.metrics.lock, NULL);
 
 	/* Signals: SIGPIPE off (a client that goes away must not end the server), SIGINT/SIGTERM taken
 	 * with sigwait below, blocked before any thread starts so every thread inherits the mask. */
@@ -431,5 +432,6 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	MHD_stop_daemon(d);
 	store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);
+	pthread_mutex_destroy(&srv.metrics.lock);
 	return EXIT_OK;
 }

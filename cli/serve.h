@@ -25,12 +25,23 @@ struct store;
 #define SERVE_EXEC_CAPTURE_MAX (16u << 20)        /* per stream, non-streaming exec */
 #define SERVE_REQUEST_TIMEOUT_DEFAULT_S 600       /* whole body, from the request's start (--request-timeout) */
 
+#define SERVE_METRICS_BUCKETS 11
+
+/* Counters behind GET /v1/metrics (serve_metrics.c). */
+struct serve_metrics {
+	pthread_mutex_t lock;
+	uint64_t create_buckets[SERVE_METRICS_BUCKETS]; /* cumulative: creates at most that many seconds */
+	uint64_t create_count, create_errors, exec_count;
+	double create_sum_s;
+};
+
 struct serve {
 	const char *state_dir;        /* NULL: the library's default */
 	uint64_t upload_max;
 	uint64_t request_timeout_ns;  /* a request's body must have arrived this long after its start */
 	pthread_mutex_t store_lock;   /* guards store (API keys, sandbox metadata) */
 	struct store *store;
+	struct serve_metrics metrics;
 };
 
 struct serve_req;
@@ -92,6 +103,14 @@ struct serve_req {
 	uint64_t started_ns;
 	unsigned status;              /* the status sent, for the access log */
 };
+
+/* --- serve_metrics.c --- */
+/* Records one sandbox creation through the server (either plane) and how long it took. */
+void serve_metrics_create(struct serve *srv, uint64_t ns, bool ok);
+/* Counts one process started through the server. */
+void serve_metrics_exec(struct serve *srv);
+/* GET /v1/metrics: Prometheus text format. */
+enum MHD_Result serve_metrics_handler(struct serve_req *r);
 
 /* --- serve_http.c: responses and request helpers (shared by every plane) --- */
 

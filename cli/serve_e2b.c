@@ -380,7 +380,9 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
+	uint64_t t0 = util_now_ns();
 	int e = space_sandbox_create(ctx, &o, &r->sb);
+	serve_metrics_create(r->srv, util_now_ns() - t0, e >= 0);
 	if (e < 0)
 		return e2b_api_error(r, e == -ENOENT ? 404 : e == -ENODEV ? 503 : 500, "create sandbox from '%s': %s",
 				     o.template_name, space_ctx_last_error(ctx));

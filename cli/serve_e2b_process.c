@@ -416,6 +416,7 @@ enum MHD_Result e2b_proc_start(struct serve_req *r)
 		s->timeout_ms = (uint32_t)v;
 	const char *ka = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
 	s->keepalive_s = ka && util_parse_uint(ka, 1, 3600, &v) == 0 ? (unsigned)v : KEEPALIVE_DEFAULT_S;
+	serve_metrics_exec(r->srv);
 	return serve_reply_stream(r, 200, "application/connect+json", start_producer, s, start_free);
 }
 

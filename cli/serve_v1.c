@@ -134,7 +134,9 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 		env_free(env);
 		return MHD_YES;
 	}
+	uint64_t t0 = util_now_ns();
 	int e = space_sandbox_create(ctx, &o, &r->sb);
+	serve_metrics_create(r->srv, util_now_ns() - t0, e >= 0);
 	env_free(env);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "create sandbox");
@@ -490,6 +492,7 @@ static enum MHD_Result sandbox_exec(struct serve_req *r)
 		return MHD_YES;
 	}
 	const char *accept = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	serve_metrics_exec(r->srv);
 	if (serve_query_bool(r, "stream", false) || (accept && strstr(accept, "application/x-ndjson")))
 		return serve_reply_stream(r, 200, "application/x-ndjson", exec_producer, x, exec_req_free);
 
@@ -551,6 +554,7 @@ static const struct serve_route v1_routes[] = {
 	{ "DELETE", "/v1/checkpoints/{id}", KEY, false, NULL, serve_v1_checkpoint_delete },
 	{ "POST", "/v1/checkpoints/{id}/fork", KEY, false, NULL, serve_v1_fork },
 	{ "GET", "/v1/events", KEY, false, NULL, serve_v1_events },
+	{ "GET", "/v1/metrics", KEY, false, NULL, serve_metrics_handler },
 	{ "GET", "/v1/templates", KEY, false, NULL, template_list },
 };
 #undef KEY

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "serve.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -77,22 +78,6 @@ enum MHD_Result serve_v1_timeout(struct serve_req *r)
 
 /* --- checkpoints --- */
 
-/* A checkpoint as the API shows it (no host path). */
-static cJSON *checkpoint_json(const struct space_checkpoint_info *c)
-{
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "id", c->id);
-	cJSON_AddStringToObject(j, "sandbox", c->sandbox_id);
-	cJSON_AddStringToObject(j, "template", c->template_name);
-	if (c->name[0])
-		cJSON_AddStringToObject(j, "name", c->name);
-	else
-		cJSON_AddNullToObject(j, "name");
-	cJSON_AddStringToObject(j, "kind", c->kind);
-	cJSON_AddNumberToObject(j, "created_ms", (double)c->created_ms);
-	return j;
-}
-
 /* The checkpoint named by params[0]; false after answering. */
 static bool find_checkpoint(struct serve_req *r, struct space_checkpoint_info *ret)
 {
@@ -122,7 +107,7 @@ enum MHD_Result serve_v1_checkpoint_create(struct serve_req *r)
 	e = space_checkpoint_get(r->ctx, id, &info);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "checkpoint");
-	return serve_reply_json(r, 201, checkpoint_json(&info));
+	return serve_reply_json(r, 201, cli_checkpoint_json(&info, false));
 }
 
 /* The checkpoints of a sandbox, oldest first (also after the sandbox is gone: they outlive it). */
@@ -139,7 +124,7 @@ enum MHD_Result serve_v1_checkpoint_list(struct serve_req *r)
 	cJSON *j = cJSON_CreateObject();
 	cJSON *a = cJSON_AddArrayToObject(j, "checkpoints");
 	for (size_t i = 0; i < n && a; i++)
-		cJSON_AddItemToArray(a, checkpoint_json(&list[i]));
+		cJSON_AddItemToArray(a, cli_checkpoint_json(&list[i], false));
 	free(list);
 	return serve_reply_json(r, 200, j);
 }
@@ -149,7 +134,7 @@ enum MHD_Result serve_v1_checkpoint_get(struct serve_req *r)
 	struct space_checkpoint_info info;
 	if (!find_checkpoint(r, &info))
 		return MHD_YES;
-	return serve_reply_json(r, 200, checkpoint_json(&info));
+	return serve_reply_json(r, 200, cli_checkpoint_json(&info, false));
 }
 
 enum MHD_Result serve_v1_checkpoint_delete(struct serve_req *r)

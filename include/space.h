@@ -165,7 +165,7 @@ SPACE_API int space_pool_unmount(space_ctx *ctx);
  * which the caller frees with free(). Works on a state directory that was never initialized (the pool
  * check then fails, saying to run space_init).
  */
-#define SPACE_DOCTOR_VERBOSE 1u  /* reserved: more detail per check */
+#define SPACE_DOCTOR_VERBOSE 1u  /* also the size of space-vmm's seccomp allowlists */
 SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json);
 
 /* ---------------------------------------------------------------------------------------------------

@@ -358,6 +358,27 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 	}
 }
 
+/* --verbose: the size of space-vmm's seccomp allowlist per thread role. */
+static void check_vmm_seccomp(space_ctx *ctx, cJSON *checks)
+{
+	char vmm[PATH_MAX], buf[256];
+	if (ctx_helper_path(ctx, "space-vmm", vmm, sizeof(vmm)) < 0)
+		return;
+	const char *argv[] = { vmm, "seccomp-info", NULL };
+	_cleanup_free_ char *out = NULL;
+	_cleanup_(cJSON_Deletep) cJSON *j = util_run(argv, &out) == 0 && out ? cJSON_Parse(out) : NULL;
+	if (!cJSON_IsObject(j)) {
+		add_check(checks, "vmm-seccomp", LVL_WARN, "space-vmm does not report its seccomp filters",
+			  "install a space-vmm of the same version");
+		return;
+	}
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "allowlists per thread role (rules):");
+	const cJSON *it;
+	cJSON_ArrayForEach(it, j) if (cJSON_IsNumber(it) && n < sizeof(buf))
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s %d", it->string, it->valueint);
+	add_check(checks, "vmm-seccomp", LVL_OK, buf, NULL);
+}
+
 SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json)
 {
 	if (!ctx || !ret_json || (flags & ~SPACE_DOCTOR_VERBOSE))
@@ -372,6 +393,8 @@ SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json)
 	check_kernel(ctx, checks);
 	check_host(checks, &vm_ok, &jail_ok);
 	check_pool(ctx, checks, &vm_ok, &jail_ok);
+	if (flags & SPACE_DOCTOR_VERBOSE)
+		check_vmm_seccomp(ctx, checks);
 
 	cJSON *vm = cJSON_AddObjectToObject(root, "vm");
 	cJSON *jail = cJSON_AddObjectToObject(root, "jail");

@@ -322,7 +322,10 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 		argv[n++] = "--jail-root", argv[n++] = s->root;
 		argv[n++] = "--jail-uid", argv[n++] = s->uid;
 		argv[n++] = "--jail-gid", argv[n++] = s->uid;
-		argv[n++] = "--netns"; /* no network device yet: an empty namespace */
+		/* Its own network namespace holding one TAP for the guest's virtio-net (eth0). Nothing is
+		 * behind the TAP: the guest's packets reach no network. */
+		argv[n++] = "--netns";
+		argv[n++] = "--net", argv[n++] = "tap0";
 	}
 	argv[n] = NULL;
 

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
@@ -359,4 +360,15 @@ bool util_name_valid(const char *name)
 			return false;
 	}
 	return true;
+}
+
+int util_errf(char *err, size_t errlen, int r, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return r;
 }

@@ -43,6 +43,10 @@ int64_t util_wall_ms(void);
  */
 int util_run(const char *const argv[], char **ret_output);
 
+/* Formats a message into err (when err and errlen are non-zero) and returns r, for
+ * `return util_errf(err, errlen, -EINVAL, "bad %s", what);` in code that reports through a buffer. */
+int util_errf(char *err, size_t errlen, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Whether a program is found in PATH. */
 bool util_have_program(const char *name);
 

@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "devices/tap.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 #include "vmm/sandbox.h"
@@ -44,6 +45,7 @@ struct run_opts {
 	unsigned ndisks;
 	uint64_t cpus, mem_mib;
 	char *vsock;
+	const char *net;      /* TAP name (created inside the VMM's network namespace) */
 	bool rng, seccomp, gate, foreground;
 	int ready_fd;
 	/* jail */
@@ -65,6 +67,7 @@ struct daemon {
 static const char run_usage[] =
 	"usage: space-vmm run --kernel IMG --control SOCK --log FILE [--initrd F] [--cmdline S]\n"
 	"                     [--disk FILE[:ro]]... [--cpus N] [--memory MIB] [--rng] [--vsock CID:PATH]\n"
+	"                     [--net TAP]\n"
 	"                     [--ready-fd N [--gate]] [--foreground] [--no-seccomp]\n"
 	"                     [--jail-root DIR --jail-uid N --jail-gid N [--jail-bind PATH]... [--netns]]\n";
 
@@ -102,6 +105,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "jail-root", required_argument, NULL, 'J' }, { "jail-uid", required_argument, NULL, 'U' },
 		{ "jail-gid", required_argument, NULL, 'G' }, { "jail-bind", required_argument, NULL, 'B' },
 		{ "netns", no_argument, NULL, 'N' },          { "help", no_argument, NULL, 'h' },
+		{ "net", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct run_opts){ .cmdline = "console=ttyS0", .cpus = 1, .mem_mib = 256, .seccomp = true,
@@ -122,6 +126,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		case 'S': o->seccomp = false; break;
 		case 'J': o->jail_root = optarg; break;
 		case 'N': o->netns = true; break;
+		case 'n': o->net = optarg; break;
 		case 'h': return 1;
 		case 'd':
 			if (o->ndisks == RUN_MAX_DISKS)
@@ -363,6 +368,20 @@ static int add_devices(struct vm *vm, const struct run_opts *o)
 		if (util_parse_uint(o->vsock, 3, UINT32_MAX - 1, &cid) < 0)
 			return -EINVAL;
 		if ((r = vm_add_vsock(vm, cid, colon + 1)) < 0)
+			return r;
+	}
+	if (o->net) {
+		/* Created here, inside the VMM's own network namespace when --netns; the fd is duplicated by
+		 * vm_add_net and the TAP goes away with the namespace. */
+		char ifname[32];
+		_cleanup_close_ int tap = tap_open(o->net, ifname, sizeof(ifname));
+		if (tap < 0)
+			return tap;
+		uint8_t mac[6];
+		if ((r = util_random_bytes(mac, sizeof(mac))) < 0)
+			return r;
+		mac[0] = (uint8_t)((mac[0] & 0xfe) | 0x02); /* unicast, locally administered */
+		if ((r = vm_add_net(vm, tap, mac)) < 0)
 			return r;
 	}
 	return 0;

@@ -59,6 +59,7 @@ static const char usage_text[] =
 	"       space-vmm run --kernel IMG --control SOCK --log FILE [...]   (sandbox daemon; run --help)\n"
 	"       space-vmm acpi-dump DIR [--cpus N] [--disks K]\n"
 	"       space-vmm probe   (times guest ring-0 code; prints JSON)\n"
+	"       space-vmm seccomp-info   (rules per thread role; prints JSON)\n"
 	"       space-vmm --version | --help\n";
 
 static int usage(void)
@@ -435,5 +436,14 @@ int main(int argc, char **argv)
 		return cmd_acpi_dump(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "probe") == 0)
 		return vmm_probe_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "seccomp-info") == 0) {
+		/* The size of each thread role's allowlist, for `space doctor --verbose`. */
+		printf("{");
+		for (int role = 0; role < VMM_THREAD_ROLES; role++)
+			printf("%s\"%s\":%zu", role ? "," : "", vmm_seccomp_role_name((enum vmm_thread_role)role),
+			       vmm_seccomp_rule_count((enum vmm_thread_role)role));
+		printf("}\n");
+		return 0;
+	}
 	return usage();
 }

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 #include "vmm/snapshot_format.h"
 #include "vmm/vm_priv.h"
 #ifdef SPACE_HAVE_VIRTIO_BLK
@@ -367,46 +368,34 @@ int vm_snapshot_save(struct vm *vm, const char *path)
 
 /* ---- restore ---- */
 
-static int rfail(char *err, size_t errlen, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int rfail(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return r;
-}
-
 /* Reads and checks the header and sections of the open snapshot fd (meta is malloc'd). */
 static int read_meta(int fd, const char *path, struct snap_header *h, uint8_t **ret, char *err, size_t errlen)
 {
 	uint8_t hb[sizeof(struct snap_header)];
 	ssize_t n = pread(fd, hb, sizeof(hb), 0);
 	if (n < 0)
-		return rfail(err, errlen, -errno, "cannot read snapshot %s: %m", path);
+		return util_errf(err, errlen, -errno, "cannot read snapshot %s: %m", path);
 	char why[160];
 	int r = snap_parse_header(hb, (size_t)n, h, why, sizeof(why));
 	if (r < 0)
-		return rfail(err, errlen, r, "%s: %s", path, why);
+		return util_errf(err, errlen, r, "%s: %s", path, why);
 	if (strcmp(h->libspace_version, SPACE_VERSION_STRING) != 0)
-		return rfail(err, errlen, -EPROTONOSUPPORT, "%s: snapshot from libspace %s, this is %s", path,
+		return util_errf(err, errlen, -EPROTONOSUPPORT, "%s: snapshot from libspace %s, this is %s", path,
 			     h->libspace_version, SPACE_VERSION_STRING);
 	size_t len = sizeof(*h) + (size_t)h->sections_len; /* bounded by snap_parse_header */
 	_cleanup_free_ uint8_t *meta = malloc(len);
 	if (!meta)
-		return rfail(err, errlen, -ENOMEM, "out of memory");
+		return util_errf(err, errlen, -ENOMEM, "out of memory");
 	n = pread(fd, meta, len, 0);
 	if (n < 0)
-		return rfail(err, errlen, -errno, "cannot read snapshot %s: %m", path);
+		return util_errf(err, errlen, -errno, "cannot read snapshot %s: %m", path);
 	if ((r = snap_parse(meta, (size_t)n, h, why, sizeof(why))) < 0)
-		return rfail(err, errlen, r, "%s: %s", path, why);
+		return util_errf(err, errlen, r, "%s: %s", path, why);
 	struct stat st;
 	if (fstat(fd, &st) < 0)
-		return rfail(err, errlen, -errno, "cannot stat snapshot %s: %m", path);
+		return util_errf(err, errlen, -errno, "cannot stat snapshot %s: %m", path);
 	if ((uint64_t)st.st_size < h->mem_offset + h->mem_bytes)
-		return rfail(err, errlen, -EINVAL, "%s: snapshot truncated: %llu bytes, guest memory ends at %llu",
+		return util_errf(err, errlen, -EINVAL, "%s: snapshot truncated: %llu bytes, guest memory ends at %llu",
 			     path, (unsigned long long)st.st_size,
 			     (unsigned long long)(h->mem_offset + h->mem_bytes));
 	*ret = TAKE_PTR(meta);
@@ -561,7 +550,7 @@ int vm_create_from_snapshot(const char *path, const struct vm_restore_config *cf
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return rfail(err, errlen, -errno, "cannot open snapshot %s: %m", path);
+		return util_errf(err, errlen, -errno, "cannot open snapshot %s: %m", path);
 	struct snap_header h;
 	_cleanup_free_ uint8_t *meta = NULL;
 	int r = read_meta(fd, path, &h, &meta, err, errlen);
@@ -584,7 +573,7 @@ int vm_create_from_snapshot(const char *path, const struct vm_restore_config *cf
 	cpu_identity(vm->cpuid, &here);
 	if (here.cpuid_crc != h.cpuid_crc || here.cpu_signature != h.cpu_signature ||
 	    memcmp(here.cpu_vendor, h.cpu_vendor, sizeof(h.cpu_vendor)) != 0) {
-		r = rfail(err, errlen, -ENOEXEC,
+		r = util_errf(err, errlen, -ENOEXEC,
 			  "%s: snapshot taken on another CPU feature set (%s signature 0x%x cpuid crc 0x%08x; "
 			  "this host: %s 0x%x 0x%08x)", path, h.cpu_vendor, h.cpu_signature, h.cpuid_crc,
 			  here.cpu_vendor, here.cpu_signature, here.cpuid_crc);
@@ -593,7 +582,7 @@ int vm_create_from_snapshot(const char *path, const struct vm_restore_config *cf
 	}
 	if ((cfg->add_devices && (r = cfg->add_devices(vm, cfg->userdata)) < 0) ||
 	    (r = restore_all(vm, meta, len)) < 0) {
-		rfail(err, errlen, r, "%s", vm_error(vm)[0] ? vm_error(vm) : strerror(-r));
+		util_errf(err, errlen, r, "%s", vm_error(vm)[0] ? vm_error(vm) : strerror(-r));
 		vm_destroy(vm);
 		return r;
 	}

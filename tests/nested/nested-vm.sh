@@ -90,6 +90,14 @@ if ! SP template import base --rootfs "\$rootfs" --kernel '$bz' --modules '$mods
 fi
 echo "import: \$((\$(date +%s) - t0)) s" >> $work/timing.log
 
+# 0. doctor: here (working KVM, ring 0 not emulated) vm isolation is usable, and it says so.
+SP doctor > $work/doctor.log 2>&1
+if grep -q '^vm isolation: *usable' $work/doctor.log && grep -q '^ok    kvm' $work/doctor.log; then
+	pass "space doctor: \$(grep '^vm isolation' $work/doctor.log); \$(grep ring0 $work/doctor.log)"
+else
+	fail "space doctor does not call vm usable: \$(cat $work/doctor.log)"
+fi
+
 # 1. run: the guest's kernel answers uname.
 t0=\$(date +%s)
 out=\$(SP run --isolation vm --template base --memory 384 -- uname -a 2> $work/run1.err)
@@ -121,6 +129,10 @@ SP cp /tmp/vm-cp-in "\$id:/root/data.bin" && SP cp "\$id:/root/data.bin" /tmp/vm
 	fail "space cp round trip"
 out=\$(SP exec "\$id" -- sh -c 'wc -c < /root/data.bin; hostname' 2>&1)
 echo "\$out" | grep -q '^300000\$' && pass "space exec sees the copied file" || fail "space exec: \$out"
+# The guest's virtio-net (eth0) on the TAP inside space-vmm's own network namespace.
+out=\$(SP exec "\$id" -- cat /sys/class/net/eth0/address 2>&1)
+echo "\$out" | grep -Eq '^[0-9a-f]{2}(:[0-9a-f]{2}){5}\$' && pass "guest eth0 (virtio-net) has MAC \$out" ||
+	fail "no virtio-net eth0 in the guest: \$out"
 
 # 4. the space-vmm process: jailed and filtered.
 pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")

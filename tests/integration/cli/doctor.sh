@@ -33,6 +33,9 @@ expect_rc 0 "$SPACE" template import tiny --rootfs "$EMPTY/tree" --state "$STATE
 expect_rc 0 "$SPACE" doctor --state "$STATE"
 echo "$out" | grep -q '^jail isolation: usable' || fail "jail not usable after init: $out"
 echo "$out" | grep -q '^ok    namespaces' || fail "namespaces check: $out"
+echo "$out" | grep -q 'vmm-seccomp' && fail "seccomp sizes shown without --verbose: $out"
+expect_rc 0 "$SPACE" doctor --verbose --state "$STATE"
+echo "$out" | grep -Eq '^ok    vmm-seccomp .*vCPU [0-9]+.*control [0-9]+' || fail "doctor --verbose: no seccomp sizes: $out"
 expect_rc 0 "$SPACE" doctor --json --state "$STATE"
 vm_usable=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["usable"])')
 

@@ -418,6 +418,18 @@ check(st == 200 and st2 == 200 and len(page["events"]) == 2 and
       page2["events"][0]["seq"] > page["events"][-1]["seq"], "events paged with after/next_after")
 st, data, _ = call("GET", q("/v1/events", limit=0))
 check(st == 400, "events limit=0: 400")
+st, data, resp = call("GET", "/v1/metrics", raw=True)
+text = data.decode() if isinstance(data, bytes) else ""
+import re
+made = re.search(r"^space_create_seconds_count (\d+)$", text, re.M)
+running = re.search(r'^space_sandboxes\{state="running"\} (\d+)$', text, re.M)
+execs = re.search(r"^space_exec_total (\d+)$", text, re.M)
+check(st == 200 and resp.getheader("Content-Type", "").startswith("text/plain") and made and int(made.group(1)) >= 2
+      and running and int(running.group(1)) >= 1 and execs and int(execs.group(1)) >= 1
+      and "space_gateway_denials_total" in text and 'space_create_seconds_bucket{le="+Inf"}' in text,
+      f"metrics: creates, running sandboxes, execs, denials ({text[:300]!r})")
+st, _, _ = call("GET", "/v1/metrics", auth=False)
+check(st == 401, "metrics without a key: 401")
 call("DELETE", f"/v1/sandboxes/{longer}")
 
 # --- checkpoints, rollback, fork ---------------------------------------------------------------------
