@@ -11,9 +11,44 @@ if [ "$(id -u)" != 0 ]; then
 fi
 nested_cache=${NESTED_KVM_CACHE:-/var/cache/nested-kvm}
 
-# nested_run WORKDIR SCRIPT: runs `sh SCRIPT` inside nested-kvm with WORKDIR written through.
+# kill_tree PID: SIGKILL to PID and every process below it (processes this test started).
+kill_tree() {
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$c"; done
+	kill -KILL "$1" 2>/dev/null || true
+}
+
+# nested_run WORKDIR SCRIPT [nested-kvm options...]: runs `sh SCRIPT` inside nested-kvm with WORKDIR written
+# through. Under heavy host load the emulated VM's own kernel occasionally hangs while booting (a soft
+# lockup before COMMAND starts); a VM that has not started SCRIPT within $NESTED_BOOT_TIMEOUT seconds
+# (default 300) is killed and booted once more.
 nested_run() {
-	"$nested_tool" --timeout 1500 --rw "$1" -- sh "$2"
+	_dir=$1 _script=$2
+	shift 2
+	_attempt=1
+	while :; do
+		rm -f "$_dir/.nested-started"
+		printf 'touch "%s/.nested-started"\nexec sh "%s"\n' "$_dir" "$_script" > "$_dir/.nested-wrapper.sh"
+		"$nested_tool" --timeout 1500 "$@" --rw "$_dir" -- sh "$_dir/.nested-wrapper.sh" &
+		_pid=$!
+		_waited=0
+		while kill -0 "$_pid" 2>/dev/null; do
+			if [ ! -e "$_dir/.nested-started" ] && [ "$_waited" -ge "${NESTED_BOOT_TIMEOUT:-300}" ]; then
+				echo "nested-kvm: the VM did not start the test within ${_waited} s (attempt $_attempt); killing it" >&2
+				kill_tree "$_pid"
+				break
+			fi
+			sleep 2
+			_waited=$((_waited + 2))
+		done
+		wait "$_pid"
+		_rc=$?
+		rm -f "$_dir/.nested-wrapper.sh"
+		if [ -e "$_dir/.nested-started" ] || [ "$_attempt" -ge 2 ]; then
+			rm -f "$_dir/.nested-started"
+			return "$_rc"
+		fi
+		_attempt=$((_attempt + 1))
+	done
 }
 
 # nested_kernel: sets kver, bz (the Debian bzImage nested-kvm boots) and mods (its modules directory),

@@ -176,7 +176,7 @@ id=
 INSIDE
 
 # Guest RAM of two sandboxes plus the pool in the VM's tmpfs: more memory than nested_run's default.
-"$nested_tool" --mem 4096 --timeout 1500 --rw "$work" -- sh "$work/inside.sh" > "$work/nested.log" 2>&1
+nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
 rm -f "$work/base.ext4"
 cat "$work/timing.log" 2>/dev/null
 if [ ! -s "$work/result.txt" ]; then
