@@ -107,11 +107,22 @@ static void env_free(char **env)
 static enum MHD_Result sandbox_create(struct serve_req *r)
 {
 	static const char *const fields[] = { "template", "isolation", "cpus", "memory_mib", "env", "timeout_s",
-					      "metadata", "hostname", NULL };
+					      "metadata", "hostname", "network", NULL };
 	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_fields(r, fields);
 	if (!j)
 		return MHD_YES;
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
+	/* The egress policy (docs/network.md), passed to the library as JSON; secrets named there are read
+	 * from the server's own environment or files and never enter the sandbox. */
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(j, "network");
+	_cleanup_free_ char *policy = NULL;
+	if (net && !cJSON_IsNull(net)) {
+		if (!cJSON_IsObject(net))
+			return serve_reply_error(r, 400, "invalid", "'network' must be a policy object (docs/network.md)");
+		if (!(policy = cJSON_PrintUnformatted(net)))
+			return serve_reply_error(r, 500, "internal", "out of memory");
+		o.network_policy = policy;
+	}
 	uint64_t cpus, mem, timeout;
 	if (!serve_json_str(r, j, "template", &o.template_name) || !serve_json_str(r, j, "isolation", &o.isolation) ||
 	    !serve_json_str(r, j, "hostname", &o.hostname) || !serve_json_uint(r, j, "cpus", 256, 0, &cpus) ||

@@ -219,7 +219,11 @@ check(gone and st == 200, "a body short of its Content-Length: connection closed
 
 # --- lifecycle, list, pagination, metadata ----------------------------------------------------------
 a = create(env={"GREETING": "hello"}, metadata={"task": "t1", "n": 1}, timeout_s=3600)
-b = create(metadata={"task": "t2"})
+b = create(metadata={"task": "t2"}, network={"allow": ["pypi.org", "*.pythonhosted.org"]})
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "isolation": "jail", "network": "open"})
+check(st == 400 and err_code(data) == "invalid", f"network that is not a policy object: 400 ({st} {data})")
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "isolation": "jail", "network": {"allow": [5]}})
+check(st == 400, f"a malformed network policy: 400 ({st} {data})")
 st, data, _ = call("GET", f"/v1/sandboxes/{a}")
 check(st == 200 and data["status"] == "running" and data["isolation"] == "jail" and
       data["metadata"] == {"task": "t1", "n": 1} and "path" not in data and data.get("expires_ms", 0) > 0,
