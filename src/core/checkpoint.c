@@ -212,15 +212,7 @@ static int cp_write(space_ctx *ctx, const char *sql, const struct space_checkpoi
 		r = store_errno(sqlite3_step(st));
 		sqlite3_finalize(st);
 	}
-	if (r == 0)
-		r = store_event(s, c->sandbox_id, event, c->id);
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0) {
-		store_rollback(s);
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	}
-	return 0;
+	return ctx_store_finish(ctx, s, r, c->sandbox_id, event, c->id);
 }
 
 /* ---- create / remove ------------------------------------------------------------------------------- */

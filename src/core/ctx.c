@@ -241,3 +241,17 @@ int core_new_id(const char *prefix, char *buf, size_t len)
 		return -ENAMETOOLONG;
 	return 0;
 }
+
+int ctx_store_finish(space_ctx *ctx, struct store *s, int r, const char *sandbox_id, const char *kind,
+		     const char *detail)
+{
+	if (r == 0)
+		r = store_event(s, sandbox_id, kind, detail);
+	if (r == 0)
+		r = store_commit(s);
+	if (r < 0) {
+		store_rollback(s);
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	}
+	return 0;
+}

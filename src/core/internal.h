@@ -32,6 +32,14 @@ int ctx_error_msg(space_ctx *ctx, int err, const char *fmt, ...) __attribute__((
 
 void ctx_log(space_ctx *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * Ends a store transaction begun with store_begin(): when r is 0, records the event (kind, detail; for
+ * sandbox_id, which may be NULL) and commits; otherwise, or when either fails, rolls back and records the
+ * store's error in the context. Returns 0 or the -errno.
+ */
+int ctx_store_finish(space_ctx *ctx, struct store *s, int r, const char *sandbox_id, const char *kind,
+		     const char *detail);
+
 /* Opens the store; -ENOMEDIUM (with a message saying to run `space init`) if the state dir has none. */
 int ctx_store(space_ctx *ctx, struct store **ret);
 

@@ -51,15 +51,7 @@ static int store_expires(space_ctx *ctx, const char *id, int64_t expires_ms, con
 		store_rollback(s);
 		return ctx_error_msg(ctx, -ESRCH, "sandbox %s stopped while its lifetime was being changed", id);
 	}
-	if (r == 0)
-		r = store_event(s, id, "lifetime", detail);
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0) {
-		store_rollback(s);
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	}
-	return 0;
+	return ctx_store_finish(ctx, s, r, id, "lifetime", detail);
 }
 
 SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from_now)

@@ -165,15 +165,7 @@ static int row_update(space_ctx *ctx, const char *id, const char *sql_set, const
 			r = store_errno(sqlite3_step(st));
 		sqlite3_finalize(st);
 	}
-	if (r == 0)
-		r = store_event(s, id, event, detail);
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0) {
-		store_rollback(s);
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	}
-	return 0;
+	return ctx_store_finish(ctx, s, r, id, event, detail);
 }
 
 struct mark_bind {
@@ -356,15 +348,7 @@ static int insert_row(space_ctx *ctx, const struct sandbox_row *row, const char 
 		r = store_errno(sqlite3_step(st));
 		sqlite3_finalize(st);
 	}
-	if (r == 0)
-		r = store_event(s, row->info.id, "creating", row->info.template_name);
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0) {
-		store_rollback(s);
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	}
-	return 0;
+	return ctx_store_finish(ctx, s, r, row->info.id, "creating", row->info.template_name);
 }
 
 struct running_bind {

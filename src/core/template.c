@@ -535,13 +535,5 @@ SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force
 		r = store_errno(sqlite3_step(st));
 	}
 	sqlite3_finalize(st);
-	if (r == 0)
-		r = store_event(s, NULL, force ? "template.remove.force" : "template.remove", name);
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0) {
-		store_rollback(s);
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	}
-	return 0;
+	return ctx_store_finish(ctx, s, r, NULL, force ? "template.remove.force" : "template.remove", name);
 }
