@@ -20,13 +20,15 @@ kill_tree() {
 # nested_run WORKDIR SCRIPT [nested-kvm options...]: runs `sh SCRIPT` inside nested-kvm with WORKDIR written
 # through. Under heavy host load the emulated VM's own kernel occasionally hangs while booting (a soft
 # lockup before COMMAND starts); a VM that has not started SCRIPT within $NESTED_BOOT_TIMEOUT seconds
-# (default 300) is killed and booted once more.
+# (default 300) is killed and booted once more; so is one still running after $NESTED_RUN_TIMEOUT seconds
+# (when set: for scripts whose normal run is short, so a VM stuck in the emulator does not hold the suite).
 nested_run() {
 	_dir=$1 _script=$2
 	shift 2
 	_attempt=1
 	while :; do
 		rm -f "$_dir/.nested-started"
+		_stuck=0
 		printf 'touch "%s/.nested-started"\nexec sh "%s"\n' "$_dir" "$_script" > "$_dir/.nested-wrapper.sh"
 		"$nested_tool" --timeout 1500 "$@" --rw "$_dir" -- sh "$_dir/.nested-wrapper.sh" &
 		_pid=$!
@@ -37,13 +39,19 @@ nested_run() {
 				kill_tree "$_pid"
 				break
 			fi
+			if [ -n "${NESTED_RUN_TIMEOUT:-}" ] && [ "$_waited" -ge "$NESTED_RUN_TIMEOUT" ]; then
+				echo "nested-kvm: the VM still runs after ${_waited} s (attempt $_attempt); killing it" >&2
+				kill_tree "$_pid"
+				_stuck=1
+				break
+			fi
 			sleep 2
 			_waited=$((_waited + 2))
 		done
 		wait "$_pid"
 		_rc=$?
 		rm -f "$_dir/.nested-wrapper.sh"
-		if [ -e "$_dir/.nested-started" ] || [ "$_attempt" -ge 2 ]; then
+		if { [ -e "$_dir/.nested-started" ] && [ "$_stuck" = 0 ]; } || [ "$_attempt" -ge 2 ]; then
 			rm -f "$_dir/.nested-started"
 			return "$_rc"
 		fi

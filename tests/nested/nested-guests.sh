@@ -20,7 +20,8 @@ runner=${SPACE_SOURCE_DIR:?}/tests/guests/run-guest.sh
 		i=$((i + 1))
 	done
 } > "$work/inside.sh"
-nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+# Every guest together takes about a minute; a VM stuck far beyond that is booted once more.
+NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-480} nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
 fails=0
 i=0
 for spec in "$@"; do
