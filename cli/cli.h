@@ -55,6 +55,8 @@ const struct cli_command *cli_find_command(const char *name);
 /* Subcommands. */
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_pool(struct cli *cli, int argc, char **argv);
+/* `space pool fill [TEMPLATE]` (cmd_template.c); argv[0] is "fill". */
+int cli_pool_fill(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
 int cmd_template(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);
 int cmd_run(struct cli *cli, int argc, char **argv);
@@ -86,3 +88,9 @@ cJSON *cli_sandbox_json(const struct space_sandbox_info *b);
 /* Path of a helper binary: $SPACE_VMM_PATH / $SPACE_AGENT_PATH, else $SPACE_LIBEXEC_DIR or the install
  * location. 0 if it exists and is executable, else -errno (buf still holds the path tried). */
 int cli_helper_path(const char *name, char *buf, size_t len);
+
+/* Periodic file snapshots (cmd_autosnap.c): "snapshots": {"every", "keep"[, "pid"]} or null added to j,
+ * and `space template set-snapshots`. */
+void cli_sandbox_snapshots_json(struct cli *cli, cJSON *j, const char *id);
+void cli_template_snapshots_json(struct cli *cli, cJSON *j, const char *name);
+int cli_template_set_snapshots(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);

@@ -28,6 +28,7 @@ cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path
 	else
 		cJSON_AddNullToObject(j, "name");
 	cJSON_AddStringToObject(j, "kind", c->kind);
+	cJSON_AddBoolToObject(j, "automatic", space_checkpoint_is_automatic(c));
 	if (with_path)
 		cJSON_AddStringToObject(j, "path", c->path);
 	cJSON_AddNumberToObject(j, "created_ms", (double)c->created_ms);
@@ -104,6 +105,10 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 	}
 	if (!id)
 		return cli_usage_error(cmd, "checkpoint needs a sandbox ID");
+	struct space_checkpoint_info named = { .created_ms = 0 };
+	snprintf(named.name, sizeof(named.name), "%s", name ? name : "");
+	if (space_checkpoint_is_automatic(&named))
+		return cli_usage_error(cmd, "names auto-<digits> are those of periodic snapshots, which are pruned");
 	space_sandbox *sb;
 	int rc = open_sandbox(cli, id, &sb);
 	if (rc)

@@ -110,6 +110,8 @@ int cmd_pool(struct cli *cli, int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argc > 1 ? argv[1] : "info";
+	if (!strcmp(sub, "fill")) /* the warm pools of templates */
+		return cli_pool_fill(cli, cmd, argc - 1, argv + 1);
 	if (argc > 2)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[2]);
 	cli_ctx(cli);

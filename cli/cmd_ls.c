@@ -39,8 +39,11 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		return cli_fail(cli, r, "list sandboxes");
 	if (cli->json) {
 		cJSON *a = cJSON_CreateArray();
-		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(a, cli_sandbox_json(&list[i]));
+		for (size_t i = 0; i < n; i++) {
+			cJSON *j = cli_sandbox_json(&list[i]);
+			cli_sandbox_snapshots_json(cli, j, list[i].id);
+			cJSON_AddItemToArray(a, j);
+		}
 		free(list);
 		return cli_print_json(a);
 	}

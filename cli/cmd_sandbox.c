@@ -35,9 +35,11 @@ static int parse_u32(const struct cli_command *cmd, const char *opt, const char 
 		     uint32_t *ret)
 {
 	uint64_t v;
-	if (util_parse_uint(s, min, max, &v) < 0)
-		return cli_usage_error(cmd, "%s needs a number from %llu to %llu, not '%s'", opt,
-				       (unsigned long long)min, (unsigned long long)max, s);
+	if (util_parse_uint(s, min, max, &v) < 0) {
+		cli_usage_error(cmd, "%s needs a number from %llu to %llu, not '%s'", opt, (unsigned long long)min,
+				(unsigned long long)max, s);
+		return -1;
+	}
 	*ret = (uint32_t)v;
 	return 0;
 }
@@ -61,6 +63,8 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 		{ "hostname", required_argument, NULL, 'H' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
+		{ "snapshot-every", required_argument, NULL, 0x4f0 },
+		{ "snapshot-keep", required_argument, NULL, 0x4f1 },
 		CLI_NET_OPTIONS,
 		{ 0 },
 	};
@@ -72,7 +76,7 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 	opterr = 0;
 	/* "+": options end at the first non-option (the command, or exec's ID is taken below). */
 	while ((c = getopt_long(argc, argv, "+e:w:it", opts, NULL)) != -1) {
-		if (!sandbox_opts && (strchr("TIcmOH", c) || CLI_NET_IS_OPTION(c)))
+		if (!sandbox_opts && (strchr("TIcmOH", c) || CLI_NET_IS_OPTION(c) || c == 0x4f0 || c == 0x4f1))
 			return cli_usage_error(cmd, "option '%s' applies when the sandbox is created", argv[optind - 1]);
 		switch (c) {
 		case 'T': o->sb.template_name = optarg; break;
@@ -99,6 +103,14 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 			o->exec_timeout_ms *= 1000;
 			break;
 		case 'H': o->sb.hostname = optarg; break;
+		case 0x4f0: /* periodic file snapshots */
+			if (parse_u32(cmd, "--snapshot-every", optarg, 1, 7u * 24 * 3600, &o->sb.snapshot_every_s) < 0)
+				return EXIT_USAGE;
+			break;
+		case 0x4f1:
+			if (parse_u32(cmd, "--snapshot-keep", optarg, 1, 100, &o->sb.snapshot_keep) < 0)
+				return EXIT_USAGE;
+			break;
 		case 'e':
 			if (!strchr(optarg, '=') || optarg[0] == '=')
 				return cli_usage_error(cmd, "--env needs KEY=VALUE, not '%s'", optarg);
@@ -119,6 +131,8 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}
+	if (o->sb.snapshot_keep && !o->sb.snapshot_every_s)
+		return cli_usage_error(cmd, "--snapshot-keep needs --snapshot-every SECONDS");
 	if (positional) {
 		if (optind >= argc || !strcmp(argv[optind], "--"))
 			return cli_usage_error(cmd, "missing sandbox ID");

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space template import|ls|rm */
+/* space template import|ls|rm|snapshot|set-pool, space pool fill */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,24 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 	return EXIT_OK;
 }
 
+/* "snapshot": {cpus, memory_mib, created_ms} or null, "pool_size", "pooled" of `template ls --json`. */
+static void add_warm_json(struct cli *cli, cJSON *j, const char *name)
+{
+	struct space_template_warm_info w;
+	if (space_template_warm_get(cli->ctx, name, &w) < 0)
+		return;
+	if (w.has_snapshot) {
+		cJSON *s = cJSON_AddObjectToObject(j, "snapshot");
+		cJSON_AddNumberToObject(s, "cpus", w.snapshot_cpus);
+		cJSON_AddNumberToObject(s, "memory_mib", w.snapshot_memory_mib);
+		cJSON_AddNumberToObject(s, "created_ms", (double)w.snapshot_created_ms);
+	} else {
+		cJSON_AddNullToObject(j, "snapshot");
+	}
+	cJSON_AddNumberToObject(j, "pool_size", w.pool_size);
+	cJSON_AddNumberToObject(j, "pooled", w.pooled);
+}
+
 static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
 	if (argc > 1)
@@ -87,17 +106,27 @@ static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc,
 			cJSON_AddNumberToObject(j, "created_ms", (double)list[i].created_ms);
 			cJSON_AddNumberToObject(j, "sandboxes", list[i].sandboxes);
 			cJSON_AddNumberToObject(j, "checkpoints", list[i].checkpoints);
+			cli_template_snapshots_json(cli, j, list[i].name);
+			add_warm_json(cli, j, list[i].name);
 			cJSON_AddItemToArray(a, j);
 		}
 		free(list);
 		return cli_print_json(a);
 	}
-	printf("%-20s %10s %-6s %-6s %9s  %s\n", "NAME", "ROOTFS", "KERNEL", "INITRD", "SANDBOXES", "CREATED");
+	printf("%-20s %10s %-6s %-6s %-14s %-5s %9s  %s\n", "NAME", "ROOTFS", "KERNEL", "INITRD", "SNAPSHOT", "POOL",
+	       "SANDBOXES", "CREATED");
 	for (size_t i = 0; i < n; i++) {
-		char sz[32], tm[32];
-		printf("%-20s %10s %-6s %-6s %9u  %s\n", list[i].name,
+		char sz[32], tm[32], snap[32] = "-", pool[24] = "-";
+		struct space_template_warm_info w;
+		if (space_template_warm_get(cli->ctx, list[i].name, &w) == 0) {
+			if (w.has_snapshot)
+				snprintf(snap, sizeof(snap), "%ucpu/%uMiB", w.snapshot_cpus, w.snapshot_memory_mib);
+			if (w.pool_size || w.pooled)
+				snprintf(pool, sizeof(pool), "%u/%u", w.pooled, w.pool_size);
+		}
+		printf("%-20s %10s %-6s %-6s %-14s %-5s %9u  %s\n", list[i].name,
 		       util_format_size(list[i].rootfs_bytes, sz, sizeof(sz)), list[i].has_kernel ? "yes" : "-",
-		       list[i].has_initrd ? "yes" : "-", list[i].sandboxes,
+		       list[i].has_initrd ? "yes" : "-", snap, pool, list[i].sandboxes,
 		       cli_time(list[i].created_ms, tm, sizeof(tm)));
 	}
 	free(list);
@@ -131,11 +160,104 @@ static int template_rm(struct cli *cli, const struct cli_command *cmd, int argc,
 	return EXIT_OK;
 }
 
+/* space template snapshot NAME [--cpus N] [--memory MIB] | --drop */
+static int template_snapshot(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "drop", no_argument, NULL, 'd' },
+		{ 0 },
+	};
+	uint64_t cpus = 0, mem = 0;
+	bool drop = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			if (util_parse_uint(optarg, 1, 256, &cpus) < 0)
+				return cli_usage_error(cmd, "invalid --cpus '%s' (1..256)", optarg);
+			break;
+		case 'm':
+			if (util_parse_uint(optarg, 16, 1u << 22, &mem) < 0)
+				return cli_usage_error(cmd, "invalid --memory '%s' (MiB, at least 16)", optarg);
+			break;
+		case 'd': drop = true; break;
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error(cmd, "template snapshot needs one NAME");
+	if (drop && (cpus || mem))
+		return cli_usage_error(cmd, "--drop takes no --cpus or --memory");
+	const char *name = argv[optind];
+	int r = drop ? space_template_snapshot_drop(cli_ctx(cli), name)
+		     : space_template_snapshot(cli_ctx(cli), name, (uint32_t)cpus, (uint32_t)mem);
+	if (r < 0)
+		return cli_fail(cli, r, "%s of template %s", drop ? "drop the snapshot" : "snapshot", name);
+	struct space_template_warm_info w;
+	if (space_template_warm_get(cli->ctx, name, &w) < 0)
+		return cli_fail(cli, -EIO, "template %s", name);
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", name);
+		add_warm_json(cli, j, name);
+		return cli_print_json(j);
+	}
+	if (drop)
+		printf("template %s: snapshot dropped (VM sandboxes of it boot)\n", name);
+	else
+		printf("template %s: snapshot taken (%u vCPUs, %u MiB): VM sandboxes of it are restored from it\n",
+		       name, w.snapshot_cpus, w.snapshot_memory_mib);
+	return EXIT_OK;
+}
+
+/* space template set-pool NAME N */
+static int template_set_pool(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	uint64_t n;
+	if (argc != 3)
+		return cli_usage_error(cmd, "template set-pool needs NAME and a size");
+	if (util_parse_uint(argv[2], 0, 64, &n) < 0)
+		return cli_usage_error(cmd, "invalid pool size '%s' (0..64)", argv[2]);
+	int r = space_template_set_pool(cli_ctx(cli), argv[1], (uint32_t)n);
+	if (r < 0)
+		return cli_fail(cli, r, "set the pool size of template %s", argv[1]);
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", argv[1]);
+		add_warm_json(cli, j, argv[1]);
+		return cli_print_json(j);
+	}
+	return EXIT_OK;
+}
+
+/* space pool fill [TEMPLATE] (dispatched from cmd_pool) */
+int cli_pool_fill(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	if (argc > 2)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[2]);
+	const char *name = argc == 2 ? argv[1] : NULL;
+	int r = space_pool_fill(cli_ctx(cli), name);
+	if (r < 0)
+		return cli_fail(cli, r, "fill the warm pool%s%s", name ? " of " : "", name ? name : "");
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddNumberToObject(j, "created", r);
+		return cli_print_json(j);
+	}
+	printf("%d sandbox%s created and pooled\n", r, r == 1 ? "" : "es");
+	return EXIT_OK;
+}
+
 int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("template");
 	if (argc < 2)
-		return cli_usage_error(cmd, "template needs a command: import, ls or rm");
+		return cli_usage_error(cmd, "template needs a command: import, ls, rm, snapshot or set-pool");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argv[1];
@@ -145,5 +267,11 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return template_ls(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))
 		return template_rm(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "snapshot"))
+		return template_snapshot(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "set-pool"))
+		return template_set_pool(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "set-snapshots"))
+		return cli_template_set_snapshots(cli, cmd, argc - 1, argv + 1);
 	return cli_usage_error(cmd, "unknown template command '%s'", sub);
 }

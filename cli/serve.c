@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "serve.h"
+#include "serve_pool.h"
 #include "serve_e2b.h"
 #include "store/db.h"
 #include "util/cleanup.h"
@@ -417,6 +418,10 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	pthread_cond_init(&rp.cond, NULL);
 	pthread_t reaper;
 	bool reaping = pthread_create(&reaper, NULL, reaper_thread, &rp) == 0;
+	/* warm pools (cli/serve_pool.c) */
+	struct serve_pool *pool = NULL;
+	if (serve_pool_start(srv.state_dir, &pool) < 0)
+		fprintf(stderr, "space serve: cannot start the warm pool thread: warm pools are not refilled\n");
 
 	int sig = 0;
 	sigwait(&set, &sig);
@@ -429,6 +434,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		pthread_mutex_unlock(&rp.lock);
 		pthread_join(reaper, NULL);
 	}
+	serve_pool_stop(pool);
 	MHD_stop_daemon(d);
 	store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);

@@ -107,7 +107,7 @@ static void env_free(char **env)
 static enum MHD_Result sandbox_create(struct serve_req *r)
 {
 	static const char *const fields[] = { "template", "isolation", "cpus", "memory_mib", "env", "timeout_s",
-					      "metadata", "hostname", "network", NULL };
+					      "metadata", "hostname", "network", "snapshots", NULL };
 	_cleanup_(cJSON_Deletep) cJSON *j = serve_body_fields(r, fields);
 	if (!j)
 		return MHD_YES;
@@ -128,6 +128,17 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	    !serve_json_str(r, j, "hostname", &o.hostname) || !serve_json_uint(r, j, "cpus", 256, 0, &cpus) ||
 	    !serve_json_uint(r, j, "memory_mib", 1u << 20, 0, &mem) || !serve_json_uint(r, j, "timeout_s", UINT32_MAX, 0, &timeout))
 		return MHD_YES;
+	/* periodic file snapshots: {"every": SECONDS, "keep": K} */
+	const cJSON *snaps = cJSON_GetObjectItemCaseSensitive(j, "snapshots");
+	uint64_t every = 0, keep = 0;
+	if (snaps && !cJSON_IsNull(snaps) &&
+	    (!cJSON_IsObject(snaps) || !serve_json_uint(r, snaps, "every", 7u * 24 * 3600, 0, &every) ||
+	     !serve_json_uint(r, snaps, "keep", 100, 0, &keep)))
+		return cJSON_IsObject(snaps) ? MHD_YES
+					     : serve_reply_error(r, 400, "invalid", "'snapshots' must be {\"every\": "
+										    "SECONDS, \"keep\": K}");
+	o.snapshot_every_s = (uint32_t)every;
+	o.snapshot_keep = (uint32_t)keep;
 	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(j, "metadata");
 	if (meta && !cJSON_IsNull(meta) && !cJSON_IsObject(meta))
 		return serve_reply_error(r, 400, "invalid", "'metadata' must be an object");

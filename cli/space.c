@@ -14,21 +14,28 @@
 static const struct cli_command commands[] = {
 	{ "init", cmd_init, "prepare a state directory and its btrfs pool",
 	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]" },
-	{ "pool", cmd_pool, "show the pool, or unmount a loop pool", "pool [info | unmount] [--json]" },
-	{ "template", cmd_template, "import, list and remove templates",
+	{ "pool", cmd_pool, "show the pool, unmount a loop pool, or fill templates' warm pools",
+	  "pool [info | unmount | fill [TEMPLATE]] [--json]" },
+	{ "template", cmd_template, "import, list, remove and snapshot templates; size their warm pools",
 	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 [--kernel FILE [--modules DIR]]\n"
 	  "       [--initrd FILE] [--size SIZE]\n"
 	  "       space template ls [--json]\n"
-	  "       space template rm NAME [--force]" },
+	  "       space template rm NAME [--force]\n"
+	  "       space template snapshot NAME [--cpus N] [--memory MIB] | --drop\n"
+	  "       space template set-pool NAME N\n"
+	  "       space template set-snapshots NAME --every S [--keep K] | --off" },
 	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
 	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--cwd D]\n"
-	  "       [--timeout S] [--exec-timeout S] [-i] [-t] [NETWORK] -- CMD...\n"
+	  "       [--timeout S] [--exec-timeout S] [--snapshot-every S [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"
+	  "       -- CMD...\n"
 	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH]...\n"
 	  "       [--inject 'HOST:Header=Value ${NAME}']... [--policy FILE.json] [--resolve NAME=IP[:PORT]]... "
 	  "[--ca-file F]" },
 	{ "create", cmd_create, "create a sandbox and print its id",
 	  "create [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--timeout S] "
-	  "[NETWORK] [--json]" },
+	  "[NETWORK] [--json]\n"
+	  "       [--snapshot-every S [--snapshot-keep K]]   (a read-only disk snapshot every S seconds, the\n"
+	  "       last K (default 5) kept, as checkpoints named auto-<unix time>)" },
 	{ "events", cmd_events, "show a sandbox's events (lifecycle, refused egress)", "events ID [--json]" },
 	{ "exec", cmd_exec, "run a command in a sandbox",
 	  "exec [--env K=V]... [--cwd D] [-i] [-t] [--exec-timeout S] ID -- CMD...\n"
@@ -42,11 +49,13 @@ static const struct cli_command commands[] = {
 	  "timeout ID SECONDS [--json]" },
 	{ "pause", cmd_pause, "freeze every process of a sandbox", "pause ID [--json]" },
 	{ "resume", cmd_resume, "thaw a paused sandbox", "resume ID [--json]" },
-	{ "checkpoint", cmd_checkpoint, "snapshot a sandbox's disk (jail) and print the checkpoint id",
+	{ "checkpoint", cmd_checkpoint,
+	  "snapshot a sandbox (vm: disk, memory and devices; jail: disk) and print the checkpoint id",
 	  "checkpoint ID [--name NAME] [--json]\n"
 	  "       space checkpoint rm CP..." },
 	{ "checkpoints", cmd_checkpoints, "list checkpoints, of one sandbox or all", "checkpoints [ID] [--json]" },
-	{ "rollback", cmd_rollback, "return a sandbox to one of its checkpoints (jail: its processes restart)",
+	{ "rollback", cmd_rollback,
+	  "return a sandbox to one of its checkpoints (vm: its processes continue from it; jail: they restart)",
 	  "rollback ID CP [--json]" },
 	{ "fork", cmd_fork, "start new sandboxes from a checkpoint", "fork CP [--count N] [--json]" },
 	{ "kernel", cmd_kernel, "list, fetch and prepare the kernels VM sandboxes boot",

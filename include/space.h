@@ -263,7 +263,7 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
  */
 typedef struct space_sandbox space_sandbox;
 
-#define SPACE_SANDBOX_OPTIONS_VERSION 2 /* 2 added network_policy */
+#define SPACE_SANDBOX_OPTIONS_VERSION 3 /* 2 added network_policy, 3 snapshot_every_s/snapshot_keep */
 struct space_sandbox_options {
 	uint32_t version;         /* SPACE_SANDBOX_OPTIONS_VERSION */
 	const char *template_name; /* NULL: "base" */
@@ -280,6 +280,9 @@ struct space_sandbox_options {
 	                             still has its network namespace and gateway; every attempt is refused and
 	                             recorded as an event). Secrets are read from the caller's environment or
 	                             files at creation and never enter the sandbox. */
+	uint32_t snapshot_every_s; /* periodic file snapshots (see space_snapshot_policy): every this many
+	                             seconds (1..604800); 0: the template's default, if it has one */
+	uint32_t snapshot_keep;   /* how many of them to keep (1..100); 0: 5 */
 };
 #define SPACE_SANDBOX_OPTIONS_INIT { .version = SPACE_SANDBOX_OPTIONS_VERSION }
 
@@ -483,6 +486,88 @@ SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec
  * original. ret_sandboxes has room for count handles; all or nothing. */
 SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
 				    space_sandbox **ret_sandboxes);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Template snapshots and the warm pool
+ *
+ * A template can carry a booted snapshot: the memory, vCPU and device state of a VM that booted it and
+ * whose agent answered (vmstate.snap in the template's subvolume). A VM sandbox created from such a
+ * template is restored from it instead of booted: a disk clone plus a restore whose memory is mapped
+ * copy-on-write from the snapshot file, shared by every sandbox of the template. The snapshot fixes the
+ * cpus and memory of those sandboxes.
+ *
+ * The warm pool keeps up to pool_size sandboxes of a template created ahead of time and paused (jail:
+ * frozen cgroup; VM: vCPUs parked). space_sandbox_create with default options (no env, hostname,
+ * network policy, cpus or memory; any timeout) hands one out: it is resumed, given fresh entropy (and,
+ * VM, the time) and keeps its own id, which is also its hostname. Pooled sandboxes are not user
+ * sandboxes: space_sandbox_list and a template's sandbox count leave them out.
+ */
+struct space_template_warm_info {
+	bool has_snapshot;             /* the template carries a booted snapshot */
+	uint32_t snapshot_cpus;        /* the cpus and memory it was taken with */
+	uint32_t snapshot_memory_mib;
+	int64_t snapshot_created_ms;
+	uint32_t pool_size;            /* the warm pool's target size (0: no pool) */
+	uint32_t pooled;               /* pooled sandboxes ready now */
+};
+
+/* The snapshot and warm pool state of a template; -ENOENT if there is no such template. */
+SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct space_template_warm_info *ret_info);
+
+/*
+ * Gives a template a booted snapshot: boots a VM sandbox from it (cpus 0: 1, memory_mib 0: 512), waits for
+ * its agent, takes a checkpoint of it, and replaces the template's subvolume with that checkpoint (read-
+ * only, swapped in atomically); the sandbox and checkpoint are removed. On failure the template is left as
+ * it was. -ENODEV when vm isolation does not work on this host (the message says why), -EEXIST when the
+ * template already has a snapshot (drop it first), -EBUSY while sandboxes or checkpoints use it.
+ */
+SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t cpus, uint32_t memory_mib);
+
+/* Removes a template's booted snapshot (VM sandboxes of it boot again); -ENOENT if it has none. Drains its
+ * warm pool. -EBUSY while sandboxes or checkpoints use it. */
+SPACE_API int space_template_snapshot_drop(space_ctx *ctx, const char *name);
+
+/* Sets the warm pool size of a template (0..64; 0 removes the pool and its sandboxes). Filling is
+ * space_pool_fill's job. */
+SPACE_API int space_template_set_pool(space_ctx *ctx, const char *name, uint32_t pool_size);
+
+/*
+ * Tops up the warm pool of template_name (NULL: of every template): removes pooled sandboxes that died or
+ * exceed the pool size, creates and pauses new ones up to it. One filler runs at a time per state
+ * directory (others wait). Returns how many sandboxes it created, or -errno (the ones made before the
+ * failure stay pooled). Long-running hosts (space serve) call it in the background.
+ */
+SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Periodic file snapshots
+ *
+ * A sandbox may carry a policy: every every_s seconds while it runs, a read-only snapshot of its disk is
+ * taken as a checkpoint named "auto-<unix seconds>" (kind "disk", also for VM sandboxes: their memory is
+ * not saved, so rolling a VM back to one reboots it on that disk), and the oldest automatic checkpoints
+ * beyond keep are removed; named checkpoints are never touched. Snapshots are skipped while the sandbox is
+ * paused (its disk does not change). A small helper process (space-snapd, one per sandbox, found like
+ * space-agent; $SPACE_SNAPD_PATH overrides) takes them; it is started with the sandbox and again after a
+ * rollback, and ends with it. Destroying the sandbox removes its automatic checkpoints (named ones stay).
+ * The policy comes from space_sandbox_options.snapshot_every_s/snapshot_keep or else the template's
+ * default (space_template_set_snapshot_policy).
+ */
+struct space_snapshot_policy {
+	uint32_t every_s;         /* 0: no periodic snapshots */
+	uint32_t keep;
+	int32_t pid;              /* the helper taking them, 0 when none runs */
+};
+
+/* The policy of a sandbox (all zeros if it has none). */
+SPACE_API int space_sandbox_get_snapshot_policy(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret);
+
+/* Sets (every_s > 0; keep 0 = 5) or clears (every_s = 0) the default policy of sandboxes created from a
+ * template. -ENOENT for an unknown template, -EINVAL (with a message) for values out of range. */
+SPACE_API int space_template_set_snapshot_policy(space_ctx *ctx, const char *name, uint32_t every_s, uint32_t keep);
+SPACE_API int space_template_get_snapshot_policy(space_ctx *ctx, const char *name, struct space_snapshot_policy *ret);
+
+/* True for a checkpoint taken by a periodic snapshot policy (its name is "auto-<digits>"). */
+SPACE_API bool space_checkpoint_is_automatic(const struct space_checkpoint_info *c);
 
 #ifdef __cplusplus
 }

@@ -141,7 +141,7 @@ static void hello(struct conn *c, const struct proto_frame *f)
 	struct proto_hello me = { .magic = PROTO_MAGIC, .major = PROTO_VERSION_MAJOR, .minor = PROTO_VERSION_MINOR,
 				  .max_payload = PROTO_MAX_PAYLOAD,
 				  .caps = PROTO_CAP_PTY | PROTO_CAP_RESEED | PROTO_CAP_SET_TIME | PROTO_CAP_LIFETIME |
-					  (c->a->vm ? PROTO_CAP_VSOCK : 0) };
+					  PROTO_CAP_HOSTNAME | (c->a->vm ? PROTO_CAP_VSOCK : 0) };
 	strcpy(me.version, "space-agent " SPACE_VERSION_STRING);
 	memcpy(me.hostname, c->a->hostname, sizeof(me.hostname));
 	proto_put_hello(&c->out, &me);
@@ -212,6 +212,7 @@ static void request(struct conn *c, const struct proto_frame *f)
 	case PROTO_RESEED:
 	case PROTO_SHUTDOWN:
 	case PROTO_SET_LIFETIME:
+	case PROTO_SET_HOSTNAME:
 		system_request(c, f);
 		return;
 	default:

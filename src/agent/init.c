@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/if_arp.h>
+#include <net/route.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +97,8 @@ int vm_params_parse(const char *cmdline, struct vm_params *p)
 			ok = take_str(tok, v, p->root, sizeof(p->root));
 		else if (!strcmp(k, "rootfstype"))
 			ok = take_str(tok, v, p->rootfstype, sizeof(p->rootfstype));
+		else if (!strcmp(k, "net"))
+			ok = take_str(tok, v, p->net, sizeof(p->net));
 		else
 			agent_log("ignoring unknown parameter %s", tok);
 		n += ok;
@@ -245,6 +250,79 @@ static void set_up_lo(void)
 	close(fd);
 }
 
+/* space.net=ADDR/PREFIX,GATEWAY,MAC,MTU: eth0 (virtio-net) as the host's side of the wire expects it, which
+ * passes only this MAC and address (docs/network.md). Plain ioctls: the agent is static, without libnl. */
+static int eth0_ioctl(int fd, unsigned long req, struct ifreq *ifr, const char *what)
+{
+	snprintf(ifr->ifr_name, sizeof(ifr->ifr_name), "eth0");
+	if (ioctl(fd, req, ifr) == 0)
+		return 0;
+	agent_log("eth0: %s: %m", what);
+	return -1;
+}
+
+static void set_in(struct sockaddr *sa, in_addr_t a)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = a };
+	memcpy(sa, &sin, sizeof(sin));
+}
+
+static void set_up_eth0(const char *spec)
+{
+	char addr[16], gw[16];
+	unsigned prefix, mtu, m[6];
+	struct in_addr a, g;
+	if (sscanf(spec, "%15[0-9.]/%u,%15[0-9.],%x:%x:%x:%x:%x:%x,%u", addr, &prefix, gw, &m[0], &m[1], &m[2], &m[3],
+		   &m[4], &m[5], &mtu) != 10 || prefix < 1 || prefix > 32 || mtu < 576 || mtu > 65535 ||
+	    inet_pton(AF_INET, addr, &a) != 1 || inet_pton(AF_INET, gw, &g) != 1) {
+		agent_log("ignoring space.net=%s: not ADDR/PREFIX,GATEWAY,MAC,MTU", spec);
+		return;
+	}
+	if (if_nametoindex("eth0") == 0) {
+		agent_log("space.net: no eth0 (no virtio-net device): no network");
+		return;
+	}
+	/* IPv4 only: the gateway serves nothing else and the wire drops it. */
+	int sfd = open("/proc/sys/net/ipv6/conf/eth0/disable_ipv6", O_WRONLY | O_CLOEXEC);
+	if (sfd >= 0) {
+		(void)!write(sfd, "1", 1);
+		close(sfd);
+	}
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+	for (int i = 0; i < 6; i++)
+		ifr.ifr_hwaddr.sa_data[i] = (char)(m[i] & 0xff);
+	int bad = eth0_ioctl(fd, SIOCSIFHWADDR, &ifr, "set MAC");
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_mtu = (int)mtu;
+	bad |= eth0_ioctl(fd, SIOCSIFMTU, &ifr, "set MTU");
+	set_in(&ifr.ifr_addr, a.s_addr);
+	bad |= eth0_ioctl(fd, SIOCSIFADDR, &ifr, "set address");
+	set_in(&ifr.ifr_netmask, htonl(~0u << (32 - prefix)));
+	bad |= eth0_ioctl(fd, SIOCSIFNETMASK, &ifr, "set netmask");
+	if (eth0_ioctl(fd, SIOCGIFFLAGS, &ifr, "get flags") == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		bad |= eth0_ioctl(fd, SIOCSIFFLAGS, &ifr, "bring up");
+	}
+	struct rtentry rt;
+	memset(&rt, 0, sizeof(rt));
+	set_in(&rt.rt_dst, INADDR_ANY);
+	set_in(&rt.rt_genmask, INADDR_ANY);
+	set_in(&rt.rt_gateway, g.s_addr);
+	rt.rt_flags = RTF_UP | RTF_GATEWAY;
+	if (ioctl(fd, SIOCADDRT, &rt) < 0 && errno != EEXIST) {
+		agent_log("eth0: default route via %s: %m", gw);
+		bad = -1;
+	}
+	close(fd);
+	if (!bad)
+		agent_log("eth0 %s/%u via %s, mtu %u", addr, prefix, gw, mtu);
+}
+
 static bool in_initramfs(void)
 {
 	struct statfs sfs;
@@ -289,5 +367,7 @@ bool vm_init_boot(struct vm_params *p)
 	if (*p->hostname && sethostname(p->hostname, strlen(p->hostname)) < 0)
 		agent_log("sethostname: %m");
 	set_up_lo();
+	if (*p->net)
+		set_up_eth0(p->net);
 	return initramfs;
 }

@@ -12,6 +12,7 @@
  *   space.root=DEV        root disk (default /dev/vda), mounted ext4 read-write
  *   space.rootfstype=T    its filesystem type (default ext4)
  *   space.rootwait=S      how long to wait for DEV to appear (default 30 s)
+ *   space.net=A/P,GW,MAC,MTU  eth0's address/prefix, default gateway, MAC and MTU (set after the switch)
  */
 #pragma once
 
@@ -27,6 +28,7 @@ struct vm_params {
 	char root[64];
 	char rootfstype[16];
 	uint64_t rootwait;
+	char net[80];
 };
 
 /* Parses the space.* parameters of a kernel command line into p (fields not named keep their values).

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* PID 1 duties: the sandbox's mounts, and the SYNC / SET_TIME / RESEED / SHUTDOWN / SET_LIFETIME requests. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -145,6 +146,23 @@ void system_request(struct conn *c, const struct proto_frame *f)
 		}
 		/* The lifetime is the SIGALRM that --lifetime armed: re-arming replaces it, 0 disarms it. */
 		alarm(s);
+		break;
+	}
+	case PROTO_SET_HOSTNAME: {
+		/* A sandbox forked or restored from a snapshot takes its own name. */
+		if (f->len == 0 || f->len > PROTO_MAX_IDENT)
+			goto bad;
+		char name[PROTO_MAX_IDENT + 1];
+		memcpy(name, f->payload, f->len);
+		name[f->len] = '\0';
+		for (size_t i = 0; i < f->len; i++)
+			if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '.')
+				goto bad;
+		if (sethostname(name, f->len) < 0) {
+			r = -errno;
+			break;
+		}
+		memcpy(c->a->hostname, name, f->len + 1);
 		break;
 	}
 	default:

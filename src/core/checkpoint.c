@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Pause/resume, checkpoints, rollback and fork of jail sandboxes.
+ * Pause/resume, checkpoints, rollback and fork.
+ *
+ * A vm checkpoint (kind "full") is a read-only btrfs snapshot of the sandbox's subvolume taken while the VM
+ * is paused, after space-vmm saved the VM's memory, vCPU and device state into vmstate.snap in that
+ * subvolume (plus vmstate.json: its vCPUs and RAM). The disk image and the memory in the snapshot are
+ * of the same instant. Rollback and fork restore it (src/core/vm_backend.c): the new space-vmm maps
+ * guest RAM MAP_PRIVATE from the checkpoint's file, so forks share every page none of them wrote.
  *
  * A jail checkpoint is a read-only btrfs snapshot of the sandbox's subvolume (which holds rootfs.ext4),
  * taken with the jail's processes frozen (cgroup freezer) and its ext4 filesystem frozen (FIFREEZE on the
  * jail's root, reached through /proc/PID/root), so the image in the snapshot is clean. Memory is not
  * saved: rollback and fork start fresh processes on the snapshot's disk.
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -18,6 +25,7 @@
 
 #include "core/internal.h"
 #include "core/sandbox.h"
+#include "core/vm_backend.h"
 #include "jail/jail.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
@@ -26,31 +34,22 @@
 
 #define FORK_MAX 64
 
-/* Loads the row of a handle and checks that it is a live sandbox; of jail isolation unless any_iso. */
-static int load_live_row(space_sandbox *sb, const char *what, bool any_iso, struct sandbox_row *row)
+/* Loads the row of a handle and checks that it is a live sandbox (running or paused). */
+static int load_live_row(space_sandbox *sb, const char *what, struct sandbox_row *row)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	int r = sandbox_row_load(ctx, space_sandbox_id(sb), row);
 	if (r < 0)
 		return r;
-	if (!any_iso && strcmp(row->info.isolation, "jail")) {
-		r = ctx_error_msg(ctx, -EOPNOTSUPP, "%s of %s sandboxes is not supported yet (sandbox %s)", what,
-				  row->info.isolation, row->info.id);
-	} else if (row->info.status != SPACE_SANDBOX_RUNNING && row->info.status != SPACE_SANDBOX_PAUSED) {
-		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s is %s", row->info.id,
+	if (row->info.status != SPACE_SANDBOX_RUNNING && row->info.status != SPACE_SANDBOX_PAUSED)
+		r = ctx_error_msg(ctx, -ESRCH, "cannot %s sandbox %s: it is %s", what, row->info.id,
 				  space_sandbox_status_name(row->info.status));
-	} else if (!core_process_alive(row->info.pid, row->pid_start)) {
-		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s has died (its process %d is gone)", row->info.id,
-				  row->info.pid);
-	}
+	else if (!core_process_alive(row->info.pid, row->pid_start))
+		r = ctx_error_msg(ctx, -ESRCH, "cannot %s sandbox %s: it has died (its process %d is gone)", what,
+				  row->info.id, row->info.pid);
 	if (r < 0)
 		sandbox_row_clear(row);
 	return r;
-}
-
-static int load_jail_row(space_sandbox *sb, const char *what, struct sandbox_row *row)
-{
-	return load_live_row(sb, what, false, row);
 }
 
 /* ---- pause / resume -------------------------------------------------------------------------------- */
@@ -59,7 +58,7 @@ static int set_paused(space_sandbox *sb, bool pause)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	struct sandbox_row row;
-	int r = load_live_row(sb, pause ? "pause" : "resume", true, &row);
+	int r = load_live_row(sb, pause ? "pause" : "resume", &row);
 	if (r < 0)
 		return r;
 	enum space_sandbox_status want = pause ? SPACE_SANDBOX_PAUSED : SPACE_SANDBOX_RUNNING;
@@ -236,6 +235,43 @@ static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, con
 	return r < 0 ? ctx_error(ctx, r, "snapshot %s", row->info.path) : 0;
 }
 
+/*
+ * The vm part of a checkpoint: pause, save the VM into the sandbox's subvolume, snapshot the subvolume
+ * read-only at c->path, take the state files out of the live subvolume again, resume. Whatever fails,
+ * the VM runs on as before (paused if it was).
+ */
+static int checkpoint_vm(space_ctx *ctx, const struct sandbox_row *row, struct space_checkpoint_info *c)
+{
+	snprintf(c->kind, sizeof(c->kind), "full");
+	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
+	char snap[PATH_MAX], meta[PATH_MAX];
+	snprintf(snap, sizeof(snap), "%s/%s", row->info.path, VM_SNAPSHOT_FILE);
+	snprintf(meta, sizeof(meta), "%s/%s", row->info.path, VM_SNAPSHOT_META);
+	int r = running ? sandbox_iso_pause(ctx, row, true) : 0;
+	if (r < 0)
+		return r;
+	c->created_ms = util_wall_ms();
+	uint64_t t0 = util_now_ns();
+	r = vm_backend_snapshot(ctx, row, snap);
+	if (r == 0 && (r = vm_backend_snapshot_meta_write(row->info.path, row->info.cpus, row->info.memory_mib)) < 0)
+		ctx_error(ctx, r, "write %s", meta);
+	uint64_t t1 = util_now_ns();
+	if (r == 0 && (r = store_btrfs_snapshot(row->info.path, c->path, true)) < 0)
+		ctx_error(ctx, r, "snapshot %s", row->info.path);
+	(void)unlink(snap);
+	(void)unlink(meta);
+	if (running) {
+		int t = sandbox_iso_pause(ctx, row, false);
+		if (t < 0 && r == 0)
+			r = t;
+	}
+	if (r == 0)
+		ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: vm state saved in %llu ms, disk snapshot in %llu ms", row->info.id,
+			(unsigned long long)((t1 - t0) / 1000000ull),
+			(unsigned long long)((util_now_ns() - t1) / 1000000ull));
+	return r;
+}
+
 SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX])
 {
 	if (!sb || !ret_id)
@@ -259,7 +295,7 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 		return ctx_error(ctx, r, "create %s", dir);
 
 	struct sandbox_row row;
-	r = load_jail_row(sb, "checkpoint", &row);
+	r = load_live_row(sb, "checkpoint", &row);
 	if (r < 0)
 		return r;
 	snprintf(c.sandbox_id, sizeof(c.sandbox_id), "%s", row.info.id);
@@ -267,6 +303,10 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 	snprintf(c.name, sizeof(c.name), "%s", name ? name : "");
 	snprintf(c.kind, sizeof(c.kind), "disk");
 	snprintf(c.path, sizeof(c.path), "%s/%s", dir, c.id);
+	if (!strcmp(row.info.isolation, "vm")) {
+		r = checkpoint_vm(ctx, &row, &c);
+		goto done;
+	}
 
 	bool running = row.info.status == SPACE_SANDBOX_RUNNING;
 	struct jail_info ji;
@@ -292,6 +332,7 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 		if (t < 0 && r == 0)
 			r = ctx_error(ctx, t, "thaw sandbox %s", row.info.id);
 	}
+done:
 	if (r == 0)
 		r = cp_write(ctx,
 			     "INSERT INTO checkpoints(id, sandbox_id, template, name, kind, path, created_ms)"
@@ -336,11 +377,11 @@ SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_i
 				     "checkpoint %s belongs to sandbox %s, not %s: `space fork %s` starts a new sandbox "
 				     "from it",
 				     c.id, c.sandbox_id, space_sandbox_id(sb), c.id);
-	if (strcmp(c.kind, "disk"))
+	if (strcmp(c.kind, "disk") && strcmp(c.kind, "full"))
 		return ctx_error_msg(ctx, -EOPNOTSUPP, "checkpoint %s is of kind %s, which this build cannot restore",
 				     c.id, c.kind);
 	struct sandbox_row row;
-	r = load_jail_row(sb, "rollback", &row);
+	r = load_live_row(sb, "rollback", &row);
 	if (r < 0)
 		return r;
 	sandbox_row_clear(&row);
@@ -358,22 +399,34 @@ SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, u
 	int r = space_checkpoint_get(ctx, checkpoint_id, &c);
 	if (r < 0)
 		return r;
-	if (strcmp(c.kind, "disk"))
+	if (strcmp(c.kind, "disk") && strcmp(c.kind, "full"))
 		return ctx_error_msg(ctx, -EOPNOTSUPP, "checkpoint %s is of kind %s, which this build cannot fork",
 				     c.id, c.kind);
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
 	o.template_name = c.template_name;
-	o.isolation = "jail";
+	/* A full checkpoint forks VMs restored from it (its vCPUs and RAM); a disk one the isolation of the
+	 * sandbox it was taken of. */
+	o.isolation = strcmp(c.kind, "full") ? "jail" : "vm";
 	char **env = NULL;
+	char iso[16] = "";
+	_cleanup_free_ char *policy = NULL;
 	struct sandbox_row row;
 	if (sandbox_row_load(ctx, c.sandbox_id, &row) == 0) {
+		snprintf(iso, sizeof(iso), "%s", row.info.isolation);
+		o.isolation = iso;
 		o.cpus = row.info.cpus;
 		o.memory_mib = row.info.memory_mib;
 		env = sandbox_env_parse(row.metadata);
+		/* Forks continue the same task: the same egress policy (its secrets resolved again here). */
+		cJSON *j = row.metadata ? cJSON_Parse(row.metadata) : NULL;
+		const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "network_policy"));
+		policy = p ? strdup(p) : NULL;
+		cJSON_Delete(j);
 		sandbox_row_clear(&row);
 		if (!env)
 			return -ENOMEM;
 		o.env = (const char *const *)env;
+		o.network_policy = policy;
 	}
 	uint32_t made = 0;
 	for (; made < count; made++) {

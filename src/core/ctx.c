@@ -206,6 +206,8 @@ int ctx_helper_path(space_ctx *ctx, const char *name, char *buf, size_t len)
 		env = getenv("SPACE_VMM_PATH");
 	else if (!strcmp(name, "space-gateway"))
 		env = getenv("SPACE_GATEWAY_PATH");
+	else if (!strcmp(name, "space-snapd"))
+		env = getenv("SPACE_SNAPD_PATH");
 	int n;
 	if (env && *env)
 		n = snprintf(buf, len, "%s", env);

@@ -115,6 +115,46 @@ int doctor_probe_ring0(space_ctx *ctx, struct doctor_ring0 *ret)
 	return 0;
 }
 
+/*
+ * A positive verdict is kept for the rest of this boot (<state>/run/vm-usable holds the boot id), so
+ * creating a sandbox does not start a probe VM each time, and a loaded host cannot turn a machine it
+ * has already measured as native into "emulated". A negative one is never kept: it is measured again.
+ */
+static void boot_id(char *buf, size_t len)
+{
+	_cleanup_free_ char *id = NULL;
+	buf[0] = '\0';
+	if (util_read_file("/proc/sys/kernel/random/boot_id", 128, &id, NULL) == 0)
+		snprintf(buf, len, "%.*s", (int)strcspn(id, "\n"), id);
+}
+
+static bool verdict_cached(space_ctx *ctx)
+{
+	if (ctx->vm_usable)
+		return true;
+	char path[PATH_MAX], id[64];
+	snprintf(path, sizeof(path), "%s/run/vm-usable", ctx->state_dir);
+	_cleanup_free_ char *text = NULL;
+	boot_id(id, sizeof(id));
+	if (!id[0] || util_read_file(path, 128, &text, NULL) < 0)
+		return false;
+	return strncmp(text, id, strlen(id)) == 0;
+}
+
+static void verdict_keep(space_ctx *ctx)
+{
+	ctx->vm_usable = true;
+	char dir[PATH_MAX], path[PATH_MAX + 16], id[64];
+	boot_id(id, sizeof(id));
+	snprintf(dir, sizeof(dir), "%s/run", ctx->state_dir);
+	snprintf(path, sizeof(path), "%s/vm-usable", dir);
+	if (!id[0] || util_mkdir_p(dir, 0700) < 0)
+		return;
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		(void)util_write_all(fd, id, strlen(id));
+}
+
 int doctor_vm_usable(space_ctx *ctx)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
@@ -128,6 +168,8 @@ int doctor_vm_usable(space_ctx *ctx)
 				     why);
 	}
 	close(fd);
+	if (verdict_cached(ctx))
+		return 0;
 	struct doctor_ring0 p;
 	int r = doctor_probe_ring0(ctx, &p);
 	if (r < 0)
@@ -141,6 +183,7 @@ int doctor_vm_usable(space_ctx *ctx)
 				     "guest would not boot. Use --isolation jail, or a host with hardware "
 				     "virtualization (VMX/SVM); `space doctor` has details",
 				     p.ns_per_insn);
+	verdict_keep(ctx);
 	return 0;
 }
 

@@ -17,6 +17,7 @@ struct space_ctx {
 	int log_level;
 	struct store *store;        /* opened on first use */
 	char pool_root[PATH_MAX];   /* "" until the pool is known */
+	bool vm_usable;             /* doctor_vm_usable() said yes once: hardware does not change */
 	char last_error[1024];
 };
 

@@ -17,9 +17,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/autosnap.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/vm_backend.h"
+#include "core/warm_pool.h"
 #include "jail/jail.h"
 #include "net/net.h"
 #include "proto/agent_client.h"
@@ -311,6 +313,9 @@ static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_b
 	cJSON_AddNumberToObject(j, "uid_base", uid_base);
 	if (o->hostname)
 		cJSON_AddStringToObject(j, "hostname", o->hostname);
+	/* The policy as given (secrets by reference: env:, file:), so a restart can apply it again. */
+	if (o->network_policy)
+		cJSON_AddStringToObject(j, "network_policy", o->network_policy);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;
@@ -468,6 +473,65 @@ static int row_set_running(space_ctx *ctx, struct sandbox_row *row, const struct
 	return 0;
 }
 
+/*
+ * The memory snapshot a vm sandbox made from disk_src restores instead of booting, when disk_src (a VM
+ * checkpoint, a template with a snapshot) carries one and the sandbox asks for its vCPUs and RAM or
+ * for none: fills snap and the sizes and returns true.
+ */
+static bool restore_source(space_ctx *ctx, const char *iso, const char *disk_src, const struct space_sandbox_options *o,
+			   char *snap, size_t len, uint32_t *cpus, uint32_t *memory_mib)
+{
+	if (strcmp(iso, "vm") || vm_backend_snapshot_find(disk_src, snap, len, cpus, memory_mib) < 0)
+		return false;
+	if ((o->cpus && o->cpus != *cpus) || (o->memory_mib && o->memory_mib != *memory_mib)) {
+		ctx_log(ctx, SPACE_LOG_INFO, "%s holds a snapshot of a VM with %u vCPUs and %u MiB; booting afresh for %u "
+					     "vCPUs and %u MiB", disk_src, *cpus, *memory_mib, o->cpus ? o->cpus : *cpus,
+			o->memory_mib ? o->memory_mib : *memory_mib);
+		return false;
+	}
+	return true;
+}
+
+/* A clone of a subvolume carrying a snapshot does not keep its copy: restores map the source's file. */
+static void drop_snapshot_copy(const char *path)
+{
+	char f[PATH_MAX];
+	snprintf(f, sizeof(f), "%s/%s", path, VM_SNAPSHOT_FILE);
+	(void)unlink(f);
+	snprintf(f, sizeof(f), "%s/%s", path, VM_SNAPSHOT_META);
+	(void)unlink(f);
+}
+
+/* The sandbox's egress gateway (src/net, docs/network.md): for a jail its eth0, for a VM behind its TAP. */
+static int net_attach(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, const char *policy)
+{
+	char agent[PATH_MAX + 64];
+	if (is_vm(row))
+		vm_backend_agent_addr(row->runtime_dir, agent, sizeof(agent));
+	return net_sandbox_attach(ctx, row->info.id, pid, is_vm(row) ? NETCFG_VM_TAP : NULL, policy,
+				  is_vm(row) ? agent : NULL);
+}
+
+/*
+ * After a restart (rollback) the sandbox has a new network namespace: a new gateway with the policy it
+ * was created with. When that policy cannot be applied again (a secret from an environment variable this
+ * process does not have), the sandbox gets a gateway without one: no egress, attempts recorded.
+ */
+static int net_reattach(space_ctx *ctx, const struct sandbox_row *row, pid_t pid)
+{
+	(void)net_sandbox_detach(ctx, row->info.id);
+	cJSON *j = row->metadata ? cJSON_Parse(row->metadata) : NULL;
+	const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "network_policy"));
+	int r = net_attach(ctx, row, pid, policy);
+	if (r < 0 && policy) {
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: its egress policy cannot be applied again (%s); it has no "
+						"egress now", row->info.id, ctx->last_error);
+		r = net_attach(ctx, row, pid, NULL);
+	}
+	cJSON_Delete(j);
+	return r;
+}
+
 static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root,
 			  const char *tname, const char *disk_src, const char *iso, space_sandbox **ret)
 {
@@ -480,6 +544,13 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 	snprintf(b->isolation, sizeof(b->isolation), "%s", iso);
 	b->cpus = o->cpus ? o->cpus : 1;
 	b->memory_mib = o->memory_mib ? o->memory_mib : 512;
+	char snap[PATH_MAX];
+	uint32_t snap_cpus, snap_mem;
+	bool restore = restore_source(ctx, iso, disk_src, o, snap, sizeof(snap), &snap_cpus, &snap_mem);
+	if (restore) {
+		b->cpus = snap_cpus;
+		b->memory_mib = snap_mem;
+	}
 	b->created_ms = util_wall_ms();
 	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
 	b->pid = getpid();
@@ -502,15 +573,17 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
+	drop_snapshot_copy(b->path);
 	if (is_vm(&row))
-		r = vm_backend_start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, &ji, &ai);
+		r = vm_backend_start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, restore ? snap : NULL,
+				     &ji, &ai);
 	else
 		r = jail_boot(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, &ji, &ai);
 	if (r < 0)
 		goto fail;
 	started = true;
 	/* egress: the sandbox's network and its gateway (src/net, docs/network.md) */
-	if (!is_vm(&row) && (r = net_sandbox_attach(ctx, b->id, ji.pid, o->network_policy, NULL)) < 0)
+	if ((r = net_attach(ctx, &row, ji.pid, o->network_policy)) < 0)
 		goto fail;
 	free(meta);
 	meta = make_metadata(o, ji.uid_base);
@@ -522,6 +595,8 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 	if (r < 0)
 		goto fail;
 	meta = NULL; /* owned by the row */
+	if ((r = autosnap_started(ctx, b->id, tname, o)) < 0) /* periodic snapshots (core/autosnap.c) */
+		goto fail;
 	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (%s pid %d, agent %s)", b->id, is_vm(&row) ? "space-vmm" : "jail",
 		ji.pid, ai.version);
 	r = handle_new(ctx, &row, ret);
@@ -578,6 +653,8 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 			return ctx_error_msg(ctx, -EINVAL, "environment entry '%s' is not KEY=VALUE", *e);
 	if (o->hostname && !util_name_valid(o->hostname))
 		return ctx_error_msg(ctx, -EINVAL, "invalid hostname '%s'", o->hostname);
+	if ((r = autosnap_validate(ctx, o->snapshot_every_s, o->snapshot_keep)) < 0)
+		return r;
 	return create_checked(ctx, o, root, tname, disk_src, iso, ret);
 }
 
@@ -587,7 +664,12 @@ SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_op
 		return -EINVAL;
 	/* Callers built against version 1 of the options have no network_policy field. */
 	struct space_sandbox_options full = { 0 };
-	memcpy(&full, o, o->version >= 2 ? sizeof(full) : offsetof(struct space_sandbox_options, network_policy));
+	memcpy(&full, o, o->version >= 3   ? sizeof(full)
+			 : o->version == 2 ? offsetof(struct space_sandbox_options, snapshot_every_s)
+					   : offsetof(struct space_sandbox_options, network_policy));
+	/* warm pool (core/warm_pool.c): a create with default options takes a ready, paused sandbox */
+	if (ctx && ret && !full.snapshot_every_s && warm_pool_take(ctx, &full, ret) > 0)
+		return 0;
 	return sandbox_create_from(ctx, &full, NULL, ret);
 }
 
@@ -628,13 +710,11 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s is %s", id, space_sandbox_status_name(row.info.status));
 		goto out;
 	}
-	if (is_vm(&row)) {
-		r = ctx_error_msg(ctx, -EOPNOTSUPP, "restarting a vm sandbox on another disk (rollback) is not "
-						    "supported: vm sandboxes have no memory snapshots yet");
+	/* periodic snapshots (core/autosnap.c): no pruning of disk_src while it is copied */
+	if ((r = autosnap_before_restart(ctx, id, row.metadata, disk_src)) < 0)
 		goto out;
-	}
 	sandbox_jail_info(&row, &ji);
-	if (row.info.status == SPACE_SANDBOX_PAUSED)
+	if (!is_vm(&row) && row.info.status == SPACE_SANDBOX_PAUSED)
 		(void)jail_freeze(&ji, false);
 	r = iso_kill(ctx, &row);
 	if (r < 0)
@@ -647,33 +727,50 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		ctx_error(ctx, r, "delete subvolume %s", row.info.path);
 		goto failed;
 	}
+	/* A VM checkpoint restores memory too; a disk-only one boots the VM afresh on it. */
+	char snap[PATH_MAX];
+	uint32_t snap_cpus, snap_mem;
+	struct space_sandbox_options same = { .cpus = row.info.cpus, .memory_mib = row.info.memory_mib };
+	bool restore = restore_source(ctx, row.info.isolation, disk_src, &same, snap, sizeof(snap), &snap_cpus,
+				      &snap_mem);
 	r = store_btrfs_snapshot(disk_src, row.info.path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto failed;
 	}
+	drop_snapshot_copy(row.info.path);
 	if (row.info.expires_ms) {
 		int64_t left = (row.info.expires_ms - util_wall_ms() + 999) / 1000;
 		lifetime = left > 0 ? (uint32_t)left : 1;
 	}
 	snprintf(hostname, sizeof(hostname), "%s", id);
 	free(metadata_with_uid(row.metadata, 0, hostname, sizeof(hostname))); /* only for the hostname */
-	r = jail_boot(ctx, &row, hostname, lifetime, &ji, &ai);
+	if (is_vm(&row))
+		r = vm_backend_start(ctx, &row, hostname, lifetime, restore ? snap : NULL, &ji, &ai);
+	else
+		r = jail_boot(ctx, &row, hostname, lifetime, &ji, &ai);
 	if (r < 0)
 		goto failed;
+	if ((r = net_reattach(ctx, &row, ji.pid)) < 0) {
+		iso_kill_started(ctx, &row, &ji);
+		goto failed;
+	}
 	meta = metadata_with_uid(row.metadata, ji.uid_base, hostname, sizeof(hostname));
 	if (!meta) {
 		r = -ENOMEM;
-		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		iso_kill_started(ctx, &row, &ji);
 		goto failed;
 	}
 	r = row_set_running(ctx, &row, &ji, meta, "restarted", why);
 	if (r < 0) {
 		free(meta);
-		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		iso_kill_started(ctx, &row, &ji);
 		goto failed;
 	}
-	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s restarted on %s (jail pid %d)", id, disk_src, ji.pid);
+	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s restarted on %s (%s pid %d%s)", id, disk_src,
+		is_vm(&row) ? "space-vmm" : "jail", ji.pid, restore ? ", memory restored" : "");
+	if (autosnap_started(ctx, id, NULL, NULL) < 0) /* periodic snapshots go on */
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: periodic snapshots: %s", id, ctx->last_error);
 	sandbox_row_clear(&sb->row);
 	sb->row = row;
 	return 0;
@@ -750,6 +847,8 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	if (row->info.status == SPACE_SANDBOX_CREATING && row->info.pid != getpid() && row_alive(row))
 		return ctx_error_msg(ctx, -EBUSY, "sandbox %s is being created by process %d", row->info.id,
 				     row->info.pid);
+	/* Its snapshot helper first: a snapshot in progress finishes before the sandbox stops. */
+	autosnap_destroying(ctx, row->info.id, row->metadata);
 	/* A vm creation whose creator died may have left its VMM running: iso_kill asks it to stop. */
 	if (row->info.status != SPACE_SANDBOX_CREATING || is_vm(row)) {
 		int r = iso_kill(ctx, row);

@@ -7,6 +7,7 @@
 
 #include "core/internal.h"
 #include "core/sandbox.h"
+#include "core/warm_pool.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -126,8 +127,10 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 		return r;
 	/* Sandboxes past their lifetime go first, so the listing never shows them. */
 	(void)space_sandbox_reap(ctx);
-	char sql[sizeof(SANDBOX_SELECT) + 64];
-	snprintf(sql, sizeof(sql), "%s WHERE status != 'destroyed' ORDER BY created_ms, id", SANDBOX_SELECT);
+	/* Pooled sandboxes (core/warm_pool.h) are not user sandboxes: left out. */
+	char sql[sizeof(SANDBOX_SELECT) + sizeof(WARM_POOL_NOT_POOLED) + 64];
+	snprintf(sql, sizeof(sql), "%s WHERE status != 'destroyed' AND %s ORDER BY created_ms, id", SANDBOX_SELECT,
+		 WARM_POOL_NOT_POOLED);
 	sqlite3_stmt *st;
 	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
 	if (r < 0)

@@ -17,6 +17,7 @@
 #include "core/initramfs.h"
 #include "core/internal.h"
 #include "core/vm_assets.h"
+#include "core/warm_pool.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -424,7 +425,8 @@ fail:
 
 static const char TEMPLATE_SELECT[] =
 	"SELECT t.name, t.path, t.rootfs_bytes, t.kernel IS NOT NULL, t.initrd IS NOT NULL, t.created_ms,"
-	" (SELECT count(*) FROM sandboxes s WHERE s.template = t.name AND s.status != 'destroyed'),"
+	" (SELECT count(*) FROM sandboxes s WHERE s.template = t.name AND s.status != 'destroyed'"
+	"  AND " WARM_POOL_NOT_POOLED "),"
 	" (SELECT count(*) FROM checkpoints c WHERE c.template = t.name)"
 	" FROM templates t";
 
@@ -520,6 +522,16 @@ SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force
 				     name, t.sandboxes, t.checkpoints);
 	const char *root;
 	r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	/* Its warm pool goes with it, no filler running meanwhile. */
+	_cleanup_close_ int lock = warm_pool_lock(ctx);
+	if (lock < 0)
+		return lock;
+	r = warm_pool_drain(ctx, name);
+	if (r < 0)
+		return r;
+	r = warm_pool_forget(ctx, name);
 	if (r < 0)
 		return r;
 	r = store_btrfs_subvolume_delete(t.path);

@@ -2,11 +2,12 @@
 /* The vm isolation back-end: space-vmm daemons started, watched, paused and stopped (see vm_backend.h). */
 #include "core/vm_backend.h"
 
+#include <cjson/cJSON.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,25 +16,27 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/doctor.h"
 #include "core/vm_assets.h"
 #include "jail/jail.h"
 #include "jail/jail_internal.h"
+#include "net/netcfg.h"
 #include "proto/agent_client.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
-extern char **environ;
 
 #define VM_GUEST_CID 3
 #define VM_READY_TIMEOUT_MS 60000      /* setup: read kernel and initrd, create the VM */
 #define VM_BOOT_TIMEOUT_S 120          /* to the agent's HELLO; nested KVM needs tens of seconds */
 #define VM_HELLO_SLICE_MS 2000         /* between checks that the VMM still lives */
 #define VM_STOP_GRACE_MS 3000          /* after a control stop, before SIGKILL */
-#define VM_KILL_TIMEOUT_MS 10000
+#define VM_KILL_TIMEOUT_MS 30000         /* after SIGKILL: tearing a VM down is slow under nested emulation */
 #define VM_CTL_TIMEOUT_MS 5000
+#define VM_SNAPSHOT_TIMEOUT_MS 300000   /* writing guest RAM out (slow disks, nested KVM) */
 #define VM_MEM_OVERHEAD_MIB 192        /* VMM beyond guest RAM: kernel+initrd copies, stacks, buffers */
 #define VM_PIDS_MAX 64                 /* jail supervisor, VMM, vCPU/device/control threads */
 #define VM_UID_FIRST 0x90000000u       /* above the jail mode's uid ranges */
@@ -158,25 +161,69 @@ static int read_line(int fd, int timeout_ms, char *line, size_t len, pid_t *ret_
 }
 
 
-static int control_request(const char *runtime_dir, const char *req, char *reply, size_t len)
+/* One request to the daemon's control socket, with fd (if >= 0) passed along (SCM_RIGHTS). */
+static int control_request_fd(const char *runtime_dir, const char *req, int fd, int timeout_ms, char *reply,
+			      size_t len)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/control.sock", runtime_dir) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	_cleanup_close_ int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (sock < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
 	char line[64];
 	int n = snprintf(line, sizeof(line), "%s\n", req);
-	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
+	struct iovec iov = { line, (size_t)n };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (fd >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) != n)
 		return -errno;
 	pid_t unused;
-	int r = read_line(fd, VM_CTL_TIMEOUT_MS, reply, len, &unused);
+	int r = read_line(sock, timeout_ms, reply, len, &unused);
 	if (r < 0)
 		return r;
 	return strncmp(reply, "ok", 2) ? -EIO : 0;
+}
+
+static int control_request(const char *runtime_dir, const char *req, char *reply, size_t len)
+{
+	return control_request_fd(runtime_dir, req, -1, VM_CTL_TIMEOUT_MS, reply, len);
+}
+
+int vm_backend_snapshot(space_ctx *ctx, const struct sandbox_row *row, const char *path)
+{
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return ctx_error(ctx, -errno, "create %s", path);
+	char reply[512];
+	uint64_t t0 = util_now_ns();
+	int r = control_request_fd(row->runtime_dir, "snapshot-fd", fd, VM_SNAPSHOT_TIMEOUT_MS, reply, sizeof(reply));
+	if (r == -EIO)
+		r = ctx_error_msg(ctx, r, "snapshot of sandbox %s: space-vmm says: %s", row->info.id, reply);
+	else if (r < 0)
+		r = ctx_error(ctx, r, "snapshot of sandbox %s (control socket in %s)", row->info.id, row->runtime_dir);
+	if (r < 0) {
+		(void)unlink(path);
+		return r;
+	}
+	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: memory and device state saved to %s in %llu ms", row->info.id, path,
+		(unsigned long long)((util_now_ns() - t0) / 1000000ull));
+	return 0;
 }
 
 int vm_backend_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause)
@@ -240,7 +287,7 @@ int vm_backend_kill(space_ctx *ctx, const struct sandbox_row *row)
 
 struct vm_spawn {
 	char vmm[PATH_MAX], log[PATH_MAX], control[PATH_MAX], vsock_dir[PATH_MAX], vsock[PATH_MAX + 8];
-	char root[PATH_MAX], disk[PATH_MAX], cmdline[2048];
+	char root[PATH_MAX], disk[PATH_MAX], cmdline[2048], restore[PATH_MAX];
 	char cpus[16], mem[24], uid[16], vsock_arg[PATH_MAX + 16];
 	struct vm_assets assets;
 	bool jail;
@@ -258,22 +305,30 @@ static int build_cmdline(space_ctx *ctx, struct vm_spawn *s, const char *hostnam
 		r = vm_cmdline_append(s->cmdline, sizeof(s->cmdline), "space.port", port);
 	if (r == 0 && lifetime_s)
 		r = vm_cmdline_append(s->cmdline, sizeof(s->cmdline), "space.lifetime", life);
+	/* eth0 behind the TAP: the same address and MAC in every VM (snapshots move between sandboxes) */
+	if (r == 0)
+		r = vm_cmdline_append(s->cmdline, sizeof(s->cmdline), "space.net", NETCFG_VM_CMDLINE);
 	return r < 0 ? ctx_error(ctx, r, "kernel command line") : 0;
 }
 
 /* Paths, assets, ids and the directories the VMM writes into. */
 static int prepare(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
-		   struct vm_spawn *s)
+		   const char *restore, struct vm_spawn *s)
 {
 	const char *rd = row->runtime_dir;
 	int r = ctx_helper_path(ctx, "space-vmm", s->vmm, sizeof(s->vmm));
 	if (r < 0)
 		return r;
-	r = vm_assets_prepare(ctx, row->info.path, &s->assets);
-	if (r < 0)
-		return r;
-	if ((r = build_cmdline(ctx, s, hostname, lifetime_s)) < 0)
-		return r;
+	if (restore) {
+		/* A snapshot holds the booted kernel: no kernel, initramfs or command line to prepare. */
+		if ((size_t)snprintf(s->restore, sizeof(s->restore), "%s", restore) >= sizeof(s->restore))
+			return ctx_error_msg(ctx, -ENAMETOOLONG, "snapshot path too long: %s", restore);
+	} else {
+		if ((r = vm_assets_prepare(ctx, row->info.path, &s->assets)) < 0)
+			return r;
+		if ((r = build_cmdline(ctx, s, hostname, lifetime_s)) < 0)
+			return r;
+	}
 	snprintf(s->log, sizeof(s->log), "%s/sandbox.log", rd);
 	snprintf(s->control, sizeof(s->control), "%s/control.sock", rd);
 	snprintf(s->vsock_dir, sizeof(s->vsock_dir), "%s/vm", rd);
@@ -305,10 +360,14 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 	int n = 0;
 	argv[n++] = "space-vmm";
 	argv[n++] = "run";
-	argv[n++] = "--kernel", argv[n++] = s->assets.kernel;
-	if (s->assets.initrd[0])
-		argv[n++] = "--initrd", argv[n++] = s->assets.initrd;
-	argv[n++] = "--cmdline", argv[n++] = s->cmdline;
+	if (s->restore[0]) {
+		argv[n++] = "--restore", argv[n++] = s->restore;
+	} else {
+		argv[n++] = "--kernel", argv[n++] = s->assets.kernel;
+		if (s->assets.initrd[0])
+			argv[n++] = "--initrd", argv[n++] = s->assets.initrd;
+		argv[n++] = "--cmdline", argv[n++] = s->cmdline;
+	}
 	argv[n++] = "--disk", argv[n++] = s->disk;
 	argv[n++] = "--cpus", argv[n++] = s->cpus;
 	argv[n++] = "--memory", argv[n++] = s->mem;
@@ -329,26 +388,10 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 	}
 	argv[n] = NULL;
 
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, s->log, O_WRONLY | O_APPEND | O_CREAT, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	posix_spawn_file_actions_adddup2(&fa, ready_fd, 3);
-	posix_spawnattr_t at;
-	posix_spawnattr_init(&at);
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	pid_t pid;
-	int e = posix_spawn(&pid, s->vmm, &fa, &at, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	if (e)
-		return ctx_error(ctx, -e, "start %s", s->vmm);
+	int e = util_spawn_helper(s->vmm, argv, s->log, ready_fd, false, &pid);
+	if (e < 0)
+		return ctx_error(ctx, e, "start %s", s->vmm);
 	/* In the cgroup before it forks or touches guest memory; then it may go on. */
 	int r = cgroup[0] ? jail_cgroup_attach(cgroup, pid) : 0;
 	if (r < 0) {
@@ -400,14 +443,44 @@ static int wait_agent(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, 
 			     timeout / 1000, aerr.msg[0] ? aerr.msg : space_strerror(r), row->runtime_dir);
 }
 
+int vm_backend_refresh_identity(space_ctx *ctx, const struct sandbox_row *row, const char *hostname,
+				uint32_t lifetime_s)
+{
+	char addr[PATH_MAX + 32];
+	vm_backend_agent_addr(row->runtime_dir, addr, sizeof(addr));
+	uint8_t seed[64];
+	struct timespec now;
+	struct agent_error aerr = { 0 };
+	const char *what = "entropy";
+	int r = util_random_bytes(seed, sizeof(seed));
+	if (r == 0 && (r = agent_reseed(addr, seed, sizeof(seed), &aerr)) == 0) {
+		what = "clock";
+		clock_gettime(CLOCK_REALTIME, &now);
+		r = agent_set_time(addr, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, &aerr);
+	}
+	explicit_bzero(seed, sizeof(seed));
+	if (r == 0) {
+		what = "hostname";
+		r = agent_set_hostname(addr, hostname, &aerr);
+	}
+	if (r == 0) {
+		what = "lifetime";
+		r = agent_set_lifetime(addr, lifetime_s, &aerr); /* 0 disarms what the snapshot carried */
+	}
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "sandbox %s: give the restored guest its %s: %s", row->info.id, what,
+				     aerr.msg[0] ? aerr.msg : space_strerror(r));
+	return 0;
+}
+
 int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
-		     struct jail_info *ji, struct agent_info *ai)
+		     const char *restore, struct jail_info *ji, struct agent_info *ai)
 {
 	int r;
 	_cleanup_free_ struct vm_spawn *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	if ((r = prepare(ctx, row, hostname, lifetime_s, s)) < 0)
+	if ((r = prepare(ctx, row, hostname, lifetime_s, restore, s)) < 0)
 		return r;
 	char cgroup[JAIL_CGROUP_MAX] = "", why[256] = "";
 	struct jail_cgroup_limits lim = {
@@ -451,8 +524,10 @@ int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *
 	ji->start_time = core_process_start_time(pid);
 	ji->uid_base = s->vmm_uid;
 	snprintf(ji->cgroup, sizeof(ji->cgroup), "%s", cgroup);
-	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: space-vmm pid %d booting %s", row->info.id, pid, s->assets.kernel);
-	if ((r = wait_agent(ctx, row, pid, ji->start_time, ai)) < 0) {
+	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: space-vmm pid %d %s %s", row->info.id, pid,
+		restore ? "restoring" : "booting", restore ? restore : s->assets.kernel);
+	if ((r = wait_agent(ctx, row, pid, ji->start_time, ai)) < 0 ||
+	    (restore && (r = vm_backend_refresh_identity(ctx, row, hostname, lifetime_s)) < 0)) {
 		char msg[sizeof(ctx->last_error)];
 		snprintf(msg, sizeof(msg), "%s", ctx->last_error);
 		(void)stop_pid(ctx, row->runtime_dir, pid, ji->start_time, cgroup);
@@ -468,4 +543,45 @@ fail_cgroup: {
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	return r;
 }
+}
+
+/* ---- snapshots carried by a subvolume (VM checkpoints, template snapshots) ---- */
+
+int vm_backend_snapshot_meta_write(const char *dir, uint32_t cpus, uint32_t memory_mib)
+{
+	char path[PATH_MAX], text[128];
+	snprintf(path, sizeof(path), "%s/%s", dir, VM_SNAPSHOT_META);
+	int n = snprintf(text, sizeof(text), "{\"cpus\": %u, \"memory_mib\": %u}\n", cpus, memory_mib);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	return util_write_all(fd, text, (size_t)n);
+}
+
+int vm_backend_snapshot_find(const char *dir, char *snap, size_t len, uint32_t *ret_cpus, uint32_t *ret_memory_mib)
+{
+	char meta[PATH_MAX];
+	snprintf(meta, sizeof(meta), "%s/%s", dir, VM_SNAPSHOT_META);
+	if ((size_t)snprintf(snap, len, "%s/%s", dir, VM_SNAPSHOT_FILE) >= len)
+		return -ENAMETOOLONG;
+	struct stat st;
+	if (lstat(snap, &st) < 0 || !S_ISREG(st.st_mode))
+		return -ENOENT;
+	_cleanup_free_ char *text = NULL;
+	size_t n;
+	int r = util_read_file(meta, 4096, &text, &n);
+	if (r < 0)
+		return r;
+	cJSON *j = cJSON_ParseWithLength(text, n);
+	cJSON *c = cJSON_GetObjectItemCaseSensitive(j, "cpus");
+	cJSON *m = cJSON_GetObjectItemCaseSensitive(j, "memory_mib");
+	r = -EBADMSG;
+	if (cJSON_IsNumber(c) && cJSON_IsNumber(m) && c->valuedouble >= 1 && c->valuedouble <= 256 &&
+	    m->valuedouble >= 1 && m->valuedouble <= (double)(1u << 22)) {
+		*ret_cpus = (uint32_t)c->valuedouble;
+		*ret_memory_mib = (uint32_t)m->valuedouble;
+		r = 0;
+	}
+	cJSON_Delete(j);
+	return r;
 }

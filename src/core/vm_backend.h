@@ -30,11 +30,41 @@ int vm_backend_available(space_ctx *ctx);
 /*
  * Starts the VM of a row whose disk is in place (row->info.path/rootfs.ext4; the subvolume's
  * template.json, kernel and initrd choose what boots) and waits until its agent answers HELLO
- * (deadline: $SPACE_VM_BOOT_TIMEOUT seconds, default 120). Fills *ji with the daemon's pid, start time,
+ * (deadline: $SPACE_VM_BOOT_TIMEOUT seconds, default 120). With restore (a snapshot file), the VM is
+ * restored from it instead of booted, and its guest gets a fresh identity (vm_backend_refresh_identity).
+ * Fills *ji with the daemon's pid, start time,
  * its uid (uid_base) and cgroup, and *ai with the agent's HELLO. On failure nothing is left running.
  */
 int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
-		     struct jail_info *ji, struct agent_info *ai);
+		     const char *restore, struct jail_info *ji, struct agent_info *ai);
+
+/*
+ * After a restore from a memory snapshot that other sandboxes may share: the guest gets fresh entropy
+ * (RESEED), the host's time (SET_TIME), its own hostname and lifetime (0: none). Done by
+ * vm_backend_start itself when restore is set; also for a paused pooled sandbox handed out.
+ */
+int vm_backend_refresh_identity(space_ctx *ctx, const struct sandbox_row *row, const char *hostname,
+				uint32_t lifetime_s);
+
+/*
+ * Saves the running or paused VM's memory, vCPU and device state into a new file at path (the daemon's
+ * snapshot-fd request: we open the file, the jailed VMM writes it). The VM is paused while it is saved
+ * and left as it was. On failure path is removed.
+ */
+int vm_backend_snapshot(space_ctx *ctx, const struct sandbox_row *row, const char *path);
+
+/* The file a VM checkpoint (or a template snapshot) keeps the snapshot in, inside its subvolume. */
+#define VM_SNAPSHOT_FILE "vmstate.snap"
+#define VM_SNAPSHOT_META "vmstate.json" /* {"cpus": N, "memory_mib": M} of the VM it was taken of */
+
+/* Writes dir/vmstate.json. 0 or -errno (no context: the caller reports). */
+int vm_backend_snapshot_meta_write(const char *dir, uint32_t cpus, uint32_t memory_mib);
+
+/*
+ * Whether the subvolume dir carries a VM snapshot: 0 with snap = dir/vmstate.snap and the vCPUs and RAM
+ * it was taken with; -ENOENT when it has none; another -errno for an unreadable or bad vmstate.json.
+ */
+int vm_backend_snapshot_find(const char *dir, char *snap, size_t len, uint32_t *ret_cpus, uint32_t *ret_memory_mib);
 
 /* Stops the VM: a control `stop`, then SIGKILL after a grace period; removes its cgroup. Fine on a dead
  * VM (idempotent). */

@@ -33,6 +33,7 @@ struct virtio_net {
 	struct mmio_dev inner;   /* the transport's own mmio_dev, wrapped so the thread stops first */
 	uint8_t config[8];       /* mac[6], status (le16) */
 	int fd, wake_fd;
+	int (*thread_enter)(void); /* from the config: the receive thread calls it after each wake-up */
 	pthread_t thread;
 	bool thread_started;
 	/* Guarded by the transport lock. */
@@ -182,6 +183,8 @@ static void *rx_thread(void *arg)
 				continue;
 			return NULL;
 		}
+		if (n->thread_enter && n->thread_enter() < 0)
+			return NULL; /* no filter for this thread: it must not serve the guest */
 		if (p[0].revents & POLLIN) {
 			uint64_t v;
 			if (read(n->wake_fd, &v, sizeof(v)) < 0) {
@@ -299,6 +302,7 @@ int virtio_net_create(const struct virtio_net_config *cfg, const struct guest_me
 	if (!n)
 		return -ENOMEM;
 	memcpy(n->config, cfg->mac, 6);
+	n->thread_enter = cfg->thread_enter;
 	n->config[6] = VIRTIO_NET_S_LINK_UP;
 	n->fd = fcntl(cfg->fd, F_DUPFD_CLOEXEC, 3);
 	n->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

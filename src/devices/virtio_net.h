@@ -45,6 +45,9 @@ _Static_assert(sizeof(struct virtio_net_hdr) == 12, "virtio-net header layout");
 struct virtio_net_config {
 	int fd;            /* back-end; dup'ed (the caller keeps its own fd) and made non-blocking */
 	uint8_t mac[6];    /* the guest's MAC address, shown in the configuration space */
+	/* Called by the receive thread after each wake-up, before it touches guest memory (the VMM
+	 * narrows the thread's seccomp filter there); a negative return ends the thread. NULL: none. */
+	int (*thread_enter)(void);
 };
 
 /* Counters for tests and logs (read them with virtio_net_stats). */

@@ -549,6 +549,7 @@ int virtio_vsock_create(const struct virtio_vsock_config *cfg, const struct gues
 	if (!v)
 		return -ENOMEM;
 	v->cid = cfg->guest_cid;
+	v->thread_enter = cfg->thread_enter;
 	v->next_port = VSOCK_FIRST_HOST_PORT;
 	v->listen_fd = v->epoll_fd = v->wake_fd = -1;
 	for (unsigned i = 0; i < VIRTIO_VSOCK_MAX_CONNS; i++)

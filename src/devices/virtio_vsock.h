@@ -52,6 +52,9 @@ _Static_assert(sizeof(struct virtio_vsock_hdr) == 44, "virtio-vsock header layou
 struct virtio_vsock_config {
 	uint64_t guest_cid;    /* 3..UINT32_MAX-1 */
 	const char *uds_path;  /* host listening socket; a stale socket file there is replaced */
+	/* Called by the host-side event thread after each wake-up, before it touches guest memory (the
+	 * VMM narrows the thread's seccomp filter there); a negative return ends the thread. NULL: none. */
+	int (*thread_enter)(void);
 };
 
 /*

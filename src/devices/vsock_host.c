@@ -205,6 +205,8 @@ static void *event_thread(void *arg)
 				continue;
 			return NULL;
 		}
+		if (v->thread_enter && v->thread_enter() < 0)
+			return NULL; /* no filter for this thread: it must not serve the guest */
 		virtio_mmio_lock(v->t);
 		bool stop = false;
 		for (int i = 0; i < n; i++) {

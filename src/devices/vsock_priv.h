@@ -73,6 +73,7 @@ struct virtio_vsock {
 	int listen_fd, epoll_fd, wake_fd;
 	pthread_t thread;
 	bool thread_started;
+	int (*thread_enter)(void); /* from the config: the event thread calls it after each wake-up */
 };
 
 /* Bytes the guest can still take on c: its buf_alloc minus what is in flight (0 if it lies). */

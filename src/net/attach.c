@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,8 +77,16 @@ static int spawn(const char *path, const char *const argv[], int cfg_fd, int log
 		setsid();
 		if (fork() != 0)
 			_exit(0);
-		if (dup2(cfg_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0 || dup2(status_fd, 3) < 0)
-			_exit(127);
+		/* Through copies above 3 first: a pipe may itself have come out as fd 0..3 (a caller without
+		 * stdin), and dup2 onto the same number would keep its close-on-exec flag. */
+		const int want[4] = { cfg_fd, log_fd, log_fd, status_fd };
+		int tmp[4];
+		for (int i = 0; i < 4; i++)
+			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 4)) < 0)
+				_exit(127);
+		for (int i = 0; i < 4; i++)
+			if (dup2(tmp[i], i) < 0)
+				_exit(127);
 		syscall(SYS_close_range, 4U, ~0U, 0);
 		execv(path, (char *const *)argv);
 		_exit(127);
@@ -160,8 +169,8 @@ static int install_guest_files(space_ctx *ctx, const char *agent_addr)
 	return 0;
 }
 
-static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *config,
-			 pid_t *ret_pid)
+static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *tap,
+			 const char *config, pid_t *ret_pid)
 {
 	char logp[PATH_MAX], rel[128];
 	snprintf(rel, sizeof(rel), "run/%s/gateway.log", id);
@@ -184,7 +193,7 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	char pidarg[16];
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)netns_pid);
 	const char *argv[] = { "space-gateway", "--state", ctx->state_dir, "--sandbox", id, "--netns-pid", pidarg,
-			       NULL };
+			       tap ? "--tap" : NULL, tap, NULL };
 	r = spawn(path, argv, cfg[0], logfd, st[1]);
 	close(cfg[0]);
 	close(st[1]);
@@ -208,11 +217,30 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	return 0;
 }
 
-int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const char *policy_json,
+/* True when process pid shares the caller's network namespace (it has none of its own to wire). */
+static bool shares_our_netns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	return stat(path, &a) == 0 && stat("/proc/thread-self/ns/net", &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const char *tap, const char *policy_json,
 		       const char *agent_addr)
 {
 	char why[512] = "", helper[PATH_MAX];
 	_cleanup_free_ char *config = NULL;
+	if (shares_our_netns(netns_pid)) {
+		/* A VMM started outside its jail (debugging): wiring anything there would touch the host's own
+		 * network. No policy: the guest's TAP (if any) leads nowhere; a policy cannot be honoured. */
+		if (policy_json)
+			return ctx_error_msg(ctx, -EOPNOTSUPP, "sandbox %s has no network namespace of its own: "
+							       "a network policy needs one", id);
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s shares the host's network namespace: no gateway", id);
+		return 0;
+	}
 	int r = gateway_path(ctx, helper, sizeof(helper));
 	if (r < 0 && !policy_json) {
 		/* No egress was asked for and the sandbox's namespace has only lo: it is cut off all the same,
@@ -235,7 +263,7 @@ int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const ch
 	if (r < 0)
 		return ctx_error(ctx, r, "create %s", ca_dir);
 	pid_t gpid = 0;
-	r = start_gateway(ctx, helper, id, netns_pid, config, &gpid);
+	r = start_gateway(ctx, helper, id, netns_pid, tap, config, &gpid);
 	explicit_bzero(config, strlen(config));
 	if (r < 0)
 		return r;

@@ -44,6 +44,7 @@ struct gw_leaf {
 struct gw {
 	const char *state_dir;
 	const char *sandbox_id;
+	const char *tap;               /* a VM sandbox: its TAP in the VMM's namespace (NULL: a jail) */
 	struct gw_allow *allow;
 	size_t n_allow;
 	struct gw_inject *inject;

@@ -4,7 +4,10 @@
  * there, switch back to the host namespace for upstream connections, report "ready <pid>" on fd 3 and
  * serve until the sandbox's process ends (or SIGTERM/SIGKILL from net_sandbox_detach()).
  *
- *   space-gateway --state DIR --sandbox ID --netns-pid PID   (configuration JSON on stdin)
+ *   space-gateway --state DIR --sandbox ID --netns-pid PID [--tap TAP]   (configuration JSON on stdin)
+ *
+ * --tap: the namespace of PID is a VMM's, holding the TAP of the guest's virtio-net; the veth end there
+ * is wired to it instead of being configured (the guest configures its eth0 itself).
  */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -182,6 +185,26 @@ static int configure_guest(void *arg)
 	return r;
 }
 
+/* A VM sandbox: the namespace is the VMM's. The veth end gets no address; it and the TAP are wired
+ * together (netcfg_vm_wire), and the guest configures its own eth0 (NETCFG_VM_CMDLINE). */
+static int configure_vm(void *arg)
+{
+	struct gw *g = arg;
+	static const uint8_t mac[6] = NETCFG_VM_MAC;
+	memcpy(g->guest_mac, mac, sizeof(mac));
+	/* The namespace's own stack stays silent: no IPv6 autoconfiguration on either link. */
+	(void)netcfg_sysctl("net/ipv6/conf/all/disable_ipv6", "1");
+	(void)netcfg_sysctl("net/ipv6/conf/default/disable_ipv6", "1");
+	(void)netcfg_sysctl("net/ipv6/conf/" NETCFG_GUEST_IF "/disable_ipv6", "1");
+	(void)netcfg_sysctl("net/ipv4/ip_forward", "0");
+	int r = netcfg_vm_wire(g->tap, NETCFG_GUEST_IF, mac, NETCFG_GUEST_ADDR);
+	if (r == 0)
+		r = netcfg_link_up(NETCFG_GUEST_IF);
+	if (r == 0)
+		r = netcfg_link_up(g->tap);
+	return r;
+}
+
 /* Builds the gateway namespace (the caller is in it afterwards) and the guest side. */
 static int build_netns(struct gw *g, pid_t guest, const char **step)
 {
@@ -209,14 +232,16 @@ static int build_netns(struct gw *g, pid_t guest, const char **step)
 	if ((r = netcfg_veth_create(NETCFG_GW_IF, NETCFG_GUEST_IF, guest)) < 0)
 		return r;
 	*step = "configure " NETCFG_GW_IF;
-	if ((r = netcfg_sysctl("net/ipv4/conf/" NETCFG_GW_IF "/rp_filter", "1")) < 0 ||
+	static const uint8_t gw_mac[6] = NETCFG_GW_MAC;
+	if ((r = netcfg_link_set_mac(NETCFG_GW_IF, gw_mac)) < 0 ||
+	    (r = netcfg_sysctl("net/ipv4/conf/" NETCFG_GW_IF "/rp_filter", "1")) < 0 ||
 	    (r = netcfg_addr_add(NETCFG_GW_IF, NETCFG_GW_ADDR, NETCFG_PREFIX)) < 0 || (r = netcfg_link_up(NETCFG_GW_IF)) < 0)
 		return r;
 	*step = "route every address to the gateway";
 	if ((r = netcfg_anyip()) < 0)
 		return r;
 	*step = "configure the sandbox side";
-	return netcfg_in_netns_of(guest, configure_guest, g);
+	return netcfg_in_netns_of(guest, g->tap ? configure_vm : configure_guest, g);
 }
 
 static int listen_tcp(uint16_t port)
@@ -486,19 +511,22 @@ int main(int argc, char **argv)
 			g.sandbox_id = argv[i + 1];
 		else if (!strcmp(argv[i], "--netns-pid"))
 			netns_pid = argv[i + 1];
+		else if (!strcmp(argv[i], "--tap"))
+			g.tap = argv[i + 1];
 	}
 	uint64_t pid = 0;
 	int status_fd = 3;
 	if (fcntl(status_fd, F_GETFD) < 0)
 		status_fd = 1;
 	if (!g.state_dir || !g.sandbox_id || !netns_pid || util_parse_uint(netns_pid, 1, INT32_MAX, &pid) < 0) {
-		dprintf(status_fd, "error: usage: space-gateway --state DIR --sandbox ID --netns-pid PID < config.json\n");
+		dprintf(status_fd, "error: usage: space-gateway --state DIR --sandbox ID --netns-pid PID [--tap TAP] < config.json\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	char *text = NULL;
 	size_t len = 0;
-	if (util_read_file("/dev/stdin", 1 << 20, &text, &len) < 0) {
+	/* Not /dev/stdin: a minimal /dev (devtmpfs alone) has no such link. */
+	if (util_read_file("/proc/self/fd/0", 1 << 20, &text, &len) < 0) {
 		dprintf(status_fd, "error: read the configuration on stdin\n");
 		return 2;
 	}

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,6 +206,20 @@ int netcfg_link_mac(const char *name, uint8_t mac[6])
 		return -errno;
 	memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
 	return 0;
+}
+
+int netcfg_link_set_mac(const char *name, const uint8_t mac[6])
+{
+	struct ifreq ifr = { 0 };
+	if (strlen(name) >= sizeof(ifr.ifr_name))
+		return -ENAMETOOLONG;
+	strcpy(ifr.ifr_name, name);
+	ifr.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+	memcpy(ifr.ifr_hwaddr.sa_data, mac, 6);
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	return ioctl(fd, SIOCSIFHWADDR, &ifr) < 0 ? -errno : 0;
 }
 
 int netcfg_sysctl(const char *path, const char *value)

@@ -437,29 +437,57 @@ int agent_set_time(const char *addr, int64_t unix_ns, struct agent_error *err)
 	return simple_request(addr, queue_time, &unix_ns, err);
 }
 
+/* Connects and checks that the agent's HELLO offers cap (an older agent would close the connection on
+ * a request it does not know). */
+static int request_with_cap(struct agent_conn *c, const char *addr, uint32_t cap, const char *what,
+			    struct agent_error *err)
+{
+	int r = agent_conn_request(c, addr, 0, err);
+	if (r < 0)
+		return r;
+	struct agent_info info;
+	r = agent_conn_hello_reply(c, 0, &info, err);
+	if (r < 0)
+		return r;
+	if (!(info.caps & cap))
+		return agent_err(err, -EOPNOTSUPP, "the sandbox's agent (%s) cannot %s", info.version, what);
+	return 0;
+}
+
+static int send_expect_ok(struct agent_conn *c, int r, struct agent_error *err)
+{
+	if (r < 0)
+		return agent_err(err, r, "invalid request");
+	r = agent_conn_flush(c);
+	if (r < 0)
+		return agent_err(err, r, "sending to agent: %s", strerror(-r));
+	return agent_conn_expect_ok(c, err);
+}
+
 int agent_set_lifetime(const char *addr, uint32_t seconds, struct agent_error *err)
 {
 	err_reset(err);
 	if (seconds > PROTO_MAX_LIFETIME)
 		return agent_err(err, -EINVAL, "lifetime of %u s is over the limit of %u s", seconds, PROTO_MAX_LIFETIME);
 	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
-	int r = agent_conn_request(&c, addr, 0, err);
+	int r = request_with_cap(&c, addr, PROTO_CAP_LIFETIME, "change its lifetime", err);
 	if (r < 0)
 		return r;
-	/* The request waits for the agent's HELLO: an older agent would close the connection on it. */
-	struct agent_info info;
-	r = agent_conn_hello_reply(&c, 0, &info, err);
+	return send_expect_ok(&c, proto_put_u32_msg(&c.out, PROTO_SET_LIFETIME, seconds), err);
+}
+
+int agent_set_hostname(const char *addr, const char *hostname, struct agent_error *err)
+{
+	err_reset(err);
+	size_t n = strlen(hostname);
+	if (n == 0 || n > PROTO_MAX_IDENT)
+		return agent_err(err, -EINVAL, "hostname '%s' is empty or longer than %u bytes", hostname,
+				 PROTO_MAX_IDENT);
+	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
+	int r = request_with_cap(&c, addr, PROTO_CAP_HOSTNAME, "change its hostname", err);
 	if (r < 0)
 		return r;
-	if (!(info.caps & PROTO_CAP_LIFETIME))
-		return agent_err(err, -EOPNOTSUPP, "the sandbox's agent (%s) cannot change its lifetime", info.version);
-	r = proto_put_u32_msg(&c.out, PROTO_SET_LIFETIME, seconds);
-	if (r < 0)
-		return agent_err(err, r, "invalid request");
-	r = agent_conn_flush(&c);
-	if (r < 0)
-		return agent_err(err, r, "sending to agent: %s", strerror(-r));
-	return agent_conn_expect_ok(&c, err);
+	return send_expect_ok(&c, proto_put_bytes(&c.out, PROTO_SET_HOSTNAME, hostname, n), err);
 }
 
 struct bytes_arg {

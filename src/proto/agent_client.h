@@ -130,6 +130,9 @@ int agent_reseed(const char *addr, const void *buf, size_t len, struct agent_err
 /* Re-arms the sandbox's lifetime: the agent shuts down seconds (<= PROTO_MAX_LIFETIME) from now; 0 means
  * never. -EOPNOTSUPP from an agent without PROTO_CAP_LIFETIME (it is not sent the request). */
 int agent_set_lifetime(const char *addr, uint32_t seconds, struct agent_error *err);
+/* SET_HOSTNAME: the sandbox's new name (a fork or restore of a snapshot). -EOPNOTSUPP from an agent
+ * without PROTO_CAP_HOSTNAME. */
+int agent_set_hostname(const char *addr, const char *hostname, struct agent_error *err);
 /* Asks the agent to power off (VM) or exit (jail); returns after the agent acknowledged. */
 int agent_shutdown(const char *addr, struct agent_error *err);
 /* Signals a process the agent started (any connection's); -ESRCH for others. */

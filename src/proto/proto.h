@@ -17,7 +17,7 @@
 
 #define PROTO_MAGIC 0x47415053u /* "SPAG" little-endian */
 #define PROTO_VERSION_MAJOR 1
-#define PROTO_VERSION_MINOR 1
+#define PROTO_VERSION_MINOR 2
 
 /* Limits (all enforced by the decoders). */
 #define PROTO_HEADER_SIZE 5u
@@ -56,6 +56,7 @@ enum proto_type {
 	PROTO_RESEED = 0x3b,     /* raw entropy bytes -> OK | ERR */
 	PROTO_SHUTDOWN = 0x3c,   /* empty -> OK, then the agent powers off / exits */
 	PROTO_SET_LIFETIME = 0x3d, /* u32 seconds from now (0: none) -> OK | ERR (minor 1, CAP_LIFETIME) */
+	PROTO_SET_HOSTNAME = 0x3e, /* hostname bytes (1..64, [A-Za-z0-9.-]) -> OK | ERR (minor 2, CAP_HOSTNAME) */
 
 	PROTO_OK = 0x82,         /* empty */
 	PROTO_ERR = 0x83,        /* i32 errno (positive), string message */
@@ -82,6 +83,7 @@ enum proto_type {
 #define PROTO_CAP_SET_TIME 0x4u
 #define PROTO_CAP_VSOCK 0x8u /* the agent is listening on vsock (VM mode) */
 #define PROTO_CAP_LIFETIME 0x10u /* SET_LIFETIME is understood */
+#define PROTO_CAP_HOSTNAME 0x20u /* SET_HOSTNAME is understood */
 
 /* uid/gid value meaning "the agent's own" */
 #define PROTO_ID_INHERIT 0xffffffffu

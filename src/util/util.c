@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -371,4 +372,29 @@ int util_errf(char *err, size_t errlen, int r, const char *fmt, ...)
 		va_end(ap);
 	}
 	return r;
+}
+
+int util_spawn_helper(const char *path, const char *const argv[], const char *log_path, int fd3, bool new_session,
+		      pid_t *ret_pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_APPEND | O_CREAT, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	if (fd3 >= 0)
+		posix_spawn_file_actions_adddup2(&fa, fd3, 3);
+	posix_spawnattr_t at;
+	posix_spawnattr_init(&at);
+	sigset_t none, all;
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &all);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      (new_session ? POSIX_SPAWN_SETSID : 0));
+	int e = posix_spawn(ret_pid, path, &fa, &at, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	return -e;
 }

@@ -43,6 +43,14 @@ int64_t util_wall_ms(void);
  */
 int util_run(const char *const argv[], char **ret_output);
 
+/*
+ * Starts a helper daemon: path with argv (argv[0] its name), stdin /dev/null, stdout and stderr appended
+ * to log_path, fd3 (if >= 0) as its descriptor 3, every signal default and unblocked, in a new session
+ * when new_session. Does not wait for it. Returns 0 with *ret_pid, or -errno.
+ */
+int util_spawn_helper(const char *path, const char *const argv[], const char *log_path, int fd3, bool new_session,
+		      pid_t *ret_pid);
+
 /* Formats a message into err (when err and errlen are non-zero) and returns r, for
  * `return util_errf(err, errlen, -EINVAL, "bad %s", what);` in code that reports through a buffer. */
 int util_errf(char *err, size_t errlen, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

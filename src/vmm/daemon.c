@@ -41,6 +41,7 @@
 
 struct run_opts {
 	const char *kernel, *initrd, *cmdline, *control, *log;
+	const char *restore; /* a snapshot to restore instead of a kernel to boot */
 	char *disks[RUN_MAX_DISKS];
 	unsigned ndisks;
 	uint64_t cpus, mem_mib;
@@ -65,7 +66,8 @@ struct daemon {
 };
 
 static const char run_usage[] =
-	"usage: space-vmm run --kernel IMG --control SOCK --log FILE [--initrd F] [--cmdline S]\n"
+	"usage: space-vmm run (--kernel IMG [--initrd F] [--cmdline S] | --restore SNAPSHOT)\n"
+	"                     --control SOCK --log FILE\n"
 	"                     [--disk FILE[:ro]]... [--cpus N] [--memory MIB] [--rng] [--vsock CID:PATH]\n"
 	"                     [--net TAP]\n"
 	"                     [--ready-fd N [--gate]] [--foreground] [--no-seccomp]\n"
@@ -105,7 +107,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "jail-root", required_argument, NULL, 'J' }, { "jail-uid", required_argument, NULL, 'U' },
 		{ "jail-gid", required_argument, NULL, 'G' }, { "jail-bind", required_argument, NULL, 'B' },
 		{ "netns", no_argument, NULL, 'N' },          { "help", no_argument, NULL, 'h' },
-		{ "net", required_argument, NULL, 'n' },
+		{ "net", required_argument, NULL, 'n' },      { "restore", required_argument, NULL, 'T' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct run_opts){ .cmdline = "console=ttyS0", .cpus = 1, .mem_mib = 256, .seccomp = true,
@@ -127,6 +129,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		case 'J': o->jail_root = optarg; break;
 		case 'N': o->netns = true; break;
 		case 'n': o->net = optarg; break;
+		case 'T': o->restore = optarg; break;
 		case 'h': return 1;
 		case 'd':
 			if (o->ndisks == RUN_MAX_DISKS)
@@ -161,7 +164,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			return -EINVAL;
 		}
 	}
-	if (!o->kernel || !o->control || !o->log || optind != argc || (o->gate && o->ready_fd < 0))
+	if (!o->kernel == !o->restore || !o->control || !o->log || optind != argc || (o->gate && o->ready_fd < 0))
 		return -EINVAL;
 	if (o->jail_root && (o->uid == UINT64_MAX || o->gid == UINT64_MAX))
 		return -EINVAL;
@@ -241,9 +244,11 @@ static int supervise(int log_fd, int keep_fds[], size_t nkeep)
 
 /* ---- control socket: one request line per connection, one reply line ---- */
 
-static int read_request(int fd, char *buf, size_t len)
+/* One request line; *ret_fd gets a descriptor passed with it (SCM_RIGHTS), else -1. */
+static int read_request(int fd, char *buf, size_t len, int *ret_fd)
 {
 	size_t n = 0;
+	*ret_fd = -1;
 	uint64_t deadline = util_now_ns() + CTL_READ_TIMEOUT_MS * 1000000ull;
 	while (n + 1 < len) {
 		uint64_t now = util_now_ns();
@@ -255,9 +260,29 @@ static int read_request(int fd, char *buf, size_t len)
 			return -errno;
 		if (r <= 0)
 			continue;
-		ssize_t k = read(fd, buf + n, len - 1 - n);
+		struct iovec iov = { buf + n, len - 1 - n };
+		union {
+			char b[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cm;
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+				     .msg_controllen = sizeof(cm.b) };
+		ssize_t k = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 		if (k < 0 && errno != EINTR)
 			return -errno;
+		for (struct cmsghdr *c = k > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			size_t nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			int fds[4];
+			memcpy(fds, CMSG_DATA(c), (nfds < 4 ? nfds : 4) * sizeof(int));
+			for (size_t i = 0; i < nfds && i < 4; i++) {
+				if (*ret_fd < 0)
+					*ret_fd = fds[i];
+				else
+					close(fds[i]); /* one descriptor per request */
+			}
+		}
 		if (k == 0)
 			break;
 		if (k > 0)
@@ -273,10 +298,37 @@ static int read_request(int fd, char *buf, size_t len)
 	return 0;
 }
 
+/* snapshot-fd: pauses if running, saves the whole VM into the file passed with the request, resumes
+ * if it paused. The jailed VMM can open no file itself: the caller opens it. */
+static void control_snapshot(struct daemon *d, int file_fd, char *reply, size_t len)
+{
+	bool was_paused = vm_paused(d->vm);
+	uint64_t t0 = util_now_ns();
+	int r;
+	if (file_fd < 0) {
+		snprintf(reply, len, "error snapshot-fd: no file descriptor came with the request\n");
+		return;
+	}
+	if (!was_paused && (r = vm_pause(d->vm)) < 0) {
+		snprintf(reply, len, "error snapshot-fd: cannot pause: %s\n", strerror(-r));
+		return;
+	}
+	if ((r = vm_snapshot_save_fd(d->vm, file_fd)) < 0) {
+		snprintf(reply, len, "error snapshot-fd: %s\n", vm_error(d->vm));
+	} else {
+		snprintf(reply, len, "ok snapshot\n");
+		fprintf(stderr, "space-vmm: snapshot saved in %llu ms\n",
+			(unsigned long long)((util_now_ns() - t0) / 1000000ull));
+	}
+	if (!was_paused)
+		(void)vm_resume(d->vm);
+}
+
 static void control_serve(struct daemon *d, int fd)
 {
 	char req[CTL_LINE_MAX], reply[256];
-	int r = read_request(fd, req, sizeof(req));
+	_cleanup_close_ int file_fd = -1;
+	int r = read_request(fd, req, sizeof(req), &file_fd);
 	if (r < 0) {
 		snprintf(reply, sizeof(reply), "error bad request: %s\n", strerror(-r));
 	} else if (!strcmp(req, "status")) {
@@ -293,29 +345,30 @@ static void control_serve(struct daemon *d, int fd)
 			snprintf(reply, sizeof(reply), "ok %s\n", pause ? "paused" : "running");
 		fprintf(stderr, "space-vmm: %s%s%s\n", pause ? "paused" : "resumed", r < 0 ? " failed: " : "",
 			r < 0 ? strerror(-r) : "");
+	} else if (!strcmp(req, "snapshot-fd")) {
+		control_snapshot(d, file_fd, reply, sizeof(reply));
 	} else if (!strncmp(req, "snapshot ", 9) && req[9] == '/') {
-		/* snapshot /ABS/PATH: pauses if running, saves the whole VM there, resumes if it paused.
-		 * Saving opens and writes a file, which the control role's seccomp list does not allow. */
+		/* snapshot /ABS/PATH: like snapshot-fd with a file the VMM opens itself, which only an
+		 * unjailed VMM without seccomp (--no-seccomp) can do. */
 		bool was_paused = vm_paused(d->vm);
-		uint64_t t0 = util_now_ns();
 		if (d->o->seccomp) {
-			snprintf(reply, sizeof(reply), "error snapshot: needs --no-seccomp for now\n");
+			snprintf(reply, sizeof(reply), "error snapshot: needs --no-seccomp; use snapshot-fd\n");
 		} else if (!was_paused && (r = vm_pause(d->vm)) < 0) {
 			snprintf(reply, sizeof(reply), "error snapshot: cannot pause: %s\n", strerror(-r));
-		} else if ((r = vm_snapshot_save(d->vm, req + 9)) < 0) {
-			snprintf(reply, sizeof(reply), "error snapshot: %s\n", vm_error(d->vm));
 		} else {
-			snprintf(reply, sizeof(reply), "ok snapshot %s\n", req + 9);
-			fprintf(stderr, "space-vmm: snapshot %s saved in %llu ms\n", req + 9,
-				(unsigned long long)((util_now_ns() - t0) / 1000000ull));
+			if ((r = vm_snapshot_save(d->vm, req + 9)) < 0)
+				snprintf(reply, sizeof(reply), "error snapshot: %s\n", vm_error(d->vm));
+			else
+				snprintf(reply, sizeof(reply), "ok snapshot %s\n", req + 9);
+			if (!was_paused)
+				(void)vm_resume(d->vm);
 		}
-		if (!was_paused && !d->o->seccomp)
-			(void)vm_resume(d->vm);
 	} else if (!strcmp(req, "stop")) {
 		vm_request_stop(d->vm, VM_EXIT_POWEROFF, "stopped on request");
 		snprintf(reply, sizeof(reply), "ok stopping\n");
 	} else {
-		snprintf(reply, sizeof(reply), "error unknown request (status, pause, resume, snapshot PATH, stop)\n");
+		snprintf(reply, sizeof(reply),
+			 "error unknown request (status, pause, resume, snapshot-fd, snapshot PATH, stop)\n");
 	}
 	(void)util_write_all(fd, reply, strlen(reply));
 }
@@ -388,10 +441,25 @@ static int add_devices(struct vm *vm, const struct run_opts *o)
 }
 
 /* Acquires the VM and everything it uses (the jail's setup step: still root, host files visible). */
+static int restore_devices(struct vm *vm, void *userdata)
+{
+	return add_devices(vm, userdata);
+}
+
 static int vm_setup(void *userdata, char *err, size_t errlen)
 {
 	struct daemon *d = userdata;
 	const struct run_opts *o = d->o;
+	if (o->restore) {
+		/* The snapshot fixes vCPUs and RAM; the devices are made again, the same kinds in the same
+		 * order as when it was taken (the library starts every VM with the same device options). */
+		struct vm_restore_config rc = VM_RESTORE_CONFIG_INIT;
+		rc.console_log_fd = d->log_fd;
+		rc.kvm_fd = d->kvm_fd;
+		rc.add_devices = restore_devices;
+		rc.userdata = (void *)o;
+		return vm_create_from_snapshot(o->restore, &rc, &d->vm, err, errlen);
+	}
 	struct vm_config cfg = VM_CONFIG_INIT;
 	cfg.cpus = (unsigned)o->cpus;
 	cfg.mem_bytes = o->mem_mib << 20;

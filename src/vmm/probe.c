@@ -30,6 +30,8 @@
 #define PROBE_MIN_NS    20000000ull   /* a measured run lasts at least 20 ms */
 #define PROBE_MAX_NS    3000000000ull /* and the probe gives up lengthening past 3 s */
 #define PROBE_MAX_ITERS 2000000000u
+#define PROBE_REPEATS   4             /* more runs of the chosen length; the fastest counts */
+#define PROBE_REPEAT_MAX_NS 200000000ull
 
 static uint64_t mono_ns(void)
 {
@@ -134,6 +136,17 @@ int vmm_probe(struct vmm_probe_result *res)
 		if (ns >= PROBE_MIN_NS || iters >= PROBE_MAX_ITERS / 10 || ns * 10 > PROBE_MAX_NS)
 			break;
 		iters *= 10;
+	}
+	/* A loaded host can deschedule the vCPU in the middle of a run and make it look slow: the fastest
+	 * of a few runs is the machine's speed (an emulated ring 0 is never fast, so this cannot flatter
+	 * it). Only runs short enough to repeat cheaply are repeated. */
+	for (int k = 0; k < PROBE_REPEATS && ns < PROBE_REPEAT_MAX_NS; k++) {
+		uint64_t again;
+		r = probe_run_once(vcpu, run, mem, iters, &again, res);
+		if (r < 0)
+			goto out;
+		if (again < ns)
+			ns = again;
 	}
 	res->iterations = iters;
 	res->seconds = (double)ns / 1e9;

@@ -45,13 +45,25 @@ static const struct rule {
 	const char *why;
 } rules[] = {
 	/* KVM: the request numbers each role issues (the fd cannot be checked; these are KVM's). */
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_RUN, "run the vCPU" },
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_GET_REGS, "registers for internal-error reports and state saves" },
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_GET_SREGS, "vCPU state saves (pause, checkpoint)" },
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_GET_FPU, "vCPU state saves" },
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_GET_MSRS, "vCPU state saves" },
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_GET_LAPIC, "vCPU state saves" },
-	{ SCMP_SYS(ioctl), V, ARG1_EQ, KVM_GET_MP_STATE, "vCPU state saves" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_RUN,
+	  "run the vCPU; snapshot: finish a parked vCPU's last exit (immediate_exit)" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_GET_REGS, "registers for internal-error reports and state saves" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_GET_SREGS, "vCPU state saves (pause, checkpoint)" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_GET_FPU, "vCPU state saves" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_GET_MSRS, "vCPU state saves" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_GET_LAPIC, "vCPU state saves" },
+	{ SCMP_SYS(ioctl), V | C, ARG1_EQ, KVM_GET_MP_STATE, "vCPU state saves" },
+	/* Snapshots, saved by the control thread while every vCPU is parked (the snapshot-fd request). */
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_XSAVE, "snapshot: FPU/SSE/AVX state" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_XCRS, "snapshot: XCR0" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_VCPU_EVENTS, "snapshot: pending exceptions and interrupts" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_DEBUGREGS, "snapshot: debug registers" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_IRQCHIP, "snapshot: PIC and IOAPIC" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_PIT2, "snapshot: PIT" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_CLOCK, "snapshot: kvmclock" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_MSR_INDEX_LIST, "snapshot: which MSRs to save" },
+	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_CHECK_EXTENSION, "snapshot: which state sections KVM has" },
+	{ SCMP_SYS(ftruncate), C, ARGS_ANY, 0, "snapshot: size the file passed in (holes for zero pages)" },
 	{ SCMP_SYS(ioctl), V | D, ARG1_EQ, KVM_IRQ_LINE, "edge interrupts of the serial port and i8042" },
 	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_KVMCLOCK_CTRL, "pause: tell the guest its clock was stopped" },
 	/* Memory: no executable mappings, ever (the guest's RAM is mapped before the filter). */
@@ -67,13 +79,13 @@ static const struct rule {
 	{ SCMP_SYS(writev), ALL, ARGS_ANY, 0, "stdio on stderr" },
 	{ SCMP_SYS(readv), V | D, ARGS_ANY, 0, "virtio-vsock: host socket bytes into guest buffers" },
 	{ SCMP_SYS(pread64), V, ARGS_ANY, 0, "virtio-blk reads" },
-	{ SCMP_SYS(pwrite64), V, ARGS_ANY, 0, "virtio-blk writes" },
+	{ SCMP_SYS(pwrite64), V | C, ARGS_ANY, 0, "virtio-blk writes; snapshot: the file passed in" },
 	{ SCMP_SYS(preadv), V, ARGS_ANY, 0, "virtio-blk scattered reads" },
 	{ SCMP_SYS(pwritev), V, ARGS_ANY, 0, "virtio-blk scattered writes" },
 	{ SCMP_SYS(preadv2), V, ARGS_ANY, 0, "virtio-blk scattered reads (glibc)" },
 	{ SCMP_SYS(pwritev2), V, ARGS_ANY, 0, "virtio-blk scattered writes (glibc)" },
 	{ SCMP_SYS(fdatasync), V, ARGS_ANY, 0, "virtio-blk flush" },
-	{ SCMP_SYS(fsync), V, ARGS_ANY, 0, "virtio-blk flush" },
+	{ SCMP_SYS(fsync), V | C, ARGS_ANY, 0, "virtio-blk flush; snapshot: the file passed in" },
 	{ SCMP_SYS(fallocate), V, ARGS_ANY, 0, "virtio-blk discard (punch hole)" },
 	{ SCMP_SYS(getrandom), V, ARGS_ANY, 0, "virtio-rng entropy" },
 	{ SCMP_SYS(close), ALL, ARGS_ANY, 0, "closed connections, teardown" },
@@ -101,6 +113,9 @@ static const struct rule {
 	{ SCMP_SYS(clock_gettime), ALL, ARGS_ANY, 0, "timeouts (when the vDSO is not used)" },
 	{ SCMP_SYS(exit), ALL, ARGS_ANY, 0, "thread exit" },
 	{ SCMP_SYS(exit_group), ALL, ARGS_ANY, 0, "process exit" },
+	{ SCMP_SYS(lseek), C, ARGS_ANY, 0, "disk size queries; snapshot: SEEK_DATA over guest RAM" },
+	{ SCMP_SYS(fstat), C, ARGS_ANY, 0, "stdio; snapshot: check the file passed in" },
+	{ SCMP_SYS(newfstatat), C, ARGS_ANY, 0, "fstat through glibc" },
 	/* Main thread only. */
 	{ SCMP_SYS(clone), MAIN_ONLY, ARG0_THREAD, 0, "vCPU threads (threads only: no new processes)" },
 	{ SCMP_SYS(rt_sigaction), MAIN_ONLY, ARG0_NE, SIGSYS,
@@ -109,9 +124,6 @@ static const struct rule {
 	{ SCMP_SYS(rseq), MAIN_ONLY, ARGS_ANY, 0, "new threads (glibc registers rseq)" },
 	{ SCMP_SYS(seccomp), MAIN_ONLY, ARG0_EQ, SECCOMP_SET_MODE_FILTER,
 	  "threads narrow themselves to their role (a filter can only take away)" },
-	{ SCMP_SYS(lseek), MAIN_ONLY, ARGS_ANY, 0, "disk size queries" },
-	{ SCMP_SYS(fstat), MAIN_ONLY, ARGS_ANY, 0, "stdio" },
-	{ SCMP_SYS(newfstatat), MAIN_ONLY, ARGS_ANY, 0, "fstat through glibc" },
 	{ SCMP_SYS(nanosleep), MAIN_ONLY, ARGS_ANY, 0, "short sleeps" },
 	{ SCMP_SYS(clock_nanosleep), MAIN_ONLY, ARGS_ANY, 0, "short sleeps" },
 	{ SCMP_SYS(sched_yield), MAIN_ONLY, ARGS_ANY, 0, "spin-then-yield" },
@@ -138,7 +150,7 @@ static char syscall_names[NAME_SLOTS][24];
 static struct sock_fprog role_prog[VMM_THREAD_ROLES];
 static atomic_bool armed;
 static atomic_bool reporter_ready;
-static bool test_forbidden;
+static unsigned test_forbidden; /* roles whose threads make the forbidden call (the test hook) */
 static __thread int thread_role = -1;
 static __thread bool thread_narrowed;
 
@@ -316,7 +328,8 @@ int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen)
 			if (!role_prog[k].filter && (r = compile(k, &role_prog[k], err, errlen)) < 0)
 				return r;
 		const char *t = getenv("SPACE_VMM_TEST_FORBIDDEN_SYSCALL");
-		test_forbidden = t && strcmp(t, "1") == 0;
+		/* "1": vCPU and device threads; "device": device threads only (vCPU threads start first). */
+		test_forbidden = !t ? 0 : strcmp(t, "1") == 0 ? V | D : strcmp(t, "device") == 0 ? D : 0;
 	}
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	if ((r = build(role, &ctx, err, errlen)) < 0)
@@ -348,7 +361,7 @@ int vmm_seccomp_thread_enter(enum vmm_thread_role role)
 		return -errno;
 	thread_narrowed = true;
 	thread_role = (int)role;
-	if (test_forbidden && (role == VMM_THREAD_VCPU || role == VMM_THREAD_DEVICE)) {
+	if (test_forbidden & (1u << role)) {
 		/* The test hook: a syscall this role may not make. The reporter names it, then we die. */
 		char *const argv[] = { (char *)"/", NULL };
 		execve("/", argv, argv + 1);

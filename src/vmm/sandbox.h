@@ -25,7 +25,7 @@
 enum vmm_thread_role {
 	VMM_THREAD_MAIN,    /* setup, thread start/join, waits for the stop event; the process filter */
 	VMM_THREAD_VCPU,    /* KVM_RUN and the exits it handles (PIO/MMIO, virtio notify, blk I/O) */
-	VMM_THREAD_DEVICE,  /* a device's event loop (virtio-vsock host sockets) */
+	VMM_THREAD_DEVICE,  /* a device's event loop (virtio-vsock host sockets, virtio-net receive) */
 	VMM_THREAD_CONTROL, /* the control socket: requests from the host (pause, resume, state) */
 	VMM_THREAD_ROLES,
 };
@@ -42,7 +42,8 @@ int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen);
  * (MAIN applied), installs ROLE's filter on the calling thread, once per thread; before that, and with
  * --no-seccomp, does nothing. Returns 0 or -errno; a thread that gets an error must not run guest work.
  * Test hook: with SPACE_VMM_TEST_FORBIDDEN_SYSCALL=1 in the environment when MAIN was applied, a VCPU or
- * DEVICE thread then calls execve(), which its filter forbids: the process must die with SIGSYS.
+ * DEVICE thread then calls execve(), which its filter forbids: the process must die with SIGSYS. With
+ * the value "device", only DEVICE threads do (vCPU threads start first, so "1" always names a vCPU).
  */
 int vmm_seccomp_thread_enter(enum vmm_thread_role role);
 

@@ -331,7 +331,8 @@ static int build_meta(struct vm *vm, struct snap_buf *b)
 	return 0;
 }
 
-int vm_snapshot_save(struct vm *vm, const char *path)
+/* Header, sections and sparse RAM into fd from offset 0, then its size and an fsync. */
+static int save_to_fd(struct vm *vm, int fd)
 {
 	if (!vm_quiet(vm))
 		return vm_fail(vm, -EBUSY, "snapshot: the VM must be paused first");
@@ -343,27 +344,42 @@ int vm_snapshot_save(struct vm *vm, const char *path)
 		snap_buf_free(&b);
 		return r;
 	}
-	_cleanup_free_ char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp", path) < 0) {
-		snap_buf_free(&b);
-		return vm_fail(vm, -ENOMEM, "out of memory");
-	}
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = vm_fail(vm, -errno, "snapshot: cannot create %s: %m", tmp);
-		snap_buf_free(&b);
-		return r;
-	}
 	uint64_t mem_off = snap_mem_offset(b.len), written = 0;
 	if ((r = pwrite_all(fd, b.p, b.len, 0)) < 0 || (r = write_ram(vm, fd, mem_off, &written)) < 0 ||
-	    (ftruncate(fd, (off_t)(mem_off + vm->ram_size)) < 0 && (r = -errno)) ||
-	    (fsync(fd) < 0 && (r = -errno)) || (rename(tmp, path) < 0 && (r = -errno))) {
-		(void)unlink(tmp);
+	    (ftruncate(fd, (off_t)(mem_off + vm->ram_size)) < 0 && (r = -errno)) || (fsync(fd) < 0 && (r = -errno))) {
 		snap_buf_free(&b);
-		return vm_fail(vm, r, "snapshot: cannot write %s: %s", path, strerror(-r));
+		return vm_fail(vm, r, "snapshot: cannot write: %s", strerror(-r));
 	}
 	snap_buf_free(&b);
 	return 0;
+}
+
+int vm_snapshot_save_fd(struct vm *vm, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return vm_fail(vm, -EBADF, "snapshot: the file given is not a regular file");
+	if (ftruncate(fd, 0) < 0)
+		return vm_fail(vm, -errno, "snapshot: cannot truncate the file given: %m");
+	return save_to_fd(vm, fd);
+}
+
+int vm_snapshot_save(struct vm *vm, const char *path)
+{
+	if (!vm_quiet(vm))
+		return vm_fail(vm, -EBUSY, "snapshot: the VM must be paused first");
+	_cleanup_free_ char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp", path) < 0)
+		return vm_fail(vm, -ENOMEM, "out of memory");
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return vm_fail(vm, -errno, "snapshot: cannot create %s: %m", tmp);
+	int r = save_to_fd(vm, fd);
+	if (r == 0 && rename(tmp, path) < 0)
+		r = vm_fail(vm, -errno, "snapshot: cannot write %s: %m", path);
+	if (r < 0)
+		(void)unlink(tmp);
+	return r;
 }
 
 /* ---- restore ---- */

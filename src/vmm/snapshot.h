@@ -23,6 +23,12 @@
  */
 int vm_snapshot_save(struct vm *vm, const char *path);
 
+/*
+ * The same into an open regular file (truncated first, fsync'd after), for a jailed VMM that can open
+ * nothing: the caller opens the file and passes the descriptor (space-vmm's `snapshot-fd` request).
+ */
+int vm_snapshot_save_fd(struct vm *vm, int fd);
+
 struct vm_restore_config {
 	int console_fd;       /* as in struct vm_config */
 	int console_log_fd;

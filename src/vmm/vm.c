@@ -18,6 +18,7 @@
 #include "util/util.h"
 #include "vmm/acpi.h"
 #include "vmm/boot.h"
+#include "vmm/sandbox.h"
 #include "vmm/vm_priv.h"
 #ifdef SPACE_HAVE_VIRTIO_BLK
 #include "devices/virtio_blk.h"
@@ -321,6 +322,14 @@ int vm_add_rng(struct vm *vm)
 #endif
 }
 
+#if defined(SPACE_HAVE_VIRTIO_VSOCK) || defined(SPACE_HAVE_VIRTIO_NET)
+/* Device event threads (vsock host side, net receive) run in the DEVICE seccomp role. */
+static int device_thread_enter(void)
+{
+	return vmm_seccomp_thread_enter(VMM_THREAD_DEVICE);
+}
+#endif
+
 #ifdef SPACE_HAVE_VIRTIO_VSOCK
 static int create_vsock(const void *arg, const struct guest_mem *mem, struct mmio_irq irq,
 			struct mmio_dev *dev)
@@ -332,7 +341,8 @@ static int create_vsock(const void *arg, const struct guest_mem *mem, struct mmi
 int vm_add_vsock(struct vm *vm, uint64_t guest_cid, const char *uds_path)
 {
 #ifdef SPACE_HAVE_VIRTIO_VSOCK
-	struct virtio_vsock_config vc = { .guest_cid = guest_cid, .uds_path = uds_path };
+	struct virtio_vsock_config vc = { .guest_cid = guest_cid, .uds_path = uds_path,
+					  .thread_enter = device_thread_enter };
 	return add_mmio_dev(vm, create_vsock, &vc, "virtio-vsock");
 #else
 	(void)guest_cid;
@@ -351,7 +361,7 @@ static int create_net(const void *arg, const struct guest_mem *mem, struct mmio_
 int vm_add_net(struct vm *vm, int tap_fd, const uint8_t mac[6])
 {
 #ifdef SPACE_HAVE_VIRTIO_NET
-	struct virtio_net_config nc = { .fd = tap_fd };
+	struct virtio_net_config nc = { .fd = tap_fd, .thread_enter = device_thread_enter };
 	memcpy(nc.mac, mac, sizeof(nc.mac));
 	return add_mmio_dev(vm, create_net, &nc, "virtio-net");
 #else

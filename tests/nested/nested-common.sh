@@ -71,3 +71,19 @@ nested_kernel() {
 	mods=$nested_cache/root/lib/modules/$kver
 	[ -f "$bz" ] || { echo "SKIP: $bz missing"; exit 77; }
 }
+
+# nested_report WORKDIR: prints WORKDIR/result.txt (the PASS/FAIL lines a script wrote inside nested-kvm)
+# and exits 0, or 1 when a line failed or there is no result (then with the end of WORKDIR/nested.log).
+nested_report() {
+	if [ ! -s "$1/result.txt" ]; then
+		echo "FAIL: no result from inside nested-kvm"
+		tail -n 40 "$1/nested.log"
+		exit 1
+	fi
+	cat "$1/result.txt"
+	if grep -q '^FAIL' "$1/result.txt"; then
+		tail -n 30 "$1/nested.log"
+		exit 1
+	fi
+	exit 0
+}

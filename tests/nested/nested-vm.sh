@@ -19,13 +19,8 @@ space=${SPACE_CLI:?}
 mkdir -p "$work"
 rm -f "$work"/*.log "$work"/result.txt
 
-if [ ! -f "$nested_cache/ready" ]; then
-	"$nested_tool" -- true >/dev/null 2>&1 || true
-fi
-kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no kernel cached"; exit 77; }
-bz=$nested_cache/root/boot/vmlinuz-$kver
-mods=$nested_cache/root/lib/modules/$kver
-[ -f "$bz" ] && [ -d "$mods" ] || { echo "SKIP: $bz or $mods missing"; exit 77; }
+nested_kernel
+[ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
 [ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
 
 base_tar=/var/cache/space/base-bookworm.tar
@@ -179,14 +174,4 @@ INSIDE
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
 rm -f "$work/base.ext4"
 cat "$work/timing.log" 2>/dev/null
-if [ ! -s "$work/result.txt" ]; then
-	echo "FAIL: no result from inside nested-kvm"
-	tail -n 40 "$work/nested.log"
-	exit 1
-fi
-cat "$work/result.txt"
-if grep -q '^FAIL' "$work/result.txt"; then
-	tail -n 30 "$work/nested.log"
-	exit 1
-fi
-exit 0
+nested_report "$work"

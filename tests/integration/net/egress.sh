@@ -108,6 +108,23 @@ grep -qaF "$SECRET" "$path/rootfs.ext4" && fail "the secret is on the sandbox's 
 grep -qaF "$SECRET" "$STATE/run/$A/gateway.log" "$STATE"/space.db* && fail "the secret is in a log or the store"
 echo "secret absent from the sandbox, its disk, logs and events: ok"
 
+# A rollback gives the sandbox a new jail and a new gateway under the same policy; a fork inherits it.
+expect_rc 0 "$SPACE" checkpoint "$A"
+cpA=$out
+on_exit "'$SPACE' checkpoint rm '$cpA'"
+expect_rc 0 "$SPACE" rollback "$A" "$cpA"
+expect_rc 0 g "$A" get https://api.test/after-rollback
+grep '"/after-rollback"' "$W/requests.log" | grep -qF "\"Bearer $SECRET\"" || fail "after a rollback the upstream did not get the secret"
+expect_rc 1 g "$A" get https://evil.test/
+expect_rc 0 "$SPACE" fork "$cpA"
+F=$out
+created "$F"
+expect_rc 0 g "$F" get https://api.test/fork
+grep '"/fork"' "$W/requests.log" | grep -qF "\"Bearer $SECRET\"" || fail "a fork's upstream request did not get the secret"
+expect_rc 1 g "$F" get https://evil.test/
+has_event "$F" "dns evil.test: not in the allowlist"
+echo "rollback and fork keep the egress policy: ok"
+
 # No policy: nothing leaves (TCP, UDP, DNS, ICMP), and each attempt is recorded.
 expect_rc 0 "$SPACE" create --isolation jail
 B=$out

@@ -6,6 +6,7 @@ import ssl
 import struct
 import sys
 import time
+import urllib.error
 import urllib.request
 
 T0 = time.monotonic()
@@ -26,6 +27,8 @@ def get(url, *headers):
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             done(r.status == 200, "%d %s" % (r.status, r.read().decode(errors="replace").strip()))
+    except urllib.error.HTTPError as e:  # the gateway's refusal says why in its body
+        done(False, "%s: %s: %s" % (type(e).__name__, e, e.read().decode(errors="replace").strip()))
     except Exception as e:  # noqa: BLE001 - any failure is the outcome we report
         done(False, "%s: %s" % (type(e).__name__, e))
 

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Periodic file snapshots: a sandbox's policy ("snapshots" in its row's metadata JSON: every, keep, and
+ * the pid of the space-snapd helper that takes them) and the work the helper does each period. Private.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "core/internal.h"
+
+#define AUTOSNAP_EVERY_MAX (7u * 24 * 3600) /* a week */
+#define AUTOSNAP_KEEP_MAX 100u
+#define AUTOSNAP_KEEP_DEFAULT 5u
+
+/* 0 when every (seconds, 0 = no policy) and keep (0 = the default) are acceptable; -EINVAL with a
+ * message otherwise. */
+int autosnap_validate(space_ctx *ctx, uint32_t every_s, uint32_t keep);
+
+/*
+ * The lifecycle calls this once a sandbox runs. o: the options it was created with (their policy, or
+ * else its template's default, is recorded in the row); NULL after a restart on another disk (the policy
+ * already in the row stays). Stops a helper of the sandbox that is still there and starts a new one when
+ * there is a policy. Fails (with a message) only when the helper does not start.
+ */
+int autosnap_started(space_ctx *ctx, const char *id, const char *template_name,
+		     const struct space_sandbox_options *o);
+
+/*
+ * The lifecycle calls this before it restarts a sandbox on disk_src (rollback): ends its helper, so that
+ * it does not prune disk_src while the restart copies it (autosnap_started starts a new one afterwards).
+ * -ENOENT with a message, and the helper started again, when disk_src was pruned already.
+ */
+int autosnap_before_restart(space_ctx *ctx, const char *id, const char *metadata, const char *disk_src);
+
+/* The lifecycle calls this before it stops a sandbox for good: ends its helper (letting a snapshot in
+ * progress finish) and removes its automatic checkpoints. Never fails; problems are logged. */
+void autosnap_destroying(space_ctx *ctx, const char *id, const char *metadata);
+
+/* The helper's work each period: takes an automatic checkpoint of the sandbox (disk only) and removes
+ * its oldest automatic checkpoints beyond keep. */
+int autosnap_take(space_ctx *ctx, const char *id, uint32_t keep, char ret_id[SPACE_CHECKPOINT_ID_MAX]);
+
+/* The policy and helper pid recorded in a row's metadata (zeros when none). */
+void autosnap_policy_parse(const char *metadata, struct space_snapshot_policy *ret, uint64_t *ret_pid_start);

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The warm pool (warm_pool.h): paused sandboxes made ahead of time, handed out by space_sandbox_create. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "core/internal.h"
+#include "core/sandbox.h"
+#include "core/vm_backend.h"
+#include "core/warm_pool.h"
+#include "proto/agent_client.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define POOL_SIZE_MAX 64u
+#define POOL_IDS_MAX 128
+#define TAKE_ATTEMPTS 3
+#define RESEED_BYTES 64
+
+static void pool_key(const char *template_name, char *buf, size_t len)
+{
+	snprintf(buf, len, "pool_size/%s", template_name);
+}
+
+uint32_t warm_pool_size(space_ctx *ctx, const char *template_name)
+{
+	struct store *s;
+	char key[128];
+	_cleanup_free_ char *v = NULL;
+	uint64_t n;
+	pool_key(template_name, key, sizeof(key));
+	if (ctx_store(ctx, &s) < 0 || store_meta_get(s, key, &v) < 0 || util_parse_uint(v, 0, POOL_SIZE_MAX, &n) < 0)
+		return 0;
+	return (uint32_t)n;
+}
+
+int warm_pool_forget(space_ctx *ctx, const char *template_name)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	char key[128];
+	pool_key(template_name, key, sizeof(key));
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s), "DELETE FROM meta WHERE key = ?", -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	r = store_errno(sqlite3_step(st));
+	sqlite3_finalize(st);
+	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
+}
+
+/* Ids of the pooled rows of a template (NULL: of all), oldest first; at most max. */
+static int pooled_ids(space_ctx *ctx, const char *template_name, char (*ids)[32], int max)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s),
+					   "SELECT id FROM sandboxes WHERE status != 'destroyed' AND NOT " WARM_POOL_NOT_POOLED
+					   " AND (?1 IS NULL OR json_extract(metadata, '$.pool') = ?1)"
+					   " ORDER BY created_ms, id",
+					   -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	if (template_name)
+		sqlite3_bind_text(st, 1, template_name, -1, SQLITE_STATIC);
+	int n = 0, rc;
+	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		snprintf(ids[n++], sizeof(ids[0]), "%s", (const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return n;
+}
+
+uint32_t warm_pool_count(space_ctx *ctx, const char *template_name)
+{
+	char ids[POOL_IDS_MAX][32];
+	int n = pooled_ids(ctx, template_name, ids, POOL_IDS_MAX);
+	return n > 0 ? (uint32_t)n : 0;
+}
+
+int warm_pool_drain(space_ctx *ctx, const char *template_name)
+{
+	char ids[POOL_IDS_MAX][32];
+	int n = pooled_ids(ctx, template_name, ids, POOL_IDS_MAX);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		int r = space_sandbox_remove(ctx, ids[i]);
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	return n;
+}
+
+/* ---- handing out ----------------------------------------------------------------------------------- */
+
+static bool takes_defaults(const struct space_sandbox_options *o)
+{
+	return !o->cpus && !o->memory_mib && !o->hostname && !(o->env && o->env[0]) && !o->network_policy;
+}
+
+/* Claims the oldest pooled sandbox of (template, isolation): one UPDATE that also drops its pool key.
+ * Returns 1 with id filled, 0 if there is none. */
+static int claim(space_ctx *ctx, const char *tname, const char *iso, char id[32])
+{
+	struct store *s = ctx->store;
+	int r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(
+		store_db(s),
+		"UPDATE sandboxes SET metadata = json_remove(metadata, '$.pool'), created_ms = ?1, updated_ms = ?1"
+		" WHERE id = (SELECT id FROM sandboxes WHERE status = 'paused' AND template = ?2 AND isolation = ?3"
+		"  AND NOT " WARM_POOL_NOT_POOLED " AND json_extract(metadata, '$.pool') = ?2"
+		"  ORDER BY created_ms, id LIMIT 1)"
+		" RETURNING id",
+		-1, &st, NULL));
+	int found = 0;
+	if (r == 0) {
+		sqlite3_bind_int64(st, 1, util_wall_ms());
+		sqlite3_bind_text(st, 2, tname, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, iso, -1, SQLITE_STATIC);
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			snprintf(id, 32, "%s", (const char *)sqlite3_column_text(st, 0));
+			found = 1;
+			rc = sqlite3_step(st);
+		}
+		r = store_errno(rc);
+		sqlite3_finalize(st);
+	}
+	if (!found) {
+		store_rollback(s);
+		return r;
+	}
+	r = ctx_store_finish(ctx, s, r, id, "pool.take", tname);
+	return r < 0 ? r : 1;
+}
+
+/* The fresh-identity step of a handed-out sandbox: it was paused for a while and may share its RNG state
+ * with siblings restored from one snapshot. Its hostname is already its own id. */
+static int refresh(space_sandbox *sb)
+{
+	space_ctx *ctx = sandbox_ctx(sb);
+	struct sandbox_row row;
+	int r = sandbox_row_load(ctx, space_sandbox_id(sb), &row);
+	if (r < 0)
+		return r;
+	if (!strcmp(row.info.isolation, "vm")) {
+		r = vm_backend_refresh_identity(ctx, &row, row.info.id, 0);
+		sandbox_row_clear(&row);
+		return r;
+	}
+	sandbox_row_clear(&row);
+	uint8_t seed[RESEED_BYTES];
+	struct agent_error aerr = { 0 };
+	r = util_random_bytes(seed, sizeof(seed));
+	if (r == 0)
+		r = agent_reseed(sandbox_addr(sb), seed, sizeof(seed), &aerr);
+	explicit_bzero(seed, sizeof(seed));
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "reseed sandbox %s: %s", space_sandbox_id(sb),
+				     aerr.msg[0] ? aerr.msg : space_strerror(r));
+	return 0;
+}
+
+int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
+{
+	if (!takes_defaults(o))
+		return 0;
+	const char *tname = o->template_name ? o->template_name : "base";
+	struct store *s;
+	if (ctx_store(ctx, &s) < 0)
+		return 0;
+	_cleanup_free_ char *def_iso = NULL;
+	const char *iso = o->isolation;
+	if (!iso)
+		iso = store_meta_get(s, "isolation", &def_iso) == 0 ? def_iso : "vm";
+	for (int attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
+		char id[32];
+		if (claim(ctx, tname, iso, id) <= 0)
+			return 0;
+		space_sandbox *sb = NULL;
+		int r = space_sandbox_open(ctx, id, &sb);
+		if (r == 0)
+			r = space_sandbox_resume(sb);
+		if (r == 0)
+			r = refresh(sb);
+		if (r == 0 && o->timeout_s)
+			r = space_sandbox_set_timeout(sb, o->timeout_s);
+		if (r == 0) {
+			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s handed out from the warm pool of %s", id, tname);
+			*ret = sb;
+			return 1;
+		}
+		ctx_log(ctx, SPACE_LOG_WARNING, "pooled sandbox %s unusable (%s): removing it", id, ctx->last_error);
+		space_sandbox_free(sb);
+		(void)space_sandbox_remove(ctx, id);
+	}
+	return 0;
+}
+
+/* ---- sizing and filling ---------------------------------------------------------------------------- */
+
+SPACE_API int space_template_set_pool(space_ctx *ctx, const char *template_name, uint32_t pool_size)
+{
+	if (!ctx || !template_name)
+		return -EINVAL;
+	if (pool_size > POOL_SIZE_MAX)
+		return ctx_error_msg(ctx, -EINVAL, "pool size %u is above the limit of %u", pool_size, POOL_SIZE_MAX);
+	struct space_template_info t;
+	int r = space_template_get(ctx, template_name, &t);
+	if (r < 0)
+		return r;
+	struct store *s = ctx->store;
+	char key[128], val[16], detail[96];
+	pool_key(template_name, key, sizeof(key));
+	snprintf(val, sizeof(val), "%u", pool_size);
+	snprintf(detail, sizeof(detail), "%s %u", template_name, pool_size);
+	r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	r = pool_size ? store_meta_set(s, key, val) : 0;
+	r = ctx_store_finish(ctx, s, r, NULL, "pool.size", detail);
+	if (r < 0 || pool_size)
+		return r;
+	r = warm_pool_forget(ctx, template_name);
+	if (r == 0 && (r = warm_pool_drain(ctx, template_name)) > 0)
+		r = 0;
+	return r;
+}
+
+/* Removes a template's dead or surplus pooled sandboxes; returns how many live ones remain. */
+static int prune(space_ctx *ctx, const char *tname, uint32_t keep)
+{
+	char ids[POOL_IDS_MAX][32];
+	int n = pooled_ids(ctx, tname, ids, POOL_IDS_MAX);
+	if (n < 0)
+		return n;
+	int live = 0;
+	for (int i = 0; i < n; i++) {
+		struct sandbox_row row;
+		if (sandbox_row_load(ctx, ids[i], &row) < 0)
+			continue;
+		bool ok = row.info.status == SPACE_SANDBOX_PAUSED && core_process_alive(row.info.pid, row.pid_start);
+		sandbox_row_clear(&row);
+		if (ok && (uint32_t)live < keep) {
+			live++;
+			continue;
+		}
+		int r = space_sandbox_remove(ctx, ids[i]);
+		if (r < 0 && r != -ENOENT)
+			return r;
+	}
+	return live;
+}
+
+/* Marks a freshly made, paused sandbox as the template's. */
+static int mark_pooled(space_ctx *ctx, const char *id, const char *tname)
+{
+	struct store *s = ctx->store;
+	int r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(store_db(s),
+					   "UPDATE sandboxes SET metadata = json_set(CASE WHEN json_valid(metadata)"
+					   " THEN metadata ELSE '{}' END, '$.pool', ?1) WHERE id = ?2",
+					   -1, &st, NULL));
+	if (r == 0) {
+		sqlite3_bind_text(st, 1, tname, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+		r = store_errno(sqlite3_step(st));
+		sqlite3_finalize(st);
+	}
+	return ctx_store_finish(ctx, s, r, id, "pool.fill", tname);
+}
+
+static int fill_one_template(space_ctx *ctx, const char *tname, uint32_t size)
+{
+	int live = prune(ctx, tname, size);
+	if (live < 0)
+		return live;
+	int made = 0;
+	for (uint32_t have = (uint32_t)live; have < size; have++) {
+		struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
+		o.template_name = tname;
+		space_sandbox *sb;
+		int r = sandbox_create_from(ctx, &o, NULL, &sb);
+		if (r < 0)
+			return r;
+		r = space_sandbox_pause(sb);
+		if (r == 0)
+			r = mark_pooled(ctx, space_sandbox_id(sb), tname);
+		if (r < 0) {
+			char msg[sizeof(ctx->last_error)];
+			snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+			(void)space_sandbox_destroy(sb);
+			space_sandbox_free(sb);
+			snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+			return r;
+		}
+		space_sandbox_free(sb);
+		made++;
+	}
+	return made;
+}
+
+int warm_pool_lock(space_ctx *ctx)
+{
+	char path[PATH_MAX];
+	int r = ctx_state_path(ctx, "pool-fill.lock", path, sizeof(path));
+	if (r < 0)
+		return r;
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ctx_error(ctx, -errno, "open %s", path);
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			r = ctx_error(ctx, -errno, "lock %s", path);
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
+SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name)
+{
+	if (!ctx)
+		return -EINVAL;
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	if (template_name) {
+		struct space_template_info t;
+		if ((r = space_template_get(ctx, template_name, &t)) < 0)
+			return r;
+	}
+	_cleanup_close_ int lock = warm_pool_lock(ctx);
+	if (lock < 0)
+		return lock;
+	/* Templates with a pool size, and those with pooled sandboxes left over from an older size. */
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(
+		store_db(ctx->store),
+		"SELECT name FROM templates WHERE (?1 IS NULL OR name = ?1) ORDER BY name", -1, &st, NULL));
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store));
+	if (template_name)
+		sqlite3_bind_text(st, 1, template_name, -1, SQLITE_STATIC);
+	char (*names)[64] = NULL;
+	size_t n = 0;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		char(*nn)[64] = realloc(names, (n + 1) * sizeof(*names));
+		if (!nn) {
+			r = -ENOMEM;
+			break;
+		}
+		names = nn;
+		snprintf(names[n++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(st, 0));
+	}
+	sqlite3_finalize(st);
+	int made = 0;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		uint32_t size = warm_pool_size(ctx, names[i]);
+		if (!size && !warm_pool_count(ctx, names[i]))
+			continue;
+		int k = fill_one_template(ctx, names[i], size);
+		if (k < 0)
+			r = k;
+		else
+			made += k;
+	}
+	free(names);
+	return r < 0 ? r : made;
+}

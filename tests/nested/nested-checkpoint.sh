@@ -1,0 +1,173 @@
+#!/bin/sh
+# nested suite: checkpoints, rollback and fork of vm sandboxes (memory + disk), inside ONE nested-kvm VM.
+# A vm sandbox runs a background counter (a shell loop: its count lives in the process's memory);
+#   space checkpoint     pauses it, saves memory + vCPU + device state into the checkpoint, resumes
+#   space fork --count 2 two new VMs restored from it: the counter process is there in both (same pid),
+#                        continues from the checkpoint's count, independently; their writes never meet;
+#                        each has its own hostname, random state and the host's time
+#   space rollback       the file written after the checkpoint is gone and the counter is back near the
+#                        checkpoint's value (the same process, restored, not restarted)
+#   exec and cp work after every restore; a corrupted snapshot is refused with a clear error and leaves
+#   nothing running; rm leaves nothing behind.
+set -u
+. "$(dirname "$0")/nested-common.sh"
+src=${SPACE_SOURCE_DIR:?}
+work=${SPACE_BUILD_DIR:?}/nested-checkpoint
+space=${SPACE_CLI:?}
+mkdir -p "$work"
+rm -f "$work"/*.log "$work"/result.txt
+
+nested_kernel
+[ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
+[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
+tree=$work/tree
+rm -rf "$tree"
+bash "$src/scripts/busybox-tree.sh" "$tree" >/dev/null || { echo "FAIL: busybox tree"; exit 1; }
+
+cat > "$work/inside.sh" <<INSIDE
+#!/bin/bash
+[ -n "\${BASH_VERSION:-}" ] || exec bash "\$0" "\$@" # nested_run starts it with sh
+set -u
+export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}'
+export SPACE_VM_BOOT_TIMEOUT=300
+res=$work/result.txt
+pass() { echo "PASS: \$*" >> \$res; }
+fail() { echo "FAIL: \$*" >> \$res; }
+S=\$(mktemp -d /tmp/space-nested-cp.XXXXXX)
+SP() { '$space' --state "\$S" "\$@"; }
+ids=()
+cleanup() {
+	kill "\$copier" 2>/dev/null
+	for i in "\${ids[@]}"; do SP rm "\$i" >/dev/null 2>&1; done
+	SP checkpoint rm \$(SP checkpoints --json 2>/dev/null | python3 -c 'import json,sys; print(" ".join(c["id"] for c in json.load(sys.stdin)))' 2>/dev/null) >/dev/null 2>&1
+	SP pool unmount >/dev/null 2>&1
+	umount "\$S/pool" 2>/dev/null
+	rm -rf "\$S"
+}
+trap cleanup EXIT
+( while sleep 2; do for f in "\$S"/run/*/sandbox.log; do [ -f "\$f" ] && cp "\$f" "$work/\$(basename "\$(dirname "\$f")").log"; done; done ) &
+copier=\$!
+modprobe kvm_amd 2>/dev/null
+[ -c /dev/kvm ] || { fail "no /dev/kvm inside nested-kvm"; exit 1; }
+SP init --loop-pool 3G > $work/init.log 2>&1 || { fail "space init: \$(tail -n 3 $work/init.log)"; exit 1; }
+SP template import tiny --rootfs '$tree' --kernel '$bz' --modules '$mods' > $work/import.log 2>&1 ||
+	{ fail "template import: \$(tail -n 3 $work/import.log)"; exit 1; }
+
+count() { SP exec "\$1" -- cat /run/count 2>/dev/null; }
+# The counter: its state is the shell variable; /run/count (tmpfs) only shows it.
+id=\$(SP create --isolation vm --template tiny --memory 256 2> $work/create.err)
+[ -n "\$id" ] || { fail "create: \$(tail -n 5 $work/create.err)"; exit 1; }
+ids+=("\$id")
+cpid=\$(SP exec "\$id" -- sh -c 'mkdir -p /run; mount -t tmpfs tmpfs /run 2>/dev/null; i=0; while :; do i=\$((i+1)); echo \$i > /run/count.new; mv /run/count.new /run/count; sleep 0.2; done >/dev/null 2>&1 </dev/null & echo \$!')
+sleep 3
+SP exec "\$id" -- sh -c 'echo before > /root/before; sync'
+t0=\$(date +%s%N)
+cp=\$(SP checkpoint "\$id" --name warm 2> $work/checkpoint.err)
+t1=\$(date +%s%N)
+c_cp=\$(count "\$id")
+if [ -n "\$cp" ]; then
+	pass "space checkpoint of a running vm sandbox: \$cp in \$(( (t1 - t0) / 1000000 )) ms (count \$c_cp after it)"
+else
+	fail "checkpoint: \$(tail -n 5 $work/checkpoint.err)"; exit 1
+fi
+kind=\$(SP checkpoints "\$id" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["kind"])')
+[ "\$kind" = full ] && pass "the checkpoint is of kind full (disk + memory)" || fail "checkpoint kind '\$kind'"
+SP exec "\$id" -- sh -c 'echo after > /root/after; sync'
+sleep 3
+c_pre=\$(count "\$id")
+[ -n "\$c_pre" ] && [ "\$c_pre" -gt "\$c_cp" ] && pass "the counter ran on after the checkpoint: \$c_cp -> \$c_pre" ||
+	fail "counter after checkpoint: '\$c_cp' -> '\$c_pre'"
+
+# Fork twice.
+t0=\$(date +%s%N)
+forks=\$(SP fork "\$cp" --count 2 2> $work/fork.err)
+t1=\$(date +%s%N)
+set -- \$forks
+f1=\${1:-}; f2=\${2:-}
+[ -n "\$f1" ] && ids+=("\$f1"); [ -n "\$f2" ] && ids+=("\$f2")
+if [ -n "\$f1" ] && [ -n "\$f2" ]; then
+	pass "space fork --count 2: \$f1 \$f2 in \$(( (t1 - t0) / 1000000 )) ms"
+else
+	fail "fork: \$(tail -n 5 $work/fork.err)"; exit 1
+fi
+for f in "\$f1" "\$f2"; do
+	SP exec "\$f" -- kill -0 "\$cpid" 2>/dev/null && pass "\$f: the counter process \$cpid is there" ||
+		fail "\$f: no counter process \$cpid"
+	a=\$(count "\$f"); sleep 1; b=\$(count "\$f")
+	if [ -n "\$a" ] && [ -n "\$b" ] && [ "\$b" -gt "\$a" ] && [ "\$a" -lt "\$c_pre" ]; then
+		pass "\$f: the counter continues from the checkpoint (\$a -> \$b; the original was at \$c_pre)"
+	else
+		fail "\$f: counter '\$a' -> '\$b' (checkpoint \$c_cp, original \$c_pre)"
+	fi
+	out=\$(SP exec "\$f" -- sh -c 'cat /root/before; test -e /root/after && echo AFTER; hostname')
+	[ "\$out" = "before
+\$f" ] && pass "\$f: the disk is the checkpoint's, hostname \$f" || fail "\$f: disk/hostname: \$out"
+done
+# Independent: each writes the same path and reads its own; stopping one counter leaves the other.
+SP exec "\$f1" -- sh -c 'echo one > /root/mine' && SP exec "\$f2" -- sh -c 'echo two > /root/mine'
+o1=\$(SP exec "\$f1" -- cat /root/mine); o2=\$(SP exec "\$f2" -- cat /root/mine)
+[ "\$o1" = one ] && [ "\$o2" = two ] && pass "forks' writes never meet (one/two)" || fail "forks' writes: \$o1/\$o2"
+SP exec "\$f1" -- kill "\$cpid"
+a=\$(count "\$f1"); b2=\$(count "\$f2"); sleep 1; a2=\$(count "\$f1"); b3=\$(count "\$f2")
+[ "\$a" = "\$a2" ] && [ "\$b3" -gt "\$b2" ] && pass "stopping the counter of one fork leaves the other counting (\$b2 -> \$b3)" ||
+	fail "independent counters: f1 \$a -> \$a2, f2 \$b2 -> \$b3"
+r1=\$(SP exec "\$f1" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1'); r2=\$(SP exec "\$f2" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1')
+[ -n "\$r1" ] && [ "\$r1" != "\$r2" ] && pass "the forks' random streams differ (reseeded)" || fail "random: '\$r1' vs '\$r2'"
+gt=\$(SP exec "\$f2" -- date +%s); ht=\$(date +%s)
+d=\$((gt - ht)); [ \$d -lt 0 ] && d=\$((-d))
+[ \$d -le 5 ] && pass "a fork's clock is the host's (off by \$d s)" || fail "fork clock off by \$d s"
+echo hello-fork > /tmp/cp-in
+SP cp /tmp/cp-in "\$f2:/root/cp-in" && SP cp "\$f2:/root/cp-in" /tmp/cp-out && cmp -s /tmp/cp-in /tmp/cp-out &&
+	pass "cp in and out of a fork" || fail "cp with a fork"
+
+# Rollback: the file written after the checkpoint is gone, the counter is back.
+t0=\$(date +%s%N)
+SP rollback "\$id" "\$cp" 2> $work/rollback.err || fail "rollback: \$(tail -n 5 $work/rollback.err)"
+t1=\$(date +%s%N)
+c_rb=\$(count "\$id")
+out=\$(SP exec "\$id" -- sh -c 'cat /root/before; test -e /root/after && echo AFTER; kill -0 '\$cpid' && echo COUNTER')
+[ "\$out" = "before
+COUNTER" ] && pass "rollback in \$(( (t1 - t0) / 1000000 )) ms: /root/after is gone, the counter process is there" ||
+	fail "after rollback: \$out"
+if [ -n "\$c_rb" ] && [ "\$c_rb" -lt "\$c_pre" ]; then
+	pass "after rollback the counter is back to \$c_rb (checkpoint \$c_cp, before rollback \$c_pre)"
+else
+	fail "counter after rollback: '\$c_rb' (checkpoint \$c_cp, before \$c_pre)"
+fi
+sleep 1
+c_rb2=\$(count "\$id")
+[ -n "\$c_rb2" ] && [ "\$c_rb2" -gt "\$c_rb" ] && pass "the restored counter runs on (\$c_rb -> \$c_rb2)" || fail "counter after rollback: \$c_rb -> \$c_rb2"
+
+# A checkpoint of a paused sandbox keeps it paused.
+SP pause "\$id"
+cp2=\$(SP checkpoint "\$id" 2>&1) && SP ls | grep "\$id" | grep -q paused && pass "checkpoint of a paused vm sandbox leaves it paused" ||
+	fail "paused checkpoint: \$cp2"
+SP resume "\$id"
+SP exec "\$id" -- true && pass "exec after resume" || fail "exec after resume"
+
+# A corrupted snapshot: refused, nothing left running.
+path=\$(SP checkpoints --json | python3 -c "import json,sys; print([c['path'] for c in json.load(sys.stdin) if c['id']=='\$cp'][0])")
+btrfs property set -ts "\$path" ro false
+printf 'XXXXXXXX' | dd of="\$path/vmstate.snap" bs=1 seek=200 conv=notrunc 2>/dev/null
+btrfs property set -ts "\$path" ro true
+before=\$(pgrep -c -x space-vmm)
+if out=\$(SP fork "\$cp" 2>&1); then
+	ids+=("\$out"); fail "a corrupted snapshot was restored: \$out"
+else
+	after=\$(pgrep -c -x space-vmm)
+	case "\$out" in
+	*checksum*|*snapshot*) [ "\$before" = "\$after" ] && pass "corrupted snapshot refused: \$out" || fail "processes left: \$before -> \$after" ;;
+	*) fail "corrupted snapshot error unclear: \$out" ;;
+	esac
+fi
+
+# rm leaves nothing.
+SP rm "\${ids[@]}" || fail "space rm"
+left=\$(for i in "\${ids[@]}"; do grep -F "\$i" /proc/mounts; losetup -a | grep -F "\$i"; find /sys/fs/cgroup -maxdepth 4 -name "*\$i*" 2>/dev/null; ls -d "\$S/run/\$i" 2>/dev/null; done; pgrep -x space-vmm)
+[ -z "\$left" ] && pass "space rm leaves no process, mount, loop device, cgroup or runtime dir" || fail "left after rm: \$left"
+ids=()
+INSIDE
+
+nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
+rm -rf "$tree"
+nested_report "$work"
