@@ -37,6 +37,8 @@ make_state() {
 	STATE=$(mktemp -d /tmp/space-test-XXXXXX)
 	on_exit "rm -rf '$STATE'"
 	on_exit "'$SPACE' pool unmount --state '$STATE'; umount '$STATE/pool' 2>/dev/null"
+	# Before the pool goes: any sandbox a failed test did not remove itself (they all are the test's).
+	on_exit "for _id in \$('$SPACE' ls --json --state '$STATE' | grep -o '\"id\":[[:space:]]*\"sb-[a-z0-9]*\"' | cut -d'\"' -f4); do '$SPACE' rm \$_id --state '$STATE'; done"
 	"$SPACE" init --loop-pool "${1:-2G}" --state "$STATE" >/dev/null 2>&1 || fail "space init failed"
 }
 # Everything a sandbox could leak on the host, for the ids given: mounts, loop devices, processes,
