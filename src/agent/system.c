@@ -105,6 +105,12 @@ static int reseed(const uint8_t *buf, size_t len)
 		free(info);
 	}
 	int r = util_write_all(fd, buf, len);
+	/* Mixing alone does not change what the CRNG hands out until its next scheduled reseed (up to a
+	 * minute): a restored snapshot would go on with the stream every other restore of it produces. */
+#ifdef RNDRESEEDCRNG
+	if (r == 0 && ioctl(fd, RNDRESEEDCRNG) < 0 && errno != EPERM && errno != ENOTTY && errno != EINVAL)
+		r = -errno;
+#endif
 	close(fd);
 	return r;
 }

@@ -31,19 +31,22 @@ int core_status_parse(const char *name)
 	return -EINVAL;
 }
 
-uint64_t core_process_start_time(int pid)
+/* Start time (field 22 of /proc/PID/stat) and state (field 3) of pid; 0 when it does not exist. */
+static uint64_t process_stat(int pid, char *ret_state)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	_cleanup_free_ char *buf = NULL;
+	*ret_state = '?';
 	if (pid <= 0 || util_read_file(path, 4096, &buf, NULL) < 0)
 		return 0;
 	/* comm (field 2) may hold spaces and parentheses: fields after it start after the last ')'. */
 	char *p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ')
 		return 0;
+	*ret_state = p[2];
 	p++;
-	/* Field 3 is state; start time is field 22, i.e. the 20th after the ')'. */
+	/* Start time is field 22, i.e. the 20th after the ')'. */
 	for (int field = 3; field < 22; field++) {
 		p = strchr(p + 1, ' ');
 		if (!p)
@@ -52,10 +55,19 @@ uint64_t core_process_start_time(int pid)
 	return strtoull(p + 1, NULL, 10);
 }
 
+uint64_t core_process_start_time(int pid)
+{
+	char state;
+	return process_stat(pid, &state);
+}
+
 bool core_process_alive(int pid, uint64_t start_time)
 {
-	uint64_t now = core_process_start_time(pid);
-	return now != 0 && (start_time == 0 || now == start_time);
+	/* A zombie has ended: only its parent has not collected it yet (a VMM's jail waiter may be a few
+	 * milliseconds behind). */
+	char state;
+	uint64_t now = process_stat(pid, &state);
+	return now != 0 && (start_time == 0 || now == start_time) && state != 'Z' && state != 'X';
 }
 
 int core_sandbox_set_status(space_ctx *ctx, const char *id, enum space_sandbox_status status,

@@ -252,6 +252,21 @@ static bool wait_gone(int pid, uint64_t start_time, int timeout_ms)
 	return !core_process_alive(pid, start_time);
 }
 
+/* A VMM that outlived SIGKILL: say where it is stuck (state and kernel wait channel) for a report. */
+static int stuck_error(space_ctx *ctx, int pid)
+{
+	char path[64], wchan[64] = "?";
+	_cleanup_free_ char *stat = NULL, *wc = NULL;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	(void)util_read_file(path, 4096, &stat, NULL);
+	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+	if (util_read_file(path, 128, &wc, NULL) == 0)
+		snprintf(wchan, sizeof(wchan), "%s", wc);
+	const char *st = stat ? strrchr(stat, ')') : NULL;
+	return ctx_error_msg(ctx, -ETIMEDOUT, "space-vmm (pid %d) did not die within %d s of SIGKILL (state %c, waiting in %s)",
+			     pid, VM_KILL_TIMEOUT_MS / 1000, st && st[1] ? st[2] : '?', wchan);
+}
+
 static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t start_time, const char *cgroup)
 {
 	char reply[128];
@@ -267,7 +282,7 @@ static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t s
 			if (core_process_alive(pid, start_time))
 				(void)kill(pid, SIGKILL);
 			if (!wait_gone(pid, start_time, VM_KILL_TIMEOUT_MS))
-				return ctx_error_msg(ctx, -ETIMEDOUT, "space-vmm (pid %d) did not die", pid);
+				return stuck_error(ctx, pid);
 		}
 	}
 	if (cgroup && cgroup[0]) {
