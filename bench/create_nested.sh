@@ -7,13 +7,8 @@ set -u
 . "${SPACE_SOURCE_DIR:?}/tests/nested/nested-common.sh"
 bench=${1:?usage: create_nested.sh CREATE [args...]}
 shift
-if [ ! -f "$nested_cache/ready" ]; then
-	"$nested_tool" -- true >/dev/null 2>&1 || true
-fi
-kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no kernel cached"; exit 77; }
-bz=$nested_cache/root/boot/vmlinuz-$kver
-mods=$nested_cache/root/lib/modules/$kver
-[ -f "$bz" ] && [ -d "$mods" ] || { echo "SKIP: $bz or $mods missing"; exit 77; }
+nested_kernel
+[ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
 work=${SPACE_BUILD_DIR:?}/bench-create-nested
 mkdir -p "$work"
 rm -f "$work/out.txt"

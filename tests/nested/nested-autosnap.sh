@@ -107,6 +107,8 @@ for p in \$hpid \${hpid2:-}; do grep -q space-snapd /proc/\$p/cmdline 2>/dev/nul
 id=
 INSIDE
 
+# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-600}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
 rm -rf "$tree"
 nested_report "$work"

@@ -296,6 +296,8 @@ echo "host MemAvailable: \$((mem_before / 1024)) MiB before, \$((mem_after / 102
 INSIDE
 
 # Guest RAM of three sandboxes plus the pool in the VM's tmpfs.
+# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-700}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
 rm -f "$work/base.ext4"
 rm -rf "$work/tree"

@@ -201,6 +201,8 @@ left=\$(pgrep -f "space-gateway.*(\$A|\$B)")
 INSIDE
 
 t0=$(date +%s)
+# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-700}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
 rm -f "$work/base.ext4"
 echo "nested-vm-net: $(($(date +%s) - t0)) s inside nested-kvm"

@@ -171,6 +171,7 @@ id=
 INSIDE
 
 # Guest RAM of two sandboxes plus the pool in the VM's tmpfs: more memory than nested_run's default.
+export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-600} # a VM stuck in the emulator: killed, run once more
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
 rm -f "$work/base.ext4"
 cat "$work/timing.log" 2>/dev/null
