@@ -12,7 +12,7 @@
 struct cli_net {
 	const char *allow[CLI_NET_MAX];
 	size_t n_allow;
-	const char *secret[CLI_NET_MAX];   /* NAME=env:VAR | NAME=file:PATH */
+	const char *secret[CLI_NET_MAX];   /* NAME=env:VAR | NAME=file:PATH | NAME=secret:REG | REG */
 	size_t n_secret;
 	const char *inject[CLI_NET_MAX];   /* HOST:Header=Value */
 	size_t n_inject;
@@ -38,3 +38,6 @@ int cli_net_flag(struct cli_net *n, int c, const char *arg, char *err, size_t le
 int cli_net_policy(const struct cli_net *n, char **ret, char *err, size_t len);
 
 int cmd_events(struct cli *cli, int argc, char **argv);
+
+/* `space secret set|ls|rm` (cmd_secret.c): the registered secrets policies may name. */
+int cmd_secret(struct cli *cli, int argc, char **argv);

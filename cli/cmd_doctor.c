@@ -14,7 +14,11 @@ int cmd_doctor(struct cli *cli, int argc, char **argv)
 		cli_help(cmd);
 		printf("\nChecks /dev/kvm, whether guest kernel code runs natively or is emulated (timed in a throwaway\n"
 		       "VM), the helpers, a guest kernel, the pool, loop devices, namespaces, seccomp, Landlock, TAP and\n"
-		       "cgroups. Exit status 0 when at least one isolation mode is usable, 1 otherwise.\n");
+		       "cgroups. Exit status 0 when at least one isolation mode is usable, 1 otherwise.\n"
+		       "\n--verbose also lists each helper (space-vmm, space-gateway, space-snapd, space-logcap) with the\n"
+		       "uid it runs as, its capabilities and the size of its seccomp filter (rules per thread role), as\n"
+		       "the installed binary describes itself (`HELPER --describe-sandbox`), and checks that every\n"
+		       "gateway running now has its own uid, no capabilities and its filter.\n");
 		return EXIT_OK;
 	}
 	/* --verbose is also the global option (-v), which the command line parser takes before us. */

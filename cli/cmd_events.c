@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space events ID: a sandbox's event log (lifecycle, and the egress gateway's refusals). */
+/*
+ * space events ID: a sandbox's event log (lifecycle, and the egress gateway's refusals).
+ *
+ * Details carry sandbox-made text (DNS names, SNI, Host headers, reasons): in text mode every control
+ * byte, DEL, C1 and invalid UTF-8 is shown escaped (\xHH, one event per line; backslashes as they are, so
+ * what the gateway escaped already reads the same); in JSON mode strings are valid UTF-8 (invalid bytes
+ * replaced) and control characters, DEL and C1 are JSON escapes (cli_print_json).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +14,26 @@
 
 #include "cli_net.h"
 #include "store/db.h"
+#include "util/cleanup.h"
+#include "util/escape.h"
+
+/* One field of a row for a terminal: escaped, at most STORE_EVENT_DETAIL_MAX bytes of it (a longer one is
+ * from an older store that did not cut them). */
+static const char *text_field(const char *v, char *buf, size_t len)
+{
+	if (!v)
+		return "";
+	size_t n = strnlen(v, STORE_EVENT_DETAIL_MAX);
+	util_escape_text(buf, len, v, n, UTIL_ESC_KEEP_BACKSLASH); /* the gateway's own escapes stay readable */
+	return buf;
+}
+
+/* The same for JSON: valid UTF-8; NULL on allocation failure. */
+static cJSON *json_field(const char *v)
+{
+	_cleanup_free_ char *clean = util_utf8_sanitize(v ? v : "", v ? strnlen(v, STORE_EVENT_DETAIL_MAX) : 0);
+	return clean ? cJSON_CreateString(clean) : NULL;
+}
 
 int cmd_events(struct cli *cli, int argc, char **argv)
 {
@@ -50,12 +77,13 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 		if (a) {
 			cJSON *e = cJSON_CreateObject();
 			cJSON_AddNumberToObject(e, "ts_ms", (double)ts);
-			cJSON_AddStringToObject(e, "kind", kind ? kind : "");
-			cJSON_AddStringToObject(e, "detail", detail ? detail : "");
+			cJSON_AddItemToObject(e, "kind", json_field(kind));
+			cJSON_AddItemToObject(e, "detail", json_field(detail));
 			cJSON_AddItemToArray(a, e);
 		} else {
-			char tm[32];
-			printf("%s  %-15s %s\n", cli_time(ts, tm, sizeof(tm)), kind ? kind : "", detail ? detail : "");
+			char tm[32], k[4 * STORE_EVENT_DETAIL_MAX + 1], d[4 * STORE_EVENT_DETAIL_MAX + 1];
+			printf("%s  %-15s %s\n", cli_time(ts, tm, sizeof(tm)), text_field(kind, k, sizeof(k)),
+			       text_field(detail, d, sizeof(d)));
 		}
 	}
 	sqlite3_finalize(st);

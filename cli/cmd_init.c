@@ -38,13 +38,20 @@ static void pool_print(const struct space_pool_info *p, const char *state_dir)
 
 static int show_pool(struct cli *cli)
 {
-	struct space_pool_info p;
+	struct space_pool_info p = { .version = SPACE_POOL_INFO_VERSION };
 	int r = space_pool_info(cli->ctx, &p);
 	if (r < 0)
 		return cli_fail(cli, r, "pool");
-	if (cli->json)
-		return cli_print_json(pool_json(&p, space_ctx_state_dir(cli->ctx)));
+	int idmap = space_identity_map_allowed(cli->ctx);
+	if (cli->json) {
+		cJSON *j = pool_json(&p, space_ctx_state_dir(cli->ctx));
+		cJSON_AddBoolToObject(j, "identity_map_allowed", idmap > 0);
+		return cli_print_json(j);
+	}
 	pool_print(&p, space_ctx_state_dir(cli->ctx));
+	if (idmap > 0)
+		printf("uid map:    identity map ALLOWED where idmapped mounts fail (root in a jail may be host uid 0: "
+		       "a weaker boundary; `space init --refuse-identity-map` turns it off)\n");
 	return EXIT_OK;
 }
 
@@ -58,6 +65,10 @@ int cmd_init(struct cli *cli, int argc, char **argv)
 		       "                     <state>/pool (re-mounted automatically when needed)\n"
 		       "  --isolation MODE   default isolation for new sandboxes: vm (default) or jail (namespaces;\n"
 		       "                     a weaker boundary that shares the host kernel)\n"
+		       "  --allow-identity-map   where the kernel cannot idmap a jail's rootfs, run the jail with the\n"
+		       "                     identity uid map (root inside = host uid 0, without capabilities) instead\n"
+		       "                     of refusing it: a weaker boundary, warned about at every create\n"
+		       "  --refuse-identity-map  refuse such jails again (the default)\n"
 		       "Running it again on an initialized state directory checks and re-mounts the pool.\n");
 		return EXIT_OK;
 	}
@@ -65,6 +76,8 @@ int cmd_init(struct cli *cli, int argc, char **argv)
 		{ "pool", required_argument, NULL, 'p' },
 		{ "loop-pool", required_argument, NULL, 'l' },
 		{ "isolation", required_argument, NULL, 'i' },
+		{ "allow-identity-map", no_argument, NULL, 'A' },
+		{ "refuse-identity-map", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	struct space_init_options o = SPACE_INIT_OPTIONS_INIT;
@@ -85,6 +98,10 @@ int cmd_init(struct cli *cli, int argc, char **argv)
 			if (strcmp(optarg, "vm") && strcmp(optarg, "jail"))
 				return cli_usage_error(cmd, "--isolation must be vm or jail, not '%s'", optarg);
 			o.isolation = optarg;
+			break;
+		case 'A':
+		case 'R':
+			o.identity_map = c == 'A' ? SPACE_IDENTITY_MAP_ALLOW : SPACE_IDENTITY_MAP_REFUSE;
 			break;
 		default:
 			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);

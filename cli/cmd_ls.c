@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space ls */
+/*
+ * space ls
+ *
+ * Who makes each field: id, isolation, status, numbers, times and path come from the library; template
+ * from the operator or an API caller (a validated name); reason may quote the sandbox (its agent's or its
+ * VMM's last words, a guest's boot failure), so it is escaped for the terminal and valid UTF-8 in JSON.
+ */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "util/cleanup.h"
+#include "util/escape.h"
 
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b)
 {
@@ -12,8 +21,10 @@ cJSON *cli_sandbox_json(const struct space_sandbox_info *b)
 	cJSON_AddStringToObject(j, "template", b->template_name);
 	cJSON_AddStringToObject(j, "isolation", b->isolation);
 	cJSON_AddStringToObject(j, "status", space_sandbox_status_name(b->status));
-	if (b->reason[0])
-		cJSON_AddStringToObject(j, "reason", b->reason);
+	if (b->reason[0]) {
+		_cleanup_free_ char *reason = util_utf8_sanitize(b->reason, strnlen(b->reason, sizeof(b->reason)));
+		cJSON_AddStringToObject(j, "reason", reason ? reason : "");
+	}
 	cJSON_AddNumberToObject(j, "pid", b->pid);
 	cJSON_AddNumberToObject(j, "cpus", b->cpus);
 	cJSON_AddNumberToObject(j, "memory_mib", b->memory_mib);
@@ -47,13 +58,18 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		free(list);
 		return cli_print_json(a);
 	}
+	if (space_identity_map_allowed(cli_ctx(cli)) > 0)
+		fprintf(stderr, "space: warning: this state directory allows the identity uid map (space init "
+				"--allow-identity-map): a jail whose rootfs the kernel cannot idmap runs with root inside "
+				"as host uid 0, a weaker boundary\n");
 	printf("%-20s %-12s %-5s %-9s %7s %5s %6s  %s\n", "ID", "TEMPLATE", "ISO", "STATUS", "PID", "CPUS", "MEM", "CREATED");
 	for (size_t i = 0; i < n; i++) {
-		char tm[32];
+		char tm[32], reason[4 * sizeof(list[i].reason) + 1];
+		size_t rl = strnlen(list[i].reason, sizeof(list[i].reason));
+		util_escape_text(reason, sizeof(reason), list[i].reason, rl, UTIL_ESC_KEEP_BACKSLASH);
 		printf("%-20s %-12s %-5s %-9s %7d %5u %5uM  %s%s%s\n", list[i].id, list[i].template_name,
 		       list[i].isolation, space_sandbox_status_name(list[i].status), list[i].pid, list[i].cpus,
-		       list[i].memory_mib, cli_time(list[i].created_ms, tm, sizeof(tm)), list[i].reason[0] ? "  " : "",
-		       list[i].reason);
+		       list[i].memory_mib, cli_time(list[i].created_ms, tm, sizeof(tm)), reason[0] ? "  " : "", reason);
 	}
 	free(list);
 	return EXIT_OK;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space run, create, exec, cp, rm, logs */
+/* space run, create, exec, rm, logs (cp: cmd_cp.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,9 @@
 
 #include "cli.h"
 #include "cli_net.h"
+#include "config.h"
+#include "util/cleanup.h"
+#include "util/escape.h"
 #include "util/util.h"
 
 #define MAX_ENV 256
@@ -148,12 +152,17 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 	char why[512];
 	if (cli_net_policy(&o->net, (char **)&o->sb.network_policy, why, sizeof(why)) < 0)
 		return cli_usage_error(cmd, "%s", why);
+	o->sb.network_policy_trusted = true; /* the operator's own flags: env:, file: allowed (cli/net_flags.c) */
 	return 0;
 }
 
 static void warn_jail(struct cli *cli, const char *iso)
 {
-	if (iso && !strcmp(iso, "jail") && !cli->json && getenv("SPACE_QUIET_JAIL") == NULL)
+	bool quiet = false;
+#if HAVE_TEST_SWITCHES
+	quiet = getenv("SPACE_QUIET_JAIL") != NULL; /* test builds only: keeps test output short */
+#endif
+	if (iso && !strcmp(iso, "jail") && !cli->json && !quiet)
 		fprintf(stderr, "space: note: jail isolation shares the host kernel: a weaker boundary than a VM\n");
 }
 
@@ -429,98 +438,30 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 	return status;
 }
 
-/* "ID:/path" -> id and path; NULL for a local path. */
-static char *split_remote(char *arg, char **ret_path)
-{
-	char *colon = strchr(arg, ':');
-	if (!colon || colon == arg || strncmp(arg, "sb-", 3) != 0)
-		return NULL;
-	*colon = '\0';
-	*ret_path = colon + 1;
-	return arg;
-}
-
-int cmd_cp(struct cli *cli, int argc, char **argv)
-{
-	const struct cli_command *cmd = cli_find_command("cp");
-	if (cli_wants_help(argc, argv)) {
-		cli_help(cmd);
-		printf("\nOne side is ID:/path in a sandbox, the other a local path or - (stdin/stdout).\n");
-		return EXIT_OK;
-	}
-	if (argc != 3)
-		return cli_usage_error(cmd, "cp needs SRC and DST");
-	char *src_path = NULL, *dst_path = NULL;
-	char *src_id = split_remote(argv[1], &src_path);
-	char *dst_id = split_remote(argv[2], &dst_path);
-	if (!!src_id == !!dst_id)
-		return cli_usage_error(cmd, "exactly one of SRC and DST must be ID:/path");
-	const char *id = src_id ? src_id : dst_id;
-	const char *rpath = src_id ? src_path : dst_path;
-	if (rpath[0] != '/')
-		return cli_usage_error(cmd, "the sandbox path must be absolute, not '%s'", rpath);
-	space_sandbox *sb;
-	int r = space_sandbox_open(cli_ctx(cli), id, &sb);
-	if (r < 0)
-		return cli_fail(cli, r, "open sandbox %s", id);
-	int rc = EXIT_OK;
-	if (dst_id) {
-		const char *local = argv[1];
-		int fd = strcmp(local, "-") ? open(local, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-		struct stat st;
-		if (fd < 0 || fstat(fd, &st) < 0) {
-			rc = cli_fail(cli, -errno, "open %s", local);
-		} else if (S_ISDIR(st.st_mode)) {
-			rc = cli_fail(cli, -EISDIR, "copy %s", local);
-		} else {
-			uint32_t mode = S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0644;
-			r = space_sandbox_write_file(sb, rpath, fd, mode);
-			if (r < 0)
-				rc = cli_fail(cli, r, "copy %s to %s:%s", local, id, rpath);
-		}
-		if (fd > STDIN_FILENO)
-			close(fd);
-	} else {
-		const char *local = argv[2];
-		bool to_stdout = !strcmp(local, "-");
-		char tmp[4096];
-		snprintf(tmp, sizeof(tmp), "%s.space-cp.%d", local, (int)getpid());
-		int fd = to_stdout ? STDOUT_FILENO : open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			rc = cli_fail(cli, -errno, "create %s", local);
-		} else {
-			r = space_sandbox_read_file(sb, rpath, fd);
-			if (r < 0)
-				rc = cli_fail(cli, r, "copy %s:%s to %s", id, rpath, local);
-			if (!to_stdout) {
-				struct space_file_stat st;
-				if (rc == EXIT_OK && space_sandbox_stat(sb, rpath, &st) == 0)
-					fchmod(fd, st.mode & 0777);
-				if (close(fd) < 0 && rc == EXIT_OK)
-					rc = cli_fail(cli, -errno, "write %s", local);
-				/* The local file appears whole or not at all. */
-				if (rc == EXIT_OK && rename(tmp, local) < 0)
-					rc = cli_fail(cli, -errno, "rename to %s", local);
-				if (rc != EXIT_OK)
-					unlink(tmp);
-			}
-		}
-	}
-	space_sandbox_free(sb);
-	return rc;
-}
-
 int cmd_rm(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("rm");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	if (argc < 2)
+	/* --keep-events anywhere among the ids: the rows of `space events` stay (until the log's retention). */
+	unsigned flags = 0;
+	int nids = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--keep-events"))
+			flags |= SPACE_REMOVE_KEEP_EVENTS;
+		else if (argv[i][0] == '-')
+			return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+		else
+			nids++;
+	}
+	if (nids == 0)
 		return cli_usage_error(cmd, "rm needs at least one sandbox ID");
 	int rc = EXIT_OK;
 	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
 	for (int i = 1; i < argc; i++) {
-		int r = space_sandbox_remove(cli_ctx(cli), argv[i]);
+		if (!strcmp(argv[i], "--keep-events"))
+			continue;
+		int r = space_sandbox_remove_v2(cli_ctx(cli), argv[i], flags);
 		if (r < 0)
 			rc = cli_fail(cli, r, "remove %s", argv[i]);
 		else if (a)
@@ -534,17 +475,94 @@ int cmd_rm(struct cli *cli, int argc, char **argv)
 	return rc;
 }
 
+/* ---- space logs ---- */
+
+#define LOGS_CHUNK 65536
+
+struct log_reader {
+	space_ctx *ctx;
+	const char *id;
+	int fd; /* the pipe's write end, closed by the reader when done */
+	int r;
+};
+
+static void *log_reader_main(void *arg)
+{
+	struct log_reader *lr = arg;
+	lr->r = space_sandbox_read_log(lr->ctx, lr->id, lr->fd);
+	close(lr->fd);
+	return NULL;
+}
+
+/* Copies fd to stdout with control bytes, DEL, C1 and invalid UTF-8 escaped (\xHH), newlines, tabs and
+ * backslashes kept; a UTF-8 character cut by a chunk boundary is held for the next chunk, not escaped. */
+static int logs_escape_stream(int fd)
+{
+	static char in[LOGS_CHUNK + 4], out[4 * (LOGS_CHUNK + 4) + 1];
+	size_t held = 0;
+	int r = 0;
+	for (;;) {
+		ssize_t n = read(fd, in + held, LOGS_CHUNK);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		size_t len = held + (size_t)n, keep = n ? util_utf8_partial_tail(in, len) : 0;
+		util_escape_text(out, sizeof(out), in, len - keep,
+				 UTIL_ESC_KEEP_NL | UTIL_ESC_KEEP_TAB | UTIL_ESC_KEEP_BACKSLASH);
+		if (r == 0)
+			r = util_write_all(STDOUT_FILENO, out, strlen(out)); /* on EPIPE: drain, so the reader ends */
+		memmove(in, in + len - keep, keep);
+		held = keep;
+		if (n == 0)
+			return r;
+	}
+}
+
+/*
+ * space logs [--raw] ID. The log holds what the sandbox wrote (a VM's serial console, a jail's output):
+ * by default every control byte but newline and tab, DEL, C1 and invalid UTF-8 is shown escaped, whether
+ * stdout is a terminal or not (a file or a pager shown later is a terminal too); --raw gives the bytes
+ * as stored, for tools.
+ */
 int cmd_logs(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("logs");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	if (argc != 2)
+	bool raw = false;
+	const char *id = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--raw"))
+			raw = true;
+		else if (argv[i][0] == '-' || id)
+			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+		else
+			id = argv[i];
+	}
+	if (!id)
 		return cli_usage_error(cmd, "logs needs one sandbox ID");
-	int r = space_sandbox_read_log(cli_ctx(cli), argv[1], STDOUT_FILENO);
-	if (r < 0)
-		return cli_fail(cli, r, "logs of %s", argv[1]);
-	return EXIT_OK;
+	space_ctx *ctx = cli_ctx(cli);
+	if (raw) {
+		int r = space_sandbox_read_log(ctx, id, STDOUT_FILENO);
+		return r < 0 ? cli_fail(cli, r, "logs of %s", id) : EXIT_OK;
+	}
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return cli_fail(cli, -errno, "logs of %s: pipe", id);
+	_cleanup_close_ int rd = p[0];
+	struct log_reader lr = { .ctx = ctx, .id = id, .fd = p[1] };
+	pthread_t t;
+	int e = pthread_create(&t, NULL, log_reader_main, &lr);
+	if (e) {
+		close(p[1]);
+		return cli_fail(cli, -e, "logs of %s: thread", id);
+	}
+	int r = logs_escape_stream(rd);
+	pthread_join(t, NULL);
+	if (lr.r < 0)
+		return cli_fail(cli, lr.r, "logs of %s", id);
+	return r < 0 && r != -EPIPE ? cli_fail(cli, r, "logs of %s: write", id) : EXIT_OK;
 }
 
 /* space timeout ID SECONDS: a new lifetime, counted from now (0: none). */

@@ -11,8 +11,9 @@
 
 int cli_helper_path(const char *name, char *buf, size_t len)
 {
-	const char *env = !strcmp(name, "space-vmm") ? getenv("SPACE_VMM_PATH") : getenv("SPACE_AGENT_PATH");
-	const char *dir = getenv("SPACE_LIBEXEC_DIR");
+	/* Operator settings (docs/configuration.md), ignored in setuid contexts like the library's. */
+	const char *env = !strcmp(name, "space-vmm") ? secure_getenv("SPACE_VMM_PATH") : secure_getenv("SPACE_AGENT_PATH");
+	const char *dir = secure_getenv("SPACE_LIBEXEC_DIR");
 	int n;
 	if (env && *env)
 		n = snprintf(buf, len, "%s", env);

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* --allow, --secret, --inject, --policy, --resolve, --ca-file: one network policy document. */
+/*
+ * --allow, --secret, --inject, --policy, --resolve, --ca-file: one network policy document. The operator's
+ * own: the commands that use it mark it trusted (space_sandbox_options.network_policy_trusted), so its
+ * secrets may be env:VAR and file:PATH as well as registered ones (docs/network.md).
+ */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +32,17 @@ int cli_net_flag(struct cli_net *n, int c, const char *arg, char *err, size_t le
 		snprintf(err, len, "too many network options of one kind (at most %d)", CLI_NET_MAX);
 		return -1;
 	}
-	if ((c == 0x4e1 || c == 0x4e4) && (!strchr(arg, '=') || arg[0] == '=')) {
+	/* --secret NAME alone: the registered secret NAME (space secret set), under its own name. */
+	if (c == 0x4e1 && !strchr(arg, '=') && !util_name_valid(arg)) {
+		snprintf(err, len, "'%s' is neither NAME=REF nor the name of a registered secret", arg);
+		return -1;
+	}
+	if (c == 0x4e4 && (!strchr(arg, '=') || arg[0] == '=')) {
 		snprintf(err, len, "'%s' is not NAME=VALUE", arg);
+		return -1;
+	}
+	if (c == 0x4e1 && arg[0] == '=') {
+		snprintf(err, len, "'%s' is not NAME=REF", arg);
 		return -1;
 	}
 	list[(*count)++] = arg;
@@ -80,8 +93,15 @@ int cli_net_policy(const struct cli_net *n, char **ret, char *err, size_t len)
 	}
 	for (size_t i = 0; i < n->n_allow; i++)
 		cJSON_AddItemToArray(child(p, "allow", true), cJSON_CreateString(n->allow[i]));
-	for (size_t i = 0; i < n->n_secret; i++)
-		add_pair(child(p, "secrets", false), n->secret[i]);
+	for (size_t i = 0; i < n->n_secret; i++) {
+		char pair[128];
+		const char *s = n->secret[i];
+		if (!strchr(s, '=')) { /* a registered secret, named as in the policy */
+			snprintf(pair, sizeof(pair), "%s=secret:%s", s, s);
+			s = pair;
+		}
+		add_pair(child(p, "secrets", false), s);
+	}
 	for (size_t i = 0; i < n->n_resolve; i++)
 		add_pair(child(p, "resolve", false), n->resolve[i]);
 	for (size_t i = 0; i < n->n_inject; i++) {

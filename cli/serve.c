@@ -15,6 +15,7 @@
 #include "serve.h"
 #include "serve_pool.h"
 #include "serve_e2b.h"
+#include "net/net.h" /* net_cidr4_parse */
 #include "store/db.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -346,7 +347,10 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	const char *listen = "127.0.0.1:8080";
 	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT, conn_timeout = SERVE_CONNECTION_TIMEOUT_S;
+	uint64_t download_max = SERVE_DOWNLOAD_MAX_DEFAULT;
 	uint64_t conn_limit = SERVE_CONNECTION_LIMIT, req_timeout = SERVE_REQUEST_TIMEOUT_DEFAULT_S;
+	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1] = { NULL };
+	size_t n_allow = 0;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
 			listen = argv[++i];
@@ -355,6 +359,9 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		else if (!strcmp(argv[i], "--max-upload") && i + 1 < argc) {
 			if (util_parse_size(argv[++i], &upload_max) < 0 || !upload_max)
 				return cli_usage_error(cmd, "bad --max-upload '%s'", argv[i]);
+		} else if (!strcmp(argv[i], "--max-download") && i + 1 < argc) {
+			if (util_parse_size(argv[++i], &download_max) < 0 || !download_max)
+				return cli_usage_error(cmd, "bad --max-download '%s'", argv[i]);
 		} else if (!strcmp(argv[i], "--connection-timeout") && i + 1 < argc) {
 			if (util_parse_uint(argv[++i], 1, 3600, &conn_timeout) < 0)
 				return cli_usage_error(cmd, "bad --connection-timeout '%s' (1..3600 s)", argv[i]);
@@ -364,6 +371,14 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		} else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
 			if (util_parse_uint(argv[++i], 1, 65536, &conn_limit) < 0)
 				return cli_usage_error(cmd, "bad --max-connections '%s' (1..65536)", argv[i]);
+		} else if (!strcmp(argv[i], "--allow-resolve") && i + 1 < argc) {
+			/* a local range API callers' policies may point names at (docs/network.md) */
+			uint32_t net, mask;
+			if (net_cidr4_parse(argv[++i], &net, &mask) < 0)
+				return cli_usage_error(cmd, "bad --allow-resolve '%s' (want an IPv4 CIDR, A.B.C.D/N)", argv[i]);
+			if (n_allow == SERVE_ALLOW_RESOLVE_MAX)
+				return cli_usage_error(cmd, "too many --allow-resolve (at most %d)", SERVE_ALLOW_RESOLVE_MAX);
+			allow_resolve[n_allow++] = argv[i];
 		} else
 			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
 	}
@@ -372,8 +387,9 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cmd, "bad --listen '%s' (want IPV4:PORT)", listen);
 
 	space_ctx *ctx = cli_ctx(cli);
-	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max,
+	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max, .download_max = download_max,
 			     .request_timeout_ns = req_timeout * 1000000000ull };
+	memcpy(srv.allow_resolve, allow_resolve, sizeof(allow_resolve));
 	char err[512];
 	int e = serve_store_open(ctx, &srv.store, err, sizeof(err));
 	if (e < 0) {

@@ -22,10 +22,12 @@ struct store;
 
 #define SERVE_JSON_BODY_MAX (1u << 20)            /* JSON request bodies */
 #define SERVE_UPLOAD_MAX_DEFAULT (1ull << 30)     /* file uploads (--max-upload) */
+#define SERVE_DOWNLOAD_MAX_DEFAULT (256ull << 20) /* file downloads (--max-download) */
 #define SERVE_EXEC_CAPTURE_MAX (16u << 20)        /* per stream, non-streaming exec */
 #define SERVE_REQUEST_TIMEOUT_DEFAULT_S 600       /* whole body, from the request's start (--request-timeout) */
 
 #define SERVE_METRICS_BUCKETS 11
+#define SERVE_ALLOW_RESOLVE_MAX 64                /* --allow-resolve ranges (NET_ALLOW_RESOLVE_MAX) */
 
 /* Counters behind GET /v1/metrics (serve_metrics.c). */
 struct serve_metrics {
@@ -38,7 +40,11 @@ struct serve_metrics {
 struct serve {
 	const char *state_dir;        /* NULL: the library's default */
 	uint64_t upload_max;
+	uint64_t download_max;        /* a file over this is not downloaded (413); the stream is cut there too */
 	uint64_t request_timeout_ns;  /* a request's body must have arrived this long after its start */
+	/* --allow-resolve: IPv4 CIDRs API callers' policies may point resolve entries into although they are
+	 * local (docs/network.md); NULL-terminated. API callers' policies are always untrusted. */
+	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1];
 	pthread_mutex_t store_lock;   /* guards store (API keys, sandbox metadata) */
 	struct store *store;
 	struct serve_metrics metrics;

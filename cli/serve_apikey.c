@@ -15,6 +15,7 @@
 #include "serve.h"
 #include "store/db.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 #include "util/util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
@@ -261,8 +262,12 @@ int serve_events(struct store *s, const char *id, int64_t after, unsigned limit,
 		for (int c = 2; c <= 4; c++) {
 			static const char *const names[] = { "sandbox", "kind", "detail" };
 			const char *v = (const char *)sqlite3_column_text(st, c);
-			if (v)
-				cJSON_AddStringToObject(e, names[c - 2], v);
+			/* Details quote the sandbox (DNS names, Host headers): valid UTF-8 for JSON, at most the
+			 * store's cap (rows of older stores were not cut). */
+			_cleanup_free_ char *clean =
+				v ? util_utf8_sanitize(v, strnlen(v, STORE_EVENT_DETAIL_MAX)) : NULL;
+			if (v && clean)
+				cJSON_AddStringToObject(e, names[c - 2], clean);
 			else
 				cJSON_AddNullToObject(e, names[c - 2]);
 		}

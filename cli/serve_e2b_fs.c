@@ -27,9 +27,19 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
 
 /* --- GET /files --- */
 
+/* What a download's producer needs: the cap goes with it because the request is gone by then. */
+struct download {
+	uint64_t max;
+	char path[];
+};
+
 static void download_producer(struct serve_producer *p)
 {
-	if (space_sandbox_read_file(p->sb, p->arg, p->fd) < 0)
+	const struct download *d = p->arg;
+	struct space_read_options o = SPACE_READ_OPTIONS_INIT;
+	o.max_bytes = d->max;
+	/* Past the cap after the stat (a growing file, a lying sandbox): the response ends with an error. */
+	if (space_sandbox_read_file_v2(p->sb, d->path, p->fd, &o, NULL) < 0)
 		p->failed = true;
 }
 
@@ -59,18 +69,26 @@ enum MHD_Result e2b_files_get(struct serve_req *r)
 		return e2b_api_error(r, 500, "stat '%s': %s", path, space_strerror(e));
 	if (S_ISDIR(st.mode))
 		return e2b_api_error(r, 400, "path '%s' is a directory", path);
-	char *arg = strdup(path);
-	if (!arg)
-		return e2b_api_error(r, 500, "out of memory");
+	uint64_t max = r->srv->download_max;
+	if (st.size > max) {
+		char a[32], b[32];
+		return e2b_api_error(r, 413, "file '%s' is %s, over the download limit of %s", path,
+				     util_format_size(st.size, a, sizeof(a)), util_format_size(max, b, sizeof(b)));
+	}
 	if (st.size == 0) {
 		/* An empty file: Content-Length 0 rather than an empty chunked body. */
-		free(arg);
 		struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 		if (resp)
 			MHD_add_response_header(resp, "Content-Type", "application/octet-stream");
 		return serve_reply(r, 200, resp);
 	}
-	return serve_reply_stream(r, 200, "application/octet-stream", download_producer, arg, free);
+	size_t len = strlen(path);
+	struct download *d = malloc(sizeof(*d) + len + 1);
+	if (!d)
+		return e2b_api_error(r, 500, "out of memory");
+	d->max = max;
+	memcpy(d->path, path, len + 1);
+	return serve_reply_stream(r, 200, "application/octet-stream", download_producer, d, free);
 }
 
 /* --- POST /files --- */

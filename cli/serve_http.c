@@ -10,6 +10,7 @@
 
 #include "serve.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 
 enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Response *resp)
 {
@@ -36,8 +37,16 @@ enum MHD_Result serve_reply_json(struct serve_req *r, unsigned status, cJSON *j)
 			MHD_add_response_header(resp, "Content-Type", "application/json");
 		return serve_reply(r, 500, resp);
 	}
-	/* A trailing newline, so answers read well in a terminal (curl). */
+	/* Strings may carry sandbox-made text (event details, file names): valid UTF-8, and no DEL or C1
+	 * control raw, so that even `curl` to a terminal shows them inert (util/escape.h). */
 	size_t n = strlen(s);
+	char *safe = util_json_terminal_safe(s, n);
+	free(s);
+	if (!safe)
+		return MHD_NO;
+	s = safe;
+	n = strlen(s);
+	/* A trailing newline, so answers read well in a terminal (curl). */
 	char *nl = realloc(s, n + 2);
 	if (!nl) {
 		free(s);

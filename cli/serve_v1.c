@@ -112,8 +112,12 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	if (!j)
 		return MHD_YES;
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
-	/* The egress policy (docs/network.md), passed to the library as JSON; secrets named there are read
-	 * from the server's own environment or files and never enter the sandbox. */
+	/* The egress policy (docs/network.md), passed to the library as JSON and always untrusted: it may
+	 * only name registered secrets (secret:NAME), never the server's environment or files, no ca_file, and
+	 * resolve only to public addresses or the operator's --allow-resolve ranges. A refusal is -EINVAL:
+	 * 400 with the library's reason, which names the entry and nothing of the host. */
+	o.network_policy_trusted = false;
+	o.network_allow_resolve = r->srv->allow_resolve;
 	const cJSON *net = cJSON_GetObjectItemCaseSensitive(j, "network");
 	_cleanup_free_ char *policy = NULL;
 	if (net && !cJSON_IsNull(net)) {

@@ -190,9 +190,20 @@ enum MHD_Result serve_v1_upload(struct serve_req *r)
 
 /* --- download --- */
 
+/* What a download's producer needs: the cap goes with it because the request is gone by then. */
+struct download {
+	uint64_t max;
+	char path[];
+};
+
 static void download_producer(struct serve_producer *p)
 {
-	if (space_sandbox_read_file(p->sb, p->arg, p->fd) < 0)
+	const struct download *d = p->arg;
+	struct space_read_options o = SPACE_READ_OPTIONS_INIT;
+	o.max_bytes = d->max;
+	/* A file that grew past the cap after the stat (or whose sandbox lied about its size) ends the
+	 * response with an error: the client sees a cut stream, not a whole file. */
+	if (space_sandbox_read_file_v2(p->sb, d->path, p->fd, &o, NULL) < 0)
 		p->failed = true;
 }
 
@@ -205,10 +216,19 @@ enum MHD_Result serve_v1_download(struct serve_req *r)
 		return MHD_YES;
 	if (S_ISDIR(st.mode))
 		return serve_reply_error(r, 400, "is_directory", "%s is a directory (use files/list)", path);
-	char *arg = strdup(path);
-	if (!arg)
+	uint64_t max = r->srv->download_max;
+	if (st.size > max) {
+		char a[32], b[32];
+		return serve_reply_error(r, 413, "too_large", "%s is %s, over the download limit of %s", path,
+					 util_format_size(st.size, a, sizeof(a)), util_format_size(max, b, sizeof(b)));
+	}
+	size_t len = strlen(path);
+	struct download *d = malloc(sizeof(*d) + len + 1);
+	if (!d)
 		return serve_reply_error(r, 500, "internal", "out of memory");
-	return serve_reply_stream(r, 200, "application/octet-stream", download_producer, arg, free);
+	d->max = max;
+	memcpy(d->path, path, len + 1);
+	return serve_reply_stream(r, 200, "application/octet-stream", download_producer, d, free);
 }
 
 /* --- the rest --- */

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "cli_net.h"
+#include "util/escape.h"
 
 static const struct cli_command commands[] = {
 	{ "init", cmd_init, "prepare a state directory and its btrfs pool",
@@ -28,7 +29,8 @@ static const struct cli_command commands[] = {
 	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--cwd D]\n"
 	  "       [--timeout S] [--exec-timeout S] [--snapshot-every S [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"
 	  "       -- CMD...\n"
-	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH]...\n"
+	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH|secret:REG]...\n"
+	  "       [--secret REG]... (REG: a registered secret, see `space secret`)\n"
 	  "       [--inject 'HOST:Header=Value ${NAME}']... [--policy FILE.json] [--resolve NAME=IP[:PORT]]... "
 	  "[--ca-file F]" },
 	{ "create", cmd_create, "create a sandbox and print its id",
@@ -41,10 +43,11 @@ static const struct cli_command commands[] = {
 	  "exec [--env K=V]... [--cwd D] [-i] [-t] [--exec-timeout S] ID -- CMD...\n"
 	  "       space exec --rollback-on-failure [--checkpoint-first] ID -- CMD...   (a failed command returns\n"
 	  "       the sandbox to its newest checkpoint, or to one taken just before it)" },
-	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp SRC DST   (one of them ID:/path)" },
+	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp [--max-size SIZE] SRC DST   (one of them ID:/path)" },
 	{ "ls", cmd_ls, "list sandboxes", "ls [--json]" },
-	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created)", "rm ID... [--json]" },
-	{ "logs", cmd_logs, "show a sandbox's log", "logs ID" },
+	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created) and their events",
+	  "rm [--keep-events] ID... [--json]" },
+	{ "logs", cmd_logs, "show a sandbox's log (control bytes escaped; --raw: as stored)", "logs [--raw] ID" },
 	{ "timeout", cmd_timeout, "set a sandbox's lifetime to end SECONDS from now (0: no limit)",
 	  "timeout ID SECONDS [--json]" },
 	{ "pause", cmd_pause, "freeze every process of a sandbox", "pause ID [--json]" },
@@ -64,8 +67,13 @@ static const struct cli_command commands[] = {
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
 	  "[--timeout S]" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
-	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-connections N] [--connection-timeout S]\n"
-	  "       [--request-timeout S] [--state DIR]" },
+	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-download SIZE] [--max-connections N]\n"
+	  "       [--connection-timeout S]\n"
+	  "       [--request-timeout S] [--allow-resolve CIDR]... [--state DIR]" },
+	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
+	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"
+	  "       space secret ls [--json]   (names and times, never values)\n"
+	  "       space secret rm NAME..." },
 	{ "apikey", cmd_apikey, "create, list and remove API keys of `space serve`",
 	  "apikey create [--name NAME] [--json]\n"
 	  "       space apikey ls [--json]\n"
@@ -106,7 +114,10 @@ static void log_to_stderr(int level, const char *msg, void *userdata)
 	const char *tag = level <= SPACE_LOG_ERROR ? "error" : level <= SPACE_LOG_WARNING ? "warning" : "info";
 	if (level >= SPACE_LOG_DEBUG)
 		tag = "debug";
-	fprintf(stderr, "space: %s: %s\n", tag, msg);
+	/* Library lines may quote a sandbox (its agent's errors, names it chose): escaped, one line each. */
+	char safe[4 * 1024 + 1];
+	util_escape_text(safe, sizeof(safe), msg, strlen(msg), UTIL_ESC_KEEP_TAB | UTIL_ESC_KEEP_BACKSLASH);
+	fprintf(stderr, "space: %s: %s\n", tag, safe);
 }
 
 space_ctx *cli_ctx(struct cli *cli)
@@ -133,9 +144,13 @@ int cli_fail(struct cli *cli, int r, const char *fmt, ...)
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	const char *detail = cli->ctx ? space_ctx_last_error(cli->ctx) : "";
-	if (detail && *detail)
-		fprintf(stderr, "space: %s: %s\n", what, detail);
-	else
+	if (detail && *detail) {
+		/* The detail may quote the sandbox (see log_to_stderr). */
+		char safe[4 * 1024 + 1];
+		util_escape_text(safe, sizeof(safe), detail, strlen(detail),
+				 UTIL_ESC_KEEP_TAB | UTIL_ESC_KEEP_BACKSLASH);
+		fprintf(stderr, "space: %s: %s\n", what, safe);
+	} else
 		fprintf(stderr, "space: %s: %s\n", what, space_strerror(r));
 	return EXIT_FAIL;
 }
@@ -178,12 +193,15 @@ int cli_print_json(cJSON *j)
 	}
 	char *s = cJSON_Print(j);
 	cJSON_Delete(j);
-	if (!s) {
+	/* Strings may hold sandbox-made text: no DEL or C1 control reaches the terminal raw, nor bad UTF-8. */
+	char *safe = s ? util_json_terminal_safe(s, strlen(s)) : NULL;
+	free(s);
+	if (!safe) {
 		fprintf(stderr, "space: out of memory\n");
 		return EXIT_FAIL;
 	}
-	puts(s);
-	free(s);
+	puts(safe);
+	free(safe);
 	return EXIT_OK;
 }
 

@@ -117,7 +117,7 @@ SPACE_API const char *space_ctx_state_dir(const space_ctx *ctx);
  * templates, sandboxes and checkpoints are subvolumes, so a sandbox's disk is a copy-on-write snapshot
  * made in milliseconds whatever the template's size.
  */
-#define SPACE_INIT_OPTIONS_VERSION 1
+#define SPACE_INIT_OPTIONS_VERSION 2 /* 2 added identity_map */
 struct space_init_options {
 	uint32_t version;         /* SPACE_INIT_OPTIONS_VERSION */
 	const char *pool_path;    /* an existing directory on a btrfs filesystem, or NULL */
@@ -126,7 +126,14 @@ struct space_init_options {
 	const char *isolation;    /* default isolation for new sandboxes: "vm" (NULL) or "jail" */
 	space_progress_fn progress;
 	void *progress_userdata;
+	/* Version 2. Jails on a kernel that cannot idmap their rootfs are refused (the default). The operator
+	 * may allow them to run with the identity uid map instead: root inside is then host uid 0 (without
+	 * host capabilities), a weaker boundary, warned about at every create and by space_doctor. One of
+	 * SPACE_IDENTITY_MAP_*; 0 leaves the state directory's setting as it is. */
+	int identity_map;
 };
+#define SPACE_IDENTITY_MAP_ALLOW 1
+#define SPACE_IDENTITY_MAP_REFUSE (-1)
 #define SPACE_INIT_OPTIONS_INIT { .version = SPACE_INIT_OPTIONS_VERSION }
 
 /*
@@ -146,6 +153,10 @@ struct space_pool_info {
 	uint64_t free_bytes;      /* available to unprivileged writers */
 	bool mounted;
 };
+
+/* 1 if the state directory lets jails run with the identity uid map where idmapped mounts fail
+ * (space_init_options.identity_map), 0 if it refuses them (the default), or -errno. */
+SPACE_API int space_identity_map_allowed(space_ctx *ctx);
 
 /* Reports where the pool is and how full. Re-mounts a loop pool that is not mounted. */
 SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret_info);
@@ -263,7 +274,8 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
  */
 typedef struct space_sandbox space_sandbox;
 
-#define SPACE_SANDBOX_OPTIONS_VERSION 3 /* 2 added network_policy, 3 snapshot_every_s/snapshot_keep */
+#define SPACE_SANDBOX_OPTIONS_VERSION 4 /* 2 added network_policy, 3 snapshot_every_s/snapshot_keep,
+                                           4 network_policy_trusted/network_allow_resolve */
 struct space_sandbox_options {
 	uint32_t version;         /* SPACE_SANDBOX_OPTIONS_VERSION */
 	const char *template_name; /* NULL: "base" */
@@ -278,11 +290,26 @@ struct space_sandbox_options {
 	const char *network_policy; /* egress policy, JSON (docs/network.md): allowed hosts, secrets and the
 	                             headers they are injected as, limits. NULL: no egress at all (the sandbox
 	                             still has its network namespace and gateway; every attempt is refused and
-	                             recorded as an event). Secrets are read from the caller's environment or
-	                             files at creation and never enter the sandbox. */
+	                             recorded as an event). Secrets are registered ones ("secret:NAME", see
+	                             space_secret_set), or with network_policy_trusted also read from the
+	                             caller's environment or files ("env:VAR", "file:PATH"); they are resolved
+	                             at creation and again when the policy is re-applied (rollback, fork), and
+	                             never enter the sandbox. A refused policy is -EINVAL before anything is
+	                             created; the message names the entry, never a secret's value. */
 	uint32_t snapshot_every_s; /* periodic file snapshots (see space_snapshot_policy): every this many
 	                             seconds (1..604800); 0: the template's default, if it has one */
 	uint32_t snapshot_keep;   /* how many of them to keep (1..100); 0: 5 */
+	/* Version 4. Whether network_policy is the operator's own. false (the default, and what a program
+	 * must keep for a policy that came from someone else, as space serve does for its API callers): its
+	 * secrets may only be registered ones, it may not set ca_file (a host file), and its resolve entries
+	 * may not point at loopback, link-local, private (RFC 1918, CGNAT), unspecified, multicast or
+	 * broadcast addresses nor at this host's own, unless they lie in network_allow_resolve. true: env:,
+	 * file:, ca_file and any resolve target are allowed, as from the operator's command line. Both are
+	 * stored with the sandbox, so a re-applied policy keeps its trust. */
+	bool network_policy_trusted;
+	const char *const *network_allow_resolve; /* NULL-terminated IPv4 CIDRs ("10.1.0.0/16", at most 64)
+	                             an untrusted policy's resolve may point into despite the above; NULL:
+	                             none. Copied; -EINVAL for one that is not a CIDR. */
 };
 #define SPACE_SANDBOX_OPTIONS_INIT { .version = SPACE_SANDBOX_OPTIONS_VERSION }
 
@@ -310,8 +337,15 @@ SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_inf
 SPACE_API int space_sandbox_destroy(space_sandbox *sb);
 
 /* Destroys a sandbox by id whatever its state (running, failed, half-created after a crash): the cleanup
- * behind `space rm`. -ENOENT if there is no such sandbox. */
+ * behind `space rm`. -ENOENT if there is no such sandbox. Its event log rows are deleted with it (as by
+ * space_sandbox_destroy and a lifetime's end): space_sandbox_remove_v2 can keep them. */
 SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id);
+
+/* Flags of space_sandbox_remove_v2. */
+#define SPACE_REMOVE_KEEP_EVENTS 1u /* keep its rows in the event log (`space events ID` still shows them,
+                                       until the log's retention prunes them: docs/architecture.md) */
+/* space_sandbox_remove with flags (SPACE_REMOVE_*; -EINVAL for unknown ones). */
+SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned flags);
 
 /*
  * Sets a running sandbox's lifetime to end seconds_from_now seconds from now (0: no lifetime limit),
@@ -394,7 +428,8 @@ SPACE_API void space_process_free(space_process *p);
  * The file appears whole or not at all. */
 SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int src_fd, uint32_t mode);
 
-/* Streams the file at path in the sandbox into dst_fd. */
+/* Streams the file at path in the sandbox into dst_fd: space_sandbox_read_file_v2 with default options,
+ * so at most SPACE_READ_MAX_DEFAULT bytes (-EFBIG beyond). */
 SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd);
 
 struct space_file_stat {
@@ -406,6 +441,33 @@ struct space_file_stat {
 
 SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret_stat);
 
+/* The cap of a read whose options leave max_bytes at 0. */
+#define SPACE_READ_MAX_DEFAULT (1ull << 30)
+
+#define SPACE_READ_OPTIONS_VERSION 1
+struct space_read_options {
+	uint32_t version;         /* SPACE_READ_OPTIONS_VERSION */
+	uint64_t max_bytes;       /* the most bytes the read may deliver; 0: SPACE_READ_MAX_DEFAULT; UINT64_MAX:
+	                             no cap. Counted on the bytes streamed, zeros of a sparse file included (the
+	                             sandbox decides the stream) */
+	space_progress_fn progress; /* stage "copy", bytes so far, the size the sandbox announced (a hint);
+	                             may be NULL */
+	void *progress_userdata;
+};
+#define SPACE_READ_OPTIONS_INIT { .version = SPACE_READ_OPTIONS_VERSION }
+
+/*
+ * Streams the file at path in the sandbox into dst_fd, at most opts->max_bytes (opts may be NULL: the
+ * defaults). A file larger than the cap fails with -EFBIG and a message naming the cap: before any byte
+ * is written when the sandbox's own size says so, else as soon as the stream passes it. When dst_fd is a
+ * regular file written at or past its end (a new or truncated file), runs of zero bytes are left as holes,
+ * so a sparse file stays sparse. On failure, bytes already written to dst_fd stay there: write into a
+ * temporary file and discard it (see `space cp`). ret_stat (may be NULL) gets the file's attributes, with
+ * size the count of bytes delivered. Only regular files can be read (-EISDIR, -EINVAL otherwise).
+ */
+SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, int dst_fd,
+					 const struct space_read_options *opts, struct space_file_stat *ret_stat);
+
 /* Calls fn for each entry of a directory (not "." or ".."); a negative return from fn stops with it. */
 typedef int (*space_dirent_fn)(const char *name, const struct space_file_stat *st, void *userdata);
 SPACE_API int space_sandbox_list_dir(space_sandbox *sb, const char *path, space_dirent_fn fn, void *userdata);
@@ -414,8 +476,9 @@ SPACE_API int space_sandbox_mkdir(space_sandbox *sb, const char *path, uint32_t 
 SPACE_API int space_sandbox_remove_path(space_sandbox *sb, const char *path, bool recursive);
 SPACE_API int space_sandbox_rename(space_sandbox *sb, const char *from, const char *to);
 
-/* Copies the sandbox's log (the agent's own messages: start-up, errors) to dst_fd. Works for failed
- * sandboxes too, until they are removed. */
+/* Copies the sandbox's log (the agent's own messages: start-up, errors) to dst_fd, oldest first. Works for
+ * failed sandboxes too, until they are removed. A jail's log is capped (8 MiB, the newest kept): its older
+ * half, once rotated, is in "<log path>.1", which this copies first. */
 SPACE_API int space_sandbox_read_log(space_ctx *ctx, const char *id, int dst_fd);
 
 /* Path of the sandbox's log (the agent's output: boot messages, errors). Valid for the handle's lifetime. */
@@ -568,6 +631,37 @@ SPACE_API int space_template_get_snapshot_policy(space_ctx *ctx, const char *nam
 
 /* True for a checkpoint taken by a periodic snapshot policy (its name is "auto-<digits>"). */
 SPACE_API bool space_checkpoint_is_automatic(const struct space_checkpoint_info *c);
+
+/* ---------------------------------------------------------------------------------------------------
+ * Registered secrets
+ *
+ * Values the operator stores on the host so that network policies written by others (API callers of
+ * space serve; any policy without network_policy_trusted) can have them injected as headers by naming
+ * them, "secret:NAME", instead of naming a host file or environment variable (docs/network.md). They
+ * live in <state>/secrets (directory 0700, one file 0600 per secret, the state directory owner's), are
+ * read when a policy is applied, and are never returned by any call. Every sandbox policy of the state
+ * directory may name every registered secret.
+ */
+#define SPACE_SECRET_VALUE_MAX 8192
+struct space_secret_info {
+	char name[64];            /* 1..63 of [A-Za-z0-9._-], not starting with '.' or '-' */
+	int64_t created_ms;       /* when its current value was set */
+};
+
+/* Stores secret name, replacing any value it had (atomically: a reader sees the old value or the new).
+ * value: len bytes, 1..SPACE_SECRET_VALUE_MAX, without NUL, CR or LF (it becomes a header value); the
+ * caller keeps it and should wipe it. -EINVAL for a bad name or value; -EPERM when <state>/secrets is
+ * not the caller's. Running sandboxes keep the value their gateway was given. */
+SPACE_API int space_secret_set(space_ctx *ctx, const char *name, const void *value, size_t len);
+
+/* The registered secrets, by name: names and times only. *ret_list is one allocation: free it with
+ * free() (also when *ret_count is 0). */
+SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info **ret_list, size_t *ret_count);
+
+/* Removes secret name (-ENOENT if there is none). Running sandboxes keep the value their gateway has; a
+ * policy naming it is refused from then on: a fork of such a sandbox fails, and a rollback leaves it
+ * without egress. */
+SPACE_API int space_secret_remove(space_ctx *ctx, const char *name);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,8 @@
 # Shared helpers for the shell tests. Source it; it sets `set -u` and a cleanup trap runner.
 set -u
 SPACE=${SPACE_CLI:?SPACE_CLI must point at the built space binary}
+# Ours: a CLI that is not there is a broken build (a failure), never a reason to skip.
+[ -x "$SPACE" ] || { echo "FAIL: the space CLI not built (SPACE_CLI=$SPACE)" >&2; exit 1; }
 _cleanups=()
 on_exit() { _cleanups+=("$*"); }
 _run_cleanups() {
@@ -16,6 +18,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 need_btrfs() { grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || skip "no btrfs in this kernel"; command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs missing (btrfs-progs)"; }
 need_loop() { [ -e /dev/loop-control ] || skip "no /dev/loop-control"; }
+# need_built PATH WHAT [VAR]: a program of ours the test needs (VAR: the variable that names it). Skips are
+# for what the host lacks; a missing build product is a broken build, and fails.
+need_built() { [ -x "$1" ] || fail "$2 not built (${3:+$3=}${1:-unset}): a missing build product fails the test"; }
 # expect_rc WANT CMD...: runs CMD, stores stdout/stderr in $out/$err, fails unless it exits WANT.
 expect_rc() {
 	local want=$1; shift

@@ -128,6 +128,15 @@ void files_read_more(struct conn *c);
 void files_abort(struct conn *c);
 
 /* system.c */
+/*
+ * Jail mode, first thing: makes the agent not dumpable and makes sure no capability set holds
+ * CAP_SYS_PTRACE (the jail dropped it from the bounding set before the exec), so the jail's processes can
+ * reach neither its memory nor its host-opened descriptors through /proc/1. Fails when either cannot be
+ * ensured: the agent must not serve then.
+ */
+int system_harden_jail(void);
+/* Jail mode: mounts what is missing (a jail of ours mounted all of it before its seccomp filter, which
+ * refuses mounts; a hand-made one may not have), and the host name. */
 int system_setup_jail(const char *hostname);
 int system_setup_vm(void);
 void system_request(struct conn *c, const struct proto_frame *f);

@@ -208,6 +208,13 @@ int main(int argc, char **argv)
 		agent_log("--jail needs --listen-fd");
 		return 2;
 	}
+	/* Before anything of the jail's runs: our fds 1..3 are host-opened (docs/jail.md). */
+	int hr = a.jail ? system_harden_jail() : 0;
+	if (hr < 0) {
+		agent_log("cannot keep the jail's processes out of PID 1 (not dumpable, no CAP_SYS_PTRACE): %s",
+			  strerror(-hr));
+		return 1;
+	}
 	a.vm = !a.jail && !listen_path;
 	if (a.vm && getpid() != 1)
 		agent_log("VM mode but not PID 1: not mounting anything");

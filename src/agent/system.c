@@ -3,15 +3,19 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/random.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,20 +38,32 @@ static const struct mnt base_mounts[] = {
 	/* A private pts instance: the sandbox sees only its own terminals. */
 	{ "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620",
 	  DEVPTS_SUPER_MAGIC },
-	{ "shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 0 },
-	{ "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 0 },
-	{ "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", 0 },
+	{ "shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", TMPFS_MAGIC },
+	{ "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", TMPFS_MAGIC },
+	{ "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", TMPFS_MAGIC },
 };
 
-/* Mounts what a process expects to find. A failure is reported and the agent goes on: a sandbox
- * without /sys is still useful (sysfs cannot be mounted in some user namespaces). */
+/* target is a mount of a file system with magic (not merely a directory on one, like /dev/shm on a
+ * tmpfs /dev). */
+static bool mounted(const char *target, unsigned long magic)
+{
+	char parent[64];
+	struct statfs sfs;
+	struct stat a, b;
+	snprintf(parent, sizeof(parent), "%s/..", target);
+	return statfs(target, &sfs) == 0 && (unsigned long)sfs.f_type == magic && stat(target, &a) == 0 &&
+	       stat(parent, &b) == 0 && (a.st_dev != b.st_dev || a.st_ino == b.st_ino);
+}
+
+/* Mounts what a process expects to find and is not there yet (a jail mounted all of it before its filter,
+ * which refuses mounts). A failure is reported and the agent goes on: a sandbox without /sys is still
+ * useful (sysfs cannot be mounted in some user namespaces). */
 static int mount_base(void)
 {
 	int ret = 0;
 	for (size_t i = 0; i < sizeof(base_mounts) / sizeof(base_mounts[0]); i++) {
 		const struct mnt *m = &base_mounts[i];
-		struct statfs sfs;
-		if (m->magic && statfs(m->target, &sfs) == 0 && (unsigned long)sfs.f_type == m->magic)
+		if (mounted(m->target, m->magic))
 			continue;
 		if (util_mkdir_p(m->target, 0755) < 0 ||
 		    mount(m->src, m->target, m->type, m->flags, m->data) < 0) {
@@ -66,6 +82,31 @@ static int mount_base(void)
 			agent_log("symlink /dev/ptmx: %m");
 	}
 	return ret;
+}
+
+int system_harden_jail(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return -errno;
+	if (prctl(PR_CAPBSET_READ, CAP_SYS_PTRACE, 0, 0, 0) == 1 && prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) < 0)
+		return -errno;
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	if (syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	uint32_t bit = 1u << (CAP_SYS_PTRACE % 32);
+	struct __user_cap_data_struct *w = &d[CAP_SYS_PTRACE / 32];
+	if ((w->effective | w->permitted | w->inheritable) & bit) {
+		w->effective &= ~bit;
+		w->permitted &= ~bit;
+		w->inheritable &= ~bit;
+		if (syscall(SYS_capset, &h, d) < 0)
+			return -errno;
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, CAP_SYS_PTRACE, 0, 0) == 1 &&
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, CAP_SYS_PTRACE, 0, 0) < 0)
+		return -errno;
+	return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 && prctl(PR_CAPBSET_READ, CAP_SYS_PTRACE, 0, 0, 0) == 0 ? 0 : -EPERM;
 }
 
 int system_setup_jail(const char *hostname)

@@ -431,7 +431,7 @@ static int vm_disk_snapshot(space_sandbox *sb, const struct sandbox_row *row, co
 		return ctx_error(ctx, r, "create %s", path);
 	snprintf(path, sizeof(path), "%s/checkpoints/%s", root, cid);
 	struct agent_error aerr = { 0 };
-	r = agent_sync(sandbox_addr(sb), &aerr);
+	r = autosnap_sync(ctx, row->info.id, sandbox_addr(sb), &aerr);
 	if (r < 0)
 		return ctx_error_msg(ctx, r, "sync sandbox %s: %s", row->info.id, aerr.msg[0] ? aerr.msg : space_strerror(r));
 	int64_t created = util_wall_ms();

@@ -41,5 +41,18 @@ void autosnap_destroying(space_ctx *ctx, const char *id, const char *metadata);
  * its oldest automatic checkpoints beyond keep. */
 int autosnap_take(space_ctx *ctx, const char *id, uint32_t keep, char ret_id[SPACE_CHECKPOINT_ID_MAX]);
 
+/*
+ * Asks the agent at addr (the sandbox's) to flush its filesystems, as agent_sync() does. With
+ * ctx->sync_confined (space-snapd sets it) this process never reads the agent's bytes: it connects, and a
+ * forked child that holds a uid slot of its own, no capabilities, no_new_privs and a seccomp allowlist
+ * talks over the connection and reports only an errno (autosnap_sync.c). err (may be NULL) gets a local
+ * description, never the agent's text, in that mode. Needs a single-threaded caller in that mode.
+ */
+struct agent_error;
+int autosnap_sync(space_ctx *ctx, const char *sandbox_id, const char *addr, struct agent_error *err);
+
+/* The number of seccomp rules of the confined sync process, or -errno if libseccomp cannot build them. */
+int autosnap_sync_rule_count(void);
+
 /* The policy and helper pid recorded in a row's metadata (zeros when none). */
 void autosnap_policy_parse(const char *metadata, struct space_snapshot_policy *ret, uint64_t *ret_pid_start);

@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "core/autosnap.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/vm_backend.h"
@@ -314,7 +315,7 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 	if (running) {
 		/* Flush what the processes wrote before they stop; the freeze below makes it consistent. */
 		struct agent_error aerr = { 0 };
-		r = agent_sync(sandbox_addr(sb), &aerr);
+		r = autosnap_sync(ctx, row.info.id, sandbox_addr(sb), &aerr);
 		if (r < 0) {
 			ctx_error_msg(ctx, r, "sync sandbox %s: %s", row.info.id, aerr.msg[0] ? aerr.msg : space_strerror(r));
 			goto out;
@@ -407,7 +408,7 @@ SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, u
 	/* A full checkpoint forks VMs restored from it (its vCPUs and RAM); a disk one the isolation of the
 	 * sandbox it was taken of. */
 	o.isolation = strcmp(c.kind, "full") ? "jail" : "vm";
-	char **env = NULL;
+	char **env = NULL, **allow = NULL;
 	char iso[16] = "";
 	_cleanup_free_ char *policy = NULL;
 	struct sandbox_row row;
@@ -417,14 +418,19 @@ SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, u
 		o.cpus = row.info.cpus;
 		o.memory_mib = row.info.memory_mib;
 		env = sandbox_env_parse(row.metadata);
-		/* Forks continue the same task: the same egress policy (its secrets resolved again here). */
+		/* Forks continue the same task: the same egress policy with the same trust (its secrets resolved
+		 * again here). */
 		cJSON *j = row.metadata ? cJSON_Parse(row.metadata) : NULL;
 		const char *p = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "network_policy"));
 		policy = p ? strdup(p) : NULL;
+		r = sandbox_policy_from_meta(j, &o.network_policy_trusted, &allow);
 		cJSON_Delete(j);
 		sandbox_row_clear(&row);
-		if (!env)
+		if (!env || r < 0) {
+			sandbox_strv_free(env);
 			return -ENOMEM;
+		}
+		o.network_allow_resolve = (const char *const *)allow;
 		o.env = (const char *const *)env;
 		o.network_policy = policy;
 	}
@@ -436,6 +442,7 @@ SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, u
 		ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s forked from %s", space_sandbox_id(ret_sandboxes[made]), c.id);
 	}
 	sandbox_strv_free(env);
+	sandbox_strv_free(allow);
 	if (r < 0) {
 		char msg[sizeof(ctx->last_error)];
 		snprintf(msg, sizeof(msg), "%s", ctx->last_error);

@@ -43,7 +43,9 @@ SPACE_API int space_ctx_new(const struct space_ctx_options *opts, space_ctx **re
 	_cleanup_free_ space_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
-	const char *dir = opts && opts->state_dir ? opts->state_dir : getenv("SPACE_STATE_DIR");
+	/* Operator settings from the environment are read with secure_getenv: a setuid or otherwise
+	 * AT_SECURE process ignores them (docs/configuration.md lists them all). */
+	const char *dir = opts && opts->state_dir ? opts->state_dir : secure_getenv("SPACE_STATE_DIR");
 	if (!dir || !*dir)
 		dir = SPACE_DEFAULT_STATE_DIR;
 	if (dir[0] != '/') {
@@ -197,24 +199,32 @@ int ctx_pool(space_ctx *ctx, const char **ret_root)
 	return 0;
 }
 
+/*
+ * The helper paths are operator settings: whoever sets them chooses programs the library runs as root, so
+ * they come only from the operator's own environment (secure_getenv: never in a setuid/AT_SECURE process)
+ * or the context options, never from an API caller (docs/configuration.md).
+ */
 int ctx_helper_path(space_ctx *ctx, const char *name, char *buf, size_t len)
 {
 	const char *env = NULL;
 	if (!strcmp(name, "space-agent"))
-		env = getenv("SPACE_AGENT_PATH");
+		env = secure_getenv("SPACE_AGENT_PATH");
 	else if (!strcmp(name, "space-vmm"))
-		env = getenv("SPACE_VMM_PATH");
+		env = secure_getenv("SPACE_VMM_PATH");
 	else if (!strcmp(name, "space-gateway"))
-		env = getenv("SPACE_GATEWAY_PATH");
+		env = secure_getenv("SPACE_GATEWAY_PATH");
 	else if (!strcmp(name, "space-snapd"))
-		env = getenv("SPACE_SNAPD_PATH");
+		env = secure_getenv("SPACE_SNAPD_PATH");
+	else if (!strcmp(name, "space-logcap"))
+		env = secure_getenv("SPACE_LOGCAP_PATH");
+	const char *dir = secure_getenv("SPACE_LIBEXEC_DIR");
 	int n;
 	if (env && *env)
 		n = snprintf(buf, len, "%s", env);
 	else if (ctx->libexec_dir)
 		n = snprintf(buf, len, "%s/%s", ctx->libexec_dir, name);
-	else if (getenv("SPACE_LIBEXEC_DIR") && *getenv("SPACE_LIBEXEC_DIR"))
-		n = snprintf(buf, len, "%s/%s", getenv("SPACE_LIBEXEC_DIR"), name);
+	else if (dir && *dir)
+		n = snprintf(buf, len, "%s/%s", dir, name);
 	else
 		n = snprintf(buf, len, "%s/%s", SPACE_LIBEXEC_DIR, name);
 	if (n < 0 || (size_t)n >= len)

@@ -3,8 +3,10 @@
  * space_doctor: what this host can do for libspace, and how to fix what it cannot.
  *
  * Every check is cheap and side-effect free except the ring-0 probe, which runs `space-vmm probe` (a
- * throwaway VM timing a short loop of guest kernel-mode code, a few tens of milliseconds).
+ * throwaway VM timing a short loop of guest kernel-mode code, a few tens of milliseconds). --verbose also
+ * runs each helper with --describe-sandbox, which prints how it confines itself and does nothing else.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
@@ -21,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "config.h"
 #include "core/doctor.h"
 #include "core/internal.h"
 #include "jail/jail.h"
@@ -351,8 +354,9 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 	}
 	r = try_user_namespace();
 	if (r < 0) {
-		snprintf(buf, sizeof(buf), "user namespaces: %s (jail sandboxes fall back to host uids)", strerror(-r));
-		add_check(checks, "userns", LVL_WARN, buf, "sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces");
+		snprintf(buf, sizeof(buf), "user namespaces: %s (jail sandboxes cannot start)", strerror(-r));
+		add_check(checks, "userns", LVL_FAIL, buf, "sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces");
+		*jail_ok = false;
 	} else {
 		add_check(checks, "userns", LVL_OK, "user namespaces", NULL);
 	}
@@ -401,25 +405,157 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 	}
 }
 
-/* --verbose: the size of space-vmm's seccomp allowlist per thread role. */
-static void check_vmm_seccomp(space_ctx *ctx, cJSON *checks)
+/* The state directory's identity-map setting (core/uids.h), and whether this is a test build. */
+static void check_boundary_settings(space_ctx *ctx, cJSON *checks)
 {
-	char vmm[PATH_MAX], buf[256];
-	if (ctx_helper_path(ctx, "space-vmm", vmm, sizeof(vmm)) < 0)
+	int r = space_identity_map_allowed(ctx);
+	if (r > 0)
+		add_check(checks, "uid-map", LVL_WARN,
+			  "identity uid map ALLOWED (space init --allow-identity-map): where the kernel cannot idmap a "
+			  "jail's rootfs, root inside is host uid 0 (without capabilities), a weaker boundary",
+			  "space init --refuse-identity-map");
+	else if (r == 0)
+		add_check(checks, "uid-map", LVL_OK,
+			  "jails run root inside as a private, machine-wide unique uid range on an idmapped rootfs; "
+			  "the identity uid map is refused",
+			  NULL);
+#if HAVE_TEST_SWITCHES
+	add_check(checks, "test-build", LVL_WARN,
+		  "this libspace is a test build: environment switches (SPACE_VM_JAIL=0, "
+		  "SPACE_VMM_TEST_FORBIDDEN_SYSCALL, SPACE_TEST_JAIL_NO_IDMAP) can weaken sandboxes",
+		  "build without -Dtest_switches for production");
+#endif
+}
+
+/*
+ * --verbose: how each helper runs that faces sandbox-made data or acts for a sandbox, as the installed
+ * binary describes itself (`HELPER --describe-sandbox`: one JSON object with uid, capabilities,
+ * no_new_privs, seccomp rules per thread role or null, default_action, note). A helper that keeps root,
+ * capabilities or runs without a filter is a warning: the operator should know which processes hold
+ * which boundary (docs/security.md).
+ */
+static void check_helper_sandbox(space_ctx *ctx, cJSON *checks, const char *helper)
+{
+	char path[PATH_MAX], name[32], buf[512];
+	snprintf(name, sizeof(name), "helper-%s", helper + strlen("space-"));
+	if (ctx_helper_path(ctx, helper, path, sizeof(path)) < 0) {
+		snprintf(buf, sizeof(buf), "%s is not installed (%s)", helper, path);
+		add_check(checks, name, LVL_WARN, buf, NULL);
 		return;
-	const char *argv[] = { vmm, "seccomp-info", NULL };
+	}
+	const char *argv[] = { path, "--describe-sandbox", NULL };
 	_cleanup_free_ char *out = NULL;
 	_cleanup_(cJSON_Deletep) cJSON *j = util_run(argv, &out) == 0 && out ? cJSON_Parse(out) : NULL;
 	if (!cJSON_IsObject(j)) {
-		add_check(checks, "vmm-seccomp", LVL_WARN, "space-vmm does not report its seccomp filters",
-			  "install a space-vmm of the same version");
+		snprintf(buf, sizeof(buf), "%s does not describe its confinement (--describe-sandbox)", path);
+		add_check(checks, name, LVL_WARN, buf, "install helpers of the same version as libspace");
 		return;
 	}
-	size_t n = (size_t)snprintf(buf, sizeof(buf), "allowlists per thread role (rules):");
+	/* uid: "own" (a machine-wide unique slot) or a number; capabilities: "none", "all" or a list. */
+	const char *uid = cJSON_GetStringValue(cJSON_GetObjectItem(j, "uid"));
+	const cJSON *cj = cJSON_GetObjectItem(j, "capabilities");
+	const char *caps = cJSON_IsArray(cj) && !cJSON_GetArraySize(cj) ? "none"
+			   : cJSON_IsString(cj)				 ? cj->valuestring
+									 : NULL;
+	const char *dflt = cJSON_GetStringValue(cJSON_GetObjectItem(j, "default_action"));
+	const char *note = cJSON_GetStringValue(cJSON_GetObjectItem(j, "note"));
+	bool nnp = cJSON_IsTrue(cJSON_GetObjectItem(j, "no_new_privs"));
+	bool own = uid && (!strcmp(uid, "own") || !strncmp(uid, "its own", 7));
+	/* seccomp: rules per thread role, or (one filter) a count in "seccomp_rules"; null: none. */
+	const cJSON *sc = cJSON_GetObjectItem(j, "seccomp");
+	const cJSON *nrules = cJSON_GetObjectItem(j, "seccomp_rules");
+	size_t n = (size_t)snprintf(buf, sizeof(buf), "uid %s, capabilities %s%s, seccomp",
+				    own ? "of its own (machine-wide unique)" : uid ? uid : "?", caps ? caps : "?",
+				    nnp ? ", no_new_privs" : "");
 	const cJSON *it;
-	cJSON_ArrayForEach(it, j) if (cJSON_IsNumber(it) && n < sizeof(buf))
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s %d", it->string, it->valueint);
-	add_check(checks, "vmm-seccomp", LVL_OK, buf, NULL);
+	bool filtered = false;
+	if (cJSON_IsObject(sc)) {
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " rules:");
+		cJSON_ArrayForEach(it, sc) if (cJSON_IsNumber(it) && n < sizeof(buf))
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " %s %d", it->string, it->valueint);
+		filtered = true;
+	} else if (cJSON_IsNumber(nrules) && !cJSON_IsNull(sc) && n < sizeof(buf)) {
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " rules: process %d", nrules->valueint);
+		filtered = true;
+	}
+	if (filtered && n < sizeof(buf))
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " (any other syscall: %s)", dflt ? dflt : "?");
+	else if (n < sizeof(buf))
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " none");
+	if (note && n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, "; %s", note);
+	bool confined = (own || (uid && strcmp(uid, "0"))) && caps && !strcmp(caps, "none") && nnp && filtered;
+	add_check(checks, name, confined ? LVL_OK : LVL_WARN, buf, NULL);
+}
+
+/* One field of /proc/PID/status ("Uid", "CapEff", ...): its value without leading blanks. */
+static bool proc_status_field(int pid, const char *key, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	_cleanup_free_ char *st = NULL;
+	if (util_read_file(path, 65536, &st, NULL) < 0)
+		return false;
+	size_t kl = strlen(key);
+	for (char *l = st; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		if (strncmp(l, key, kl) || l[kl] != ':')
+			continue;
+		l += kl + 1;
+		l += strspn(l, " \t");
+		snprintf(buf, len, "%.*s", (int)strcspn(l, "\n"), l);
+		return true;
+	}
+	return false;
+}
+
+/* --verbose: the gateways running now (<state>/run/<id>/gateway.pid), as the kernel sees them. */
+static void check_live_gateways(space_ctx *ctx, cJSON *checks)
+{
+	char dir[PATH_MAX], buf[512];
+	snprintf(dir, sizeof(dir), "%s/run", ctx->state_dir);
+	_cleanup_(closedirp) DIR *d = opendir(dir);
+	unsigned running = 0, loose = 0;
+	buf[0] = '\0';
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char pidf[PATH_MAX + 300];
+		_cleanup_free_ char *txt = NULL;
+		int pid = 0;
+		unsigned long long start = 0;
+		if (!util_name_valid(e->d_name))
+			continue;
+		snprintf(pidf, sizeof(pidf), "%s/%s/gateway.pid", dir, e->d_name);
+		if (util_read_file(pidf, 64, &txt, NULL) < 0 || sscanf(txt, "%d %llu", &pid, &start) != 2 ||
+		    !core_process_alive(pid, start))
+			continue;
+		running++;
+		char uid[64] = "", eff[32] = "", bnd[32] = "", nnp[8] = "", sec[8] = "";
+		proc_status_field(pid, "Uid", uid, sizeof(uid));
+		proc_status_field(pid, "CapEff", eff, sizeof(eff));
+		proc_status_field(pid, "CapBnd", bnd, sizeof(bnd));
+		proc_status_field(pid, "NoNewPrivs", nnp, sizeof(nnp));
+		proc_status_field(pid, "Seccomp", sec, sizeof(sec));
+		bool ok = uid[0] && uid[0] != '0' && !strcmp(eff, "0000000000000000") &&
+			  !strcmp(bnd, "0000000000000000") && !strcmp(nnp, "1") && !strcmp(sec, "2");
+		if (!ok && !loose++)
+			snprintf(buf, sizeof(buf), "gateway %d of %s is not confined: Uid %s, CapEff %s, CapBnd %s, "
+						   "NoNewPrivs %s, Seccomp %s",
+				 pid, e->d_name, uid, eff, bnd, nnp, sec);
+	}
+	if (!running)
+		return;
+	if (!loose)
+		snprintf(buf, sizeof(buf), "%u running, each as its own uid with no capabilities, no_new_privs, seccomp",
+			 running);
+	add_check(checks, "gateways", loose ? LVL_FAIL : LVL_OK, buf,
+		  loose ? "recreate the sandbox (its gateway predates this build) or reinstall space-gateway" : NULL);
+}
+
+static void check_helper_sandboxes(space_ctx *ctx, cJSON *checks)
+{
+	static const char *const helpers[] = { "space-vmm", "space-gateway", "space-snapd", "space-logcap" };
+	for (size_t i = 0; i < ARRAY_SIZE(helpers); i++)
+		check_helper_sandbox(ctx, checks, helpers[i]);
+	check_live_gateways(ctx, checks);
 }
 
 SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json)
@@ -436,8 +572,9 @@ SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json)
 	check_kernel(ctx, checks);
 	check_host(checks, &vm_ok, &jail_ok);
 	check_pool(ctx, checks, &vm_ok, &jail_ok);
+	check_boundary_settings(ctx, checks);
 	if (flags & SPACE_DOCTOR_VERBOSE)
-		check_vmm_seccomp(ctx, checks);
+		check_helper_sandboxes(ctx, checks);
 
 	cJSON *vm = cJSON_AddObjectToObject(root, "vm");
 	cJSON *jail = cJSON_AddObjectToObject(root, "jail");

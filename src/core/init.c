@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/internal.h"
+#include "core/uids.h"
 #include "store/btrfs.h"
 #include "store/pool.h"
 #include "util/cleanup.h"
@@ -100,6 +101,9 @@ SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *o)
 		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", o->isolation);
 	if (o->pool_path && o->loop_pool_size)
 		return ctx_error_msg(ctx, -EINVAL, "give either a pool path or a loop pool size, not both");
+	int idmap = o->version >= 2 ? o->identity_map : 0; /* version 1 callers have no such field */
+	if (idmap != 0 && idmap != SPACE_IDENTITY_MAP_ALLOW && idmap != SPACE_IDENTITY_MAP_REFUSE)
+		return ctx_error_msg(ctx, -EINVAL, "identity_map must be SPACE_IDENTITY_MAP_ALLOW, _REFUSE or 0");
 
 	int r = util_mkdir_p(ctx->state_dir, 0700);
 	if (r < 0)
@@ -175,6 +179,7 @@ SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *o)
 	if ((r = store_meta_set(s, "pool_root", root)) < 0 ||
 	    (r = store_meta_set(s, "loop_image", image)) < 0 ||
 	    (o->isolation && (r = store_meta_set(s, "isolation", o->isolation)) < 0) ||
+	    (idmap && (r = store_meta_set(s, UIDS_IDENTITY_MAP_KEY, idmap > 0 ? "allow" : "refuse")) < 0) ||
 	    (r = store_event(s, NULL, fresh ? "init" : "reinit", root)) < 0 ||
 	    (r = store_commit(s)) < 0) {
 		store_rollback(s);
@@ -182,6 +187,13 @@ SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *o)
 		goto fail;
 	}
 	snprintf(ctx->pool_root, sizeof(ctx->pool_root), "%s", root);
+	if (uids_identity_map_allowed(ctx))
+		ctx_log(ctx, SPACE_LOG_WARNING, "state directory %s allows the identity uid map: where idmapped mounts "
+						"fail, root in a jail is host uid 0 (a weaker boundary)", ctx->state_dir);
+	/* Host uid slots whose sandboxes are gone (a crash, a removed state directory) are free again. */
+	int freed = uids_reap_stale(ctx);
+	if (freed > 0)
+		ctx_log(ctx, SPACE_LOG_INFO, "freed %d stale host uid slot(s)", freed);
 	return 0;
 
 fail:
@@ -197,6 +209,13 @@ fail:
 		}
 	}
 	return r;
+}
+
+SPACE_API int space_identity_map_allowed(space_ctx *ctx)
+{
+	struct store *s;
+	int r = ctx ? ctx_store(ctx, &s) : -EINVAL;
+	return r < 0 ? r : uids_identity_map_allowed(ctx);
 }
 
 SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)

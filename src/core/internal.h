@@ -18,6 +18,7 @@ struct space_ctx {
 	struct store *store;        /* opened on first use */
 	char pool_root[PATH_MAX];   /* "" until the pool is known */
 	bool vm_usable;             /* doctor_vm_usable() said yes once: hardware does not change */
+	bool sync_confined;         /* space-snapd: agent SYNC only through a confined child (autosnap_sync) */
 	char last_error[1024];
 };
 

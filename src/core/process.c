@@ -219,15 +219,6 @@ SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int 
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "write", path) : 0;
 }
 
-SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd)
-{
-	if (!sb || !path || dst_fd < 0)
-		return -EINVAL;
-	struct agent_error err = { 0 };
-	int r = agent_file_read(sandbox_addr(sb), path, dst_fd, NULL, &err);
-	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "read", path) : 0;
-}
-
 static void stat_out(const struct agent_stat *a, struct space_file_stat *s)
 {
 	s->mode = a->mode;
@@ -235,6 +226,46 @@ static void stat_out(const struct agent_stat *a, struct space_file_stat *s)
 	s->gid = a->gid;
 	s->size = a->size;
 	s->mtime_ns = a->mtime_ns;
+}
+
+struct read_progress {
+	space_progress_fn fn;
+	void *userdata;
+};
+
+static void read_progress(uint64_t done, uint64_t total, void *userdata)
+{
+	const struct read_progress *p = userdata;
+	p->fn("copy", done, total, p->userdata);
+}
+
+SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, int dst_fd,
+					 const struct space_read_options *opts, struct space_file_stat *ret_stat)
+{
+	if (!sb || !path || dst_fd < 0 || (opts && opts->version == 0))
+		return -EINVAL;
+	struct space_read_options o = SPACE_READ_OPTIONS_INIT;
+	if (opts)
+		o = *opts; /* version 1 is the only one so far: every field is there */
+	struct read_progress rp = { o.progress, o.progress_userdata };
+	struct agent_read_opts ao = {
+		.max_bytes = o.max_bytes ? o.max_bytes : SPACE_READ_MAX_DEFAULT,
+		.progress = o.progress ? read_progress : NULL,
+		.userdata = &rp,
+	};
+	struct agent_error err = { 0 };
+	struct agent_stat st;
+	int r = agent_file_read_opts(sandbox_addr(sb), path, dst_fd, &ao, &st, &err);
+	if (r < 0)
+		return agent_fail(sandbox_ctx(sb), r, &err, "read", path);
+	if (ret_stat)
+		stat_out(&st, ret_stat);
+	return 0;
+}
+
+SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd)
+{
+	return space_sandbox_read_file_v2(sb, path, dst_fd, NULL, NULL);
 }
 
 SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret)

@@ -19,7 +19,9 @@
 
 #include "core/autosnap.h"
 #include "core/internal.h"
+#include "core/logcap.h"
 #include "core/sandbox.h"
+#include "core/uids.h"
 #include "core/vm_backend.h"
 #include "core/warm_pool.h"
 #include "jail/jail.h"
@@ -124,6 +126,7 @@ int sandbox_row_load(space_ctx *ctx, const char *id, struct sandbox_row *row)
 		snprintf(row->cgroup, sizeof(row->cgroup), "%s", cg ? cg : "");
 		const char *meta = (const char *)sqlite3_column_text(st, 15);
 		row->metadata = meta ? strdup(meta) : NULL;
+		row->host_uid = (uint32_t)sqlite3_column_int64(st, 16); /* uid slot (core/uids.h) */
 		if (row->metadata) {
 			cJSON *j = cJSON_Parse(row->metadata);
 			cJSON *ub = cJSON_GetObjectItemCaseSensitive(j, "uid_base");
@@ -313,10 +316,11 @@ static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_b
 	cJSON_AddNumberToObject(j, "uid_base", uid_base);
 	if (o->hostname)
 		cJSON_AddStringToObject(j, "hostname", o->hostname);
-	/* The policy as given (secrets by reference: env:, file:), so a restart can apply it again. */
+	/* The policy as given (secrets by reference: secret:, env:, file:) and its trust, so a restart can
+	 * apply it again as it was allowed to be (core/sandbox_policy.c). */
 	if (o->network_policy)
 		cJSON_AddStringToObject(j, "network_policy", o->network_policy);
-	char *s = cJSON_PrintUnformatted(j);
+	char *s = sandbox_policy_to_meta(j, o) == 0 ? cJSON_PrintUnformatted(j) : NULL;
 	cJSON_Delete(j);
 	return s;
 }
@@ -413,9 +417,10 @@ static int jail_boot(space_ctx *ctx, const struct sandbox_row *row, const char *
 	_cleanup_close_ int lfd = listen_unix(sock);
 	if (lfd < 0)
 		return ctx_error(ctx, lfd, "listen on %s", sock);
-	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (logfd < 0)
-		return ctx_error(ctx, -errno, "open %s", logp);
+	/* Output goes through a pipe to the capping log writer: no host file is open inside (core/logcap.h). */
+	_cleanup_close_ int logfd = -1;
+	if ((r = logcap_start(ctx, b->id, row->runtime_dir, &logfd)) < 0)
+		return r;
 	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
 	char life_arg[24];
 	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
@@ -431,13 +436,28 @@ static int jail_boot(space_ctx *ctx, const struct sandbox_row *row, const char *
 		.log_fd = logfd,
 		.cpus = b->cpus,
 		.memory_bytes = (uint64_t)b->memory_mib << 20,
+		.uid_base = row->host_uid, /* its machine-wide range (core/uids.h) */
+		.allow_identity_fallback = uids_identity_map_allowed(ctx),
 	};
 	char why[512] = "";
 	r = jail_start(&jc, ji, why, sizeof(why));
+	if (r == -EOPNOTSUPP)
+		return ctx_error_msg(ctx, r, "start jail: %s. This kernel cannot idmap the sandbox's rootfs; the operator "
+					     "may allow that weaker mode for a state directory: `space init "
+					     "--allow-identity-map`", why);
 	if (r < 0)
 		return ctx_error_msg(ctx, r, "start jail: %s", why[0] ? why : space_strerror(r));
-	/* The agent holds its own copy of the listening socket. */
+	/* The operator's choice is said at every create (core/uids.h). */
+	if (jc.allow_identity_fallback && ji->uid_base)
+		ctx_log(ctx, SPACE_LOG_WARNING, "state directory %s allows the identity uid map (space init "
+						"--allow-identity-map); sandbox %s did not need it", ctx->state_dir, b->id);
+	else if (jc.allow_identity_fallback)
+		ctx_log(ctx, SPACE_LOG_WARNING, "state directory %s allows the identity uid map and sandbox %s uses it: "
+						"idmapped mounts failed, root inside is host uid 0 (a weaker boundary; "
+						"see its log)", ctx->state_dir, b->id);
+	/* The agent holds its own copies of the listening socket and the log pipe. */
 	close(TAKE_FD(lfd));
+	close(TAKE_FD(logfd));
 
 	char addr[PATH_MAX + 16];
 	snprintf(addr, sizeof(addr), "unix:%s", sock);
@@ -503,30 +523,41 @@ static void drop_snapshot_copy(const char *path)
 }
 
 /* The sandbox's egress gateway (src/net, docs/network.md): for a jail its eth0, for a VM behind its TAP. */
-static int net_attach(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, const char *policy)
+static int net_attach(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, const char *policy, bool trusted,
+		      const char *const *allow_resolve)
 {
-	char agent[PATH_MAX + 64];
+	char agent[PATH_MAX + 64], dir[PATH_MAX];
+	struct net_policy_trust t;
+	int r = sandbox_policy_trust(ctx, trusted, allow_resolve, &t, dir, sizeof(dir));
+	if (r < 0)
+		return r;
 	if (is_vm(row))
 		vm_backend_agent_addr(row->runtime_dir, agent, sizeof(agent));
-	return net_sandbox_attach(ctx, row->info.id, pid, is_vm(row) ? NETCFG_VM_TAP : NULL, policy,
+	return net_sandbox_attach(ctx, row->info.id, pid, is_vm(row) ? NETCFG_VM_TAP : NULL, policy, &t,
 				  is_vm(row) ? agent : NULL);
 }
 
 /*
  * After a restart (rollback) the sandbox has a new network namespace: a new gateway with the policy it
- * was created with. When that policy cannot be applied again (a secret from an environment variable this
- * process does not have), the sandbox gets a gateway without one: no egress, attempts recorded.
+ * was created with, and the trust it was given then. When that policy cannot be applied again (a secret
+ * from an environment variable this process does not have, a registered secret since removed), the
+ * sandbox gets a gateway without one: no egress, attempts recorded.
  */
 static int net_reattach(space_ctx *ctx, const struct sandbox_row *row, pid_t pid)
 {
 	(void)net_sandbox_detach(ctx, row->info.id);
 	cJSON *j = row->metadata ? cJSON_Parse(row->metadata) : NULL;
 	const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "network_policy"));
-	int r = net_attach(ctx, row, pid, policy);
+	bool trusted = false;
+	char **allow = NULL;
+	int r = sandbox_policy_from_meta(j, &trusted, &allow);
+	if (r == 0)
+		r = net_attach(ctx, row, pid, policy, trusted, (const char *const *)allow);
+	sandbox_strv_free(allow);
 	if (r < 0 && policy) {
 		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: its egress policy cannot be applied again (%s); it has no "
 						"egress now", row->info.id, ctx->last_error);
-		r = net_attach(ctx, row, pid, NULL);
+		r = net_attach(ctx, row, pid, NULL, false, NULL);
 	}
 	cJSON_Delete(j);
 	return r;
@@ -568,6 +599,9 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 	struct jail_info ji = { 0 };
 	bool started = false;
 	struct agent_info ai;
+	/* Its machine-wide host uid(s), once its row exists (a stale-slot reaper checks the row). */
+	if ((r = uids_acquire(ctx, &row)) < 0)
+		goto fail;
 	r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
@@ -583,7 +617,8 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 		goto fail;
 	started = true;
 	/* egress: the sandbox's network and its gateway (src/net, docs/network.md) */
-	if ((r = net_attach(ctx, &row, ji.pid, o->network_policy)) < 0)
+	if ((r = net_attach(ctx, &row, ji.pid, o->network_policy, o->network_policy_trusted,
+			    o->network_allow_resolve)) < 0)
 		goto fail;
 	free(meta);
 	meta = make_metadata(o, ji.uid_base);
@@ -613,7 +648,10 @@ fail: {
 	if (started)
 		iso_kill_started(ctx, &row, &ji);
 	(void)release_disk(ctx, &row);
-	(void)mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg);
+	if (mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg) == 0) {
+		uids_release(ctx, &row);
+		logcap_release(ctx, b->id);
+	}
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	return r;
 }
@@ -655,6 +693,8 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 		return ctx_error_msg(ctx, -EINVAL, "invalid hostname '%s'", o->hostname);
 	if ((r = autosnap_validate(ctx, o->snapshot_every_s, o->snapshot_keep)) < 0)
 		return r;
+	if ((r = sandbox_policy_check(ctx, o)) < 0) /* before any disk is cloned */
+		return r;
 	return create_checked(ctx, o, root, tname, disk_src, iso, ret);
 }
 
@@ -662,9 +702,10 @@ SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_op
 {
 	if (!o || o->version == 0)
 		return -EINVAL;
-	/* Callers built against version 1 of the options have no network_policy field. */
+	/* Callers built against older versions of the options lack the later fields (zero: untrusted). */
 	struct space_sandbox_options full = { 0 };
-	memcpy(&full, o, o->version >= 3   ? sizeof(full)
+	memcpy(&full, o, o->version >= 4   ? sizeof(full)
+			 : o->version == 3 ? offsetof(struct space_sandbox_options, network_policy_trusted)
 			 : o->version == 2 ? offsetof(struct space_sandbox_options, snapshot_every_s)
 					   : offsetof(struct space_sandbox_options, network_policy));
 	/* warm pool (core/warm_pool.c): a create with default options takes a ready, paused sandbox */
@@ -745,6 +786,8 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	}
 	snprintf(hostname, sizeof(hostname), "%s", id);
 	free(metadata_with_uid(row.metadata, 0, hostname, sizeof(hostname))); /* only for the hostname */
+	if ((r = uids_reclaim(ctx, &row)) < 0) /* the same host uid(s) again, normally */
+		goto failed;
 	if (is_vm(&row))
 		r = vm_backend_start(ctx, &row, hostname, lifetime, restore ? snap : NULL, &ji, &ai);
 	else
@@ -839,7 +882,8 @@ SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_inf
 	return 0;
 }
 
-static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason)
+/* keep_events: its rows in the event log stay (space_sandbox_remove_v2), else they go with it. */
+static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason, bool keep_events)
 {
 	if (row->info.status == SPACE_SANDBOX_DESTROYED)
 		return 0;
@@ -861,7 +905,18 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 		(void)mark(ctx, row->info.id, SPACE_SANDBOX_FAILED, ctx->last_error);
 		return r;
 	}
-	return mark(ctx, row->info.id, SPACE_SANDBOX_DESTROYED, reason);
+	r = mark(ctx, row->info.id, SPACE_SANDBOX_DESTROYED, reason);
+	if (r == 0) {
+		uids_release(ctx, row); /* nothing of it runs any more */
+		logcap_release(ctx, row->info.id);
+	}
+	/* Nothing kept unless asked: its event log rows go too (the gateway's were collected on detach). */
+	if (r == 0 && !keep_events) {
+		int e = store_events_remove(ctx->store, row->info.id);
+		if (e < 0)
+			return ctx_error(ctx, e, "remove the events of %s: %s", row->info.id, store_errmsg(ctx->store));
+	}
+	return r;
 }
 
 SPACE_API int space_sandbox_destroy(space_sandbox *sb)
@@ -872,14 +927,19 @@ SPACE_API int space_sandbox_destroy(space_sandbox *sb)
 	int r = sandbox_row_load(sb->ctx, sb->row.info.id, &row);
 	if (r < 0)
 		return r;
-	r = destroy_row(sb->ctx, &row, NULL);
+	r = destroy_row(sb->ctx, &row, NULL, false);
 	sandbox_row_clear(&row);
 	return r;
 }
 
 SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
 {
-	if (!ctx || !id)
+	return space_sandbox_remove_v2(ctx, id, 0);
+}
+
+SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned flags)
+{
+	if (!ctx || !id || (flags & ~SPACE_REMOVE_KEEP_EVENTS))
 		return -EINVAL;
 	struct sandbox_row row;
 	int r = sandbox_row_load(ctx, id, &row);
@@ -889,7 +949,7 @@ SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
 		sandbox_row_clear(&row);
 		return ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
 	}
-	r = destroy_row(ctx, &row, NULL);
+	r = destroy_row(ctx, &row, NULL, flags & SPACE_REMOVE_KEEP_EVENTS);
 	sandbox_row_clear(&row);
 	return r;
 }
@@ -913,12 +973,14 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	while (n < 64 && sqlite3_step(st) == SQLITE_ROW)
 		snprintf(ids[n++], sizeof(ids[0]), "%s", (const char *)sqlite3_column_text(st, 0));
 	sqlite3_finalize(st);
+	/* The gateways' spooled events join the event log (net.h): listings and `space serve` reap. */
+	net_events_ingest_all(ctx);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
 		struct sandbox_row row;
 		if (sandbox_row_load(ctx, ids[i], &row) < 0)
 			continue;
-		if (destroy_row(ctx, &row, "lifetime expired") == 0) {
+		if (destroy_row(ctx, &row, "lifetime expired", false) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: lifetime expired", ids[i]);
 			done++;
 		}
@@ -935,18 +997,8 @@ SPACE_API int space_sandbox_read_log(space_ctx *ctx, const char *id, int dst_fd)
 	int r = sandbox_row_load(ctx, id, &row);
 	if (r < 0)
 		return r;
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/sandbox.log", row.runtime_dir);
+	/* sandbox.log.1 (the older half, once the log has been rotated) then sandbox.log. */
+	r = logcap_read(ctx, row.runtime_dir, dst_fd);
 	sandbox_row_clear(&row);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ctx_error(ctx, -errno, "log of %s (%s)", id, path);
-	char buf[65536];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		r = util_write_all(dst_fd, buf, (size_t)n);
-		if (r < 0)
-			return ctx_error(ctx, r, "write log");
-	}
-	return n < 0 ? ctx_error(ctx, -errno, "read %s", path) : 0;
+	return r;
 }

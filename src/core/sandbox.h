@@ -10,7 +10,8 @@
 struct sandbox_row {
 	struct space_sandbox_info info;
 	uint64_t pid_start;          /* start time of info.pid, against pid reuse */
-	uint32_t uid_base;           /* jail: host uid of root inside */
+	uint32_t uid_base;           /* jail: host uid of root inside (0: the identity map); from metadata */
+	uint32_t host_uid;           /* the machine-wide uid slot it holds (core/uids.h); 0 = none */
 	char runtime_dir[PATH_MAX];  /* sockets and logs */
 	char cgroup[256];
 	char *metadata;              /* JSON: env, uid_base */
@@ -53,3 +54,18 @@ int sandbox_usable(space_sandbox *sb);
  * failure. Free with sandbox_strv_free. */
 char **sandbox_env_parse(const char *meta);
 void sandbox_strv_free(char **v);
+
+/* A sandbox's egress policy and its trust (core/sandbox_policy.c, docs/network.md). */
+struct cJSON;
+struct net_policy_trust;
+/* The trust to compile a policy with; dir (dlen bytes) holds the secrets directory t points at. */
+int sandbox_policy_trust(space_ctx *ctx, bool trusted, const char *const *allow_resolve, struct net_policy_trust *t,
+			 char *dir, size_t dlen);
+/* Compiles o's policy with o's trust and throws the result away: -EINVAL with the reason (and nothing
+ * of a secret) in ctx's last error when it is refused. 0 when there is none. */
+int sandbox_policy_check(space_ctx *ctx, const struct space_sandbox_options *o);
+/* Adds o's trust (network_trusted, network_allow_resolve) to a row's metadata, next to network_policy. */
+int sandbox_policy_to_meta(struct cJSON *meta, const struct space_sandbox_options *o);
+/* The trust stored with a row's policy (untrusted when the metadata says nothing), and its allowed
+ * resolve ranges as a NULL-terminated list (free with sandbox_strv_free). */
+int sandbox_policy_from_meta(const struct cJSON *meta, bool *ret_trusted, char ***ret_allow_resolve);

@@ -101,8 +101,8 @@ int core_sandbox_set_status(space_ctx *ctx, const char *id, enum space_sandbox_s
 
 static const char SANDBOX_SELECT[] =
 	"SELECT id, template, isolation, status, coalesce(reason, ''), coalesce(pid, 0), coalesce(pid_start, 0),"
-	" cpus, memory_mib, created_ms, updated_ms, expires_ms, path, runtime_dir, coalesce(cgroup, ''), metadata"
-	" FROM sandboxes";
+	" cpus, memory_mib, created_ms, updated_ms, expires_ms, path, runtime_dir, coalesce(cgroup, ''), metadata,"
+	" host_uid FROM sandboxes";
 
 void core_sandbox_row(sqlite3_stmt *st, struct space_sandbox_info *b, uint64_t *ret_pid_start)
 {

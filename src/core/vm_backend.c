@@ -19,13 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "core/logcap.h"
 #include "core/doctor.h"
 #include "core/vm_assets.h"
 #include "jail/jail.h"
 #include "jail/jail_internal.h"
 #include "net/netcfg.h"
 #include "proto/agent_client.h"
+#include "util/caplog.h"
 #include "util/cleanup.h"
+#include "util/uidalloc.h"
 #include "util/util.h"
 
 
@@ -39,8 +43,8 @@
 #define VM_SNAPSHOT_TIMEOUT_MS 300000   /* writing guest RAM out (slow disks, nested KVM) */
 #define VM_MEM_OVERHEAD_MIB 192        /* VMM beyond guest RAM: kernel+initrd copies, stacks, buffers */
 #define VM_PIDS_MAX 64                 /* jail supervisor, VMM, vCPU/device/control threads */
-#define VM_UID_FIRST 0x90000000u       /* above the jail mode's uid ranges */
-#define VM_UID_SLOTS 0x10000000u
+#define VM_STATUS_FILE "vmm.status"    /* in the runtime directory: why the VMM ended (space-vmm --status) */
+#define VM_STATUS_MAX 4096             /* the tail of it that is read */
 
 int vm_backend_available(space_ctx *ctx)
 {
@@ -54,54 +58,54 @@ void vm_backend_agent_addr(const char *runtime_dir, char *buf, size_t len)
 	snprintf(buf, len, "vsock-uds:%s/vm/vsock.sock:%d", runtime_dir, VM_AGENT_PORT);
 }
 
-/* ---- the log: why did it end ---- */
+/* ---- why did it end ---- */
 
-static bool is_status_line(const char *s)
-{
-	return !strncmp(s, "running (pid", 12) || !strncmp(s, "paused", 6) || !strncmp(s, "resumed", 7);
-}
-
+/*
+ * The reason comes from the VMM's status file (space-vmm run --status), never from sandbox.log: the log
+ * also holds the guest's serial console, where a guest can print any line it likes, "space-vmm: ..."
+ * included. Only space-vmm and its supervisor write the status file, one line per reason.
+ */
 void vm_backend_death_reason(const char *runtime_dir, int pid, char *buf, size_t len)
 {
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/sandbox.log", runtime_dir);
-	snprintf(buf, len, "space-vmm (pid %d) ended without giving a reason (killed?); log: %s", pid, path);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/" VM_STATUS_FILE, runtime_dir);
+	snprintf(buf, len, "space-vmm (pid %d) ended without giving a reason (killed?); log: %s/sandbox.log", pid,
+		 runtime_dir);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return;
 	struct stat st;
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;
-	char tail[16384];
+	/* Bounded and escaped all the same: a VMM that a guest took over could write anything here. */
+	char tail[VM_STATUS_MAX];
 	off_t from = st.st_size > (off_t)sizeof(tail) - 1 ? st.st_size - (off_t)sizeof(tail) + 1 : 0;
 	ssize_t n = pread(fd, tail, sizeof(tail) - 1, from);
 	if (n <= 0)
 		return;
 	tail[n] = '\0';
-	/* The last "space-vmm: " line that is not a status note; when it only names the signal that
-	 * killed the VMM, the line before it says why (a seccomp violation) if there is one. */
-	const char *best = NULL, *prev = NULL;
+	/* The last line; when it only names the signal that killed the VMM (the supervisor's line), the one
+	 * before it says why (a seccomp violation) if there is one. */
+	const char *last = NULL, *prev = NULL;
 	for (char *line = tail, *next; line && *line; line = next) {
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		const char *m = strstr(line, "space-vmm: ");
-		if (m && !is_status_line(m + 11)) {
-			prev = best;
-			best = m;
-		}
+		if (!*line)
+			continue;
+		prev = last;
+		last = line;
 	}
-	if (!best)
+	if (!last)
 		return;
 	char text[1024];
-	if (prev && !strncmp(best + 11, "killed by signal", 16))
-		snprintf(text, sizeof(text), "%s (%s)", prev, best + 11);
+	if (prev && !strncmp(last, "killed by signal", 16))
+		snprintf(text, sizeof(text), "space-vmm: %s (%s)", prev, last);
 	else
-		snprintf(text, sizeof(text), "%s", best);
-	/* The guest's console shares the log: keep only printable bytes. */
+		snprintf(text, sizeof(text), "space-vmm: %s", last);
 	size_t k = 0;
 	for (const char *p = text; *p && k + 1 < len; p++)
-		if ((unsigned char)*p >= 0x20 && *p != 0x7f)
+		if ((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f)
 			buf[k++] = *p;
 	buf[k] = '\0';
 }
@@ -302,8 +306,8 @@ int vm_backend_kill(space_ctx *ctx, const struct sandbox_row *row)
 
 struct vm_spawn {
 	char vmm[PATH_MAX], log[PATH_MAX], control[PATH_MAX], vsock_dir[PATH_MAX], vsock[PATH_MAX + 8];
-	char root[PATH_MAX], disk[PATH_MAX], cmdline[2048], restore[PATH_MAX];
-	char cpus[16], mem[24], uid[16], vsock_arg[PATH_MAX + 16];
+	char root[PATH_MAX], disk[PATH_MAX], cmdline[2048], restore[PATH_MAX], status[PATH_MAX];
+	char cpus[16], mem[24], uid[16], vsock_arg[PATH_MAX + 16], log_max[24];
 	struct vm_assets assets;
 	bool jail;
 	uint32_t vmm_uid;
@@ -345,6 +349,7 @@ static int prepare(space_ctx *ctx, const struct sandbox_row *row, const char *ho
 			return r;
 	}
 	snprintf(s->log, sizeof(s->log), "%s/sandbox.log", rd);
+	snprintf(s->status, sizeof(s->status), "%s/" VM_STATUS_FILE, rd);
 	snprintf(s->control, sizeof(s->control), "%s/control.sock", rd);
 	snprintf(s->vsock_dir, sizeof(s->vsock_dir), "%s/vm", rd);
 	snprintf(s->vsock, sizeof(s->vsock), "%s/vsock.sock", s->vsock_dir);
@@ -353,13 +358,24 @@ static int prepare(space_ctx *ctx, const struct sandbox_row *row, const char *ho
 	snprintf(s->disk, sizeof(s->disk), "%s/rootfs.ext4", row->info.path);
 	snprintf(s->cpus, sizeof(s->cpus), "%u", row->info.cpus);
 	snprintf(s->mem, sizeof(s->mem), "%u", row->info.memory_mib);
-	/* The jail is on unless SPACE_VM_JAIL=0 (debugging a VMM that cannot enter it). */
+	uint64_t log_max;
+	if ((r = logcap_max_bytes(ctx, &log_max)) < 0)
+		return r;
+	snprintf(s->log_max, sizeof(s->log_max), "%llu", (unsigned long long)log_max);
+	s->jail = true;
+#if HAVE_TEST_SWITCHES
+	/* Test builds only: SPACE_VM_JAIL=0 runs the VMM unjailed, as root (debugging a VMM that cannot
+	 * enter its jail). Release builds have no such switch. */
 	const char *j = getenv("SPACE_VM_JAIL");
 	s->jail = !(j && !strcmp(j, "0"));
-	uint32_t rnd;
-	if ((r = util_random_bytes(&rnd, sizeof(rnd))) < 0)
-		return ctx_error(ctx, r, "random uid");
-	s->vmm_uid = s->jail ? VM_UID_FIRST + rnd % VM_UID_SLOTS : 0;
+#endif
+	/* The VMM's own uid: the machine-wide single slot the sandbox holds (core/uids.h). */
+	enum uidalloc_kind kind;
+	uint32_t first;
+	if (s->jail && (!uidalloc_slot_of(row->host_uid, &kind, &first) || kind != UIDALLOC_SINGLE))
+		return ctx_error_msg(ctx, -EINVAL, "sandbox %s has no host uid of its own for space-vmm (%u)",
+				     row->info.id, row->host_uid);
+	s->vmm_uid = s->jail ? row->host_uid : 0;
 	snprintf(s->uid, sizeof(s->uid), "%u", s->vmm_uid);
 	/* The VMM opens its disk, kernel and sockets before it drops root and pivots into root/, which
 	 * stays empty: nothing of the host is visible to it afterwards. */
@@ -390,6 +406,8 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 	argv[n++] = "--vsock", argv[n++] = s->vsock_arg;
 	argv[n++] = "--control", argv[n++] = s->control;
 	argv[n++] = "--log", argv[n++] = s->log;
+	argv[n++] = "--log-max", argv[n++] = s->log_max; /* the guest's console, capped (sandbox.log + .1) */
+	argv[n++] = "--status", argv[n++] = s->status;
 	argv[n++] = "--ready-fd", argv[n++] = "3";
 	argv[n++] = "--gate";
 	if (s->jail) {
@@ -420,7 +438,8 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 
 static int boot_timeout_ms(void)
 {
-	const char *t = getenv("SPACE_VM_BOOT_TIMEOUT");
+	/* An operator setting (docs/configuration.md); ignored in setuid contexts. */
+	const char *t = secure_getenv("SPACE_VM_BOOT_TIMEOUT");
 	uint64_t v;
 	if (t && util_parse_uint(t, 1, 86400, &v) == 0)
 		return (int)v * 1000;

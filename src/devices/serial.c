@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "util/caplog.h"
 #include "util/util.h"
 
 #define UART_RX_TX 0
@@ -32,7 +33,9 @@
 
 struct serial {
 	pthread_mutex_t lock;
-	int out_fd, log_fd;
+	int out_fd;
+	int log_fd;        /* uncapped log (serial_log.max == 0), else -1 */
+	struct caplog log; /* capped log; log.fd == -1 when none */
 	void (*irq)(void *);
 	void *irq_opaque;
 	uint8_t ier, lcr, mcr, scr, fcr, dll, dlm;
@@ -43,14 +46,22 @@ struct serial {
 	unsigned len;
 };
 
-int serial_create(int out_fd, int log_fd, void (*irq)(void *opaque), void *opaque, struct serial **ret)
+int serial_create(int out_fd, const struct serial_log *log, void (*irq)(void *opaque), void *opaque,
+		  struct serial **ret)
 {
+	struct caplog cl = { .fd = -1, .old_fd = -1 };
+	int log_fd = -1, r;
+	if (log && log->fd >= 0 && log->max == 0)
+		log_fd = log->fd;
+	else if (log && log->fd >= 0 && (r = caplog_init(&cl, log->fd, log->old_fd, log->max)) < 0)
+		return r;
 	struct serial *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	s->out_fd = out_fd;
 	s->log_fd = log_fd;
+	s->log = cl;
 	s->irq = irq;
 	s->irq_opaque = opaque;
 	s->lcr = 0x03;
@@ -68,6 +79,7 @@ static void flush_locked(struct serial *s)
 		(void)util_write_all(s->out_fd, s->buf, s->len);
 	if (s->log_fd >= 0)
 		(void)util_write_all(s->log_fd, s->buf, s->len);
+	(void)caplog_write(&s->log, s->buf, s->len); /* nothing when there is no capped log */
 	s->len = 0;
 }
 
@@ -162,6 +174,14 @@ bool serial_has_output(struct serial *s)
 {
 	pthread_mutex_lock(&s->lock);
 	bool r = s->any_output;
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
+uint64_t serial_log_rotations(struct serial *s)
+{
+	pthread_mutex_lock(&s->lock);
+	uint64_t r = s->log.rotations;
 	pthread_mutex_unlock(&s->lock);
 	return r;
 }

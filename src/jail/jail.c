@@ -3,23 +3,28 @@
  * Starting a jail (lifecycle.c has alive/kill/freeze).
  *
  * Process chain:
- *   caller --clone(VM|VFORK)--> stager --clone(VM|NEWUSER|NEWPID|NEWNET|NEWIPC|NEWUTS)--> PID 1 --execveat-->
- *   agent
+ *   caller --clone(VM|VFORK)--> stager --clone(VM|NEWUSER|NEWPID|NEWIPC|NEWUTS)--> PID 1 --execveat--> agent
  * Both children share the caller's memory until they exit or exec (as posix_spawn does), so the cost does
  * not grow with the caller's size; they run only syscalls and snprintf on their own stacks, never malloc,
  * with the caller's signal handlers dropped, so callers may be multithreaded.
- * The stager is root in the initial user namespace, inside its own private mount namespace: it loop-mounts
- * the image (mounting ext4 is not possible from a user namespace), idmaps it to PID 1's user namespace,
+ * The stager is root in the initial user namespace, inside its own private mount namespace and the jail's
+ * network namespace, which it makes before PID 1 so that the host's user namespace owns it: root inside then
+ * holds no capability over its network (no link, route, traffic-control or nf_tables changes, no raw or
+ * packet sockets), only what an unprivileged user may do, which the stager widens to binding low ports and
+ * ping sockets. It brings lo up, loop-mounts the image (mounting ext4 is not possible from a user namespace), idmaps it to PID 1's user namespace,
  * sets rlimits, writes PID 1's uid/gid maps, builds /dev, mounts the jail's locked /proc and /sys, and puts
  * PID 1 in the cgroup(s). PID 1 then makes its own mount and cgroup namespaces (a copy of the staged tree,
- * owned by its user namespace), pivots into the rootfs, drops the host tree, sets no_new_privs and seccomp,
- * and execs the agent. The stager reports PID 1's pid
+ * owned by its user namespace), pivots into the rootfs, drops the host tree, mounts /dev/pts, /dev/shm, /tmp
+ * and /run (after the filter nothing can be mounted), drops CAP_SYS_PTRACE for good (bounding set: no
+ * process of the jail can reach another's memory or descriptors past a non-dumpable PID 1), sets
+ * no_new_privs and seccomp, and execs the agent. The stager reports PID 1's pid
  * and start time, waits for the exec (close-on-exec pipe) and exits, so PID 1 is reparented away from the
  * caller. The loop device auto-clears and the mounts vanish when the jail's last process dies.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/capability.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <pthread.h>
@@ -37,16 +42,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "jail/jail.h"
 #include "jail/jail_internal.h"
 #include "util/cleanup.h"
 #include "util/loop.h"
+#include "util/uidalloc.h"
 #include "util/util.h"
 
-#define UID_RANGE 65536u
-/* Private ranges live in [1 GiB, 2 GiB) of the uid space, far above any distribution's users. */
-#define UID_BASE_FIRST 0x40000000u
-#define UID_BASE_SLOTS 16384u
+#define UID_RANGE UIDALLOC_RANGE_SIZE
 #define DEFAULT_PIDS 4096u
 #define DEFAULT_NOFILE 65536u
 
@@ -73,6 +77,8 @@ struct plan {
 	uint64_t nofile;
 	uint32_t nproc;
 	uint32_t uid_base; /* 0 = identity mapping */
+	bool allow_identity;   /* idmapped mounts failing may fall back to the identity mapping */
+	bool test_no_idmap;    /* test builds: act as if idmapped mounts failed */
 	char cgroup[JAIL_CGROUP_SPEC_MAX];
 };
 
@@ -168,7 +174,11 @@ static int set_rlimits(const struct plan *p)
 	return r;
 }
 
-/* Puts listen_fd at 3, log at 1 and 2, /dev/null at 0; everything else closes on exec. */
+/*
+ * Puts listen_fd at 3, log at 1 and 2, /dev/null at 0; everything else closes on exec. These are all the
+ * host-opened descriptors the jail holds: the agent's (PID 1's) only, out of reach of the jail's other
+ * processes (pidfd_getfd refused, PID 1 not dumpable and nobody holding CAP_SYS_PTRACE).
+ */
 static int pid1_set_fds(const struct plan *p)
 {
 	int listen = -1, log = -1, null = -1;
@@ -183,6 +193,56 @@ static int pid1_set_fds(const struct plan *p)
 	if (syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		return -errno;
 	return 0;
+}
+
+/*
+ * What programs expect writable and private, mounted before the filter refuses every mount: a devpts
+ * instance of the jail's own and tmpfs on /dev/shm, /tmp and /run (memory: the jail's memory limit bounds
+ * them). Child-safe.
+ */
+static int pid1_mounts(const char **ret_what)
+{
+	static const struct {
+		const char *src, *target, *type;
+		unsigned long flags;
+		const char *data;
+		mode_t mode;
+	} m[] = {
+		{ "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", 0755 },
+		{ "shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777 },
+		{ "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777 },
+		{ "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", 0755 },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(m); i++) {
+		*ret_what = m[i].target;
+		if ((mkdir(m[i].target, m[i].mode) < 0 && errno != EEXIST) ||
+		    mount(m[i].src, m[i].target, m[i].type, m[i].flags, m[i].data) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Takes CAP_SYS_PTRACE out of every set of PID 1, the bounding set included, so no process of the jail ever
+ * holds it again (root's exec gives it the bounding set). A non-dumpable process (the agent makes itself
+ * one) is still reachable through /proc/PID/mem, fd and environ by a holder of CAP_SYS_PTRACE in its user
+ * namespace, which would be root inside. Child-safe.
+ */
+static int pid1_drop_ptrace(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) < 0 ||
+	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 || syscall(SYS_capget, &h, d) < 0)
+		return -errno;
+	uint32_t bit = 1u << (CAP_SYS_PTRACE % 32);
+	size_t word = CAP_SYS_PTRACE / 32;
+	d[word].effective &= ~bit;
+	d[word].permitted &= ~bit;
+	d[word].inheritable &= ~bit;
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -errno;
+	return prctl(PR_CAPBSET_READ, CAP_SYS_PTRACE, 0, 0, 0) == 0 ? 0 : -EPERM;
 }
 
 static void pid1_main(const struct plan *p, int go_fd, int err_fd)
@@ -210,14 +270,19 @@ static void pid1_main(const struct plan *p, int go_fd, int err_fd)
 	step = "sethostname";
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
 		goto fail_errno;
-	step = "bring up lo";
-	if ((r = jail_net_lo_up()) < 0)
-		goto fail;
 	step = "unshare mount+cgroup namespaces";
 	if (unshare(CLONE_NEWNS | CLONE_NEWCGROUP) < 0)
 		goto fail_errno;
 	step = "pivot_root";
 	if ((r = jail_rootfs_pivot(p->stage)) < 0)
+		goto fail;
+	const char *what = "";
+	if ((r = pid1_mounts(&what)) < 0) {
+		send_done(err_fd, r, "mount %s", what);
+		_exit(1);
+	}
+	step = "drop CAP_SYS_PTRACE";
+	if ((r = pid1_drop_ptrace()) < 0)
 		goto fail;
 	step = "set up fds";
 	if ((r = pid1_set_fds(p)) < 0)
@@ -261,7 +326,7 @@ static void *child_stack(void)
 }
 
 /*
- * Creates PID 1 in new user, pid, net, ipc and uts namespaces. It shares our memory (CLONE_VM) until its
+ * Creates PID 1 in new user, pid, ipc and uts namespaces (in the stager's network namespace). It shares our memory (CLONE_VM) until its
  * exec, so no page tables of a possibly large caller are copied; its stack is *ret_stack (unmap it once
  * PID 1 has exec'd or died) and *a must stay valid as long. It waits for a byte on *ret_go and reports
  * failures on *ret_err.
@@ -282,7 +347,7 @@ static pid_t spawn_pid1(const struct plan *p, struct pid1_args *a, int *ret_go, 
 	pid_t pid = -ENOMEM;
 	if (stack) {
 		pid = clone(pid1_entry, (char *)stack + CHILD_STACK,
-		            JAIL_CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
+		            JAIL_CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
 		            a);
 		if (pid < 0) {
 			pid = -errno;
@@ -321,6 +386,26 @@ static void log_line(int fd, const char *fmt, ...)
 		util_write_all(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* In the jail's network namespace (/proc/sys/net is the writer's), what an owner of the namespace would
+ * allow anyway: binding ports below 1024, and ping sockets for every group (raw sockets are refused). */
+static void stager_net_sysctls(const struct plan *p)
+{
+	static const struct {
+		const char *path, *value;
+	} v[] = {
+		{ "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0" },
+		{ "/proc/sys/net/ipv4/ping_group_range", "0 2147483647" },
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+		int fd = open(v[i].path, O_WRONLY | O_CLOEXEC);
+		int r = fd < 0 ? -errno : util_write_all(fd, v[i].value, strlen(v[i].value));
+		if (fd >= 0)
+			close(fd);
+		if (r < 0)
+			log_line(p->log_fd, "space-jail: %s: %s (left as it was)\n", v[i].path, errdesc(r));
+	}
+}
+
 static int stager_main(struct plan *p, pid_t caller, int out)
 {
 	char loop[64], path[64];
@@ -337,6 +422,12 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return send_done(out, -errno, "private mount namespace");
+	/* The jail's network namespace, owned by the host's user namespace (see the top of this file). */
+	if (unshare(CLONE_NEWNET) < 0)
+		return send_done(out, -errno, "network namespace");
+	if ((r = jail_net_lo_up()) < 0)
+		return send_done(out, r, "bring up lo");
+	stager_net_sysctls(p);
 
 	int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, sizeof(loop));
 	if (lfd < 0)
@@ -355,15 +446,25 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	if (p->uid_base) {
 		/* Private uid range; the rootfs is idmapped so its root-owned files are root's inside. */
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+		const char *what = "writing the uid/gid maps";
 		r = write_id_maps(pid, p->uid_base);
 		int nsfd = r < 0 ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-		if (r >= 0)
-			r = nsfd < 0 ? -errno : jail_rootfs_idmap(mfd, nsfd);
+		if (r >= 0) {
+			what = "idmapped mount of the rootfs";
+			r = nsfd < 0 ? -errno : p->test_no_idmap ? -EINVAL : jail_rootfs_idmap(mfd, nsfd);
+		}
 		if (nsfd >= 0)
 			close(nsfd);
+		if (r < 0 && !p->allow_identity) {
+			/* Fail closed: the identity map makes root inside host uid 0 (no capabilities, but owner
+			 * of every root-owned host object a kernel bug or a leaked descriptor exposes). */
+			send_done(out, -EOPNOTSUPP, "%s failed (%s): refusing the identity uid map, under which root "
+			          "inside would be host uid 0", what, errdesc(r));
+			goto fail;
+		}
 		if (r < 0) {
-			log_line(p->log_fd, "space-jail: idmapped rootfs unavailable (%s); identity uid mapping\n",
-			         errdesc(r));
+			log_line(p->log_fd, "space-jail: WARNING: %s failed (%s); identity uid mapping, allowed by the "
+			         "operator\n", what, errdesc(r));
 			reap(pid);
 			munmap(stack, CHILD_STACK);
 			close(go);
@@ -459,13 +560,16 @@ static int stager_entry(void *arg)
 
 /* ---- caller side ---- */
 
-static uint32_t uid_base_for(const char *id)
+/* Test builds only (meson -Dtest_switches=true): SPACE_TEST_JAIL_NO_IDMAP=1 acts as if the kernel could
+ * not idmap the rootfs, to test the refusal and the operator's fallback on hosts that can. */
+static bool test_no_idmap(void)
 {
-	/* FNV-1a of the id picks the slot: stable for a sandbox, spread across sandboxes. */
-	uint32_t h = 2166136261u;
-	for (const char *c = id; *c; c++)
-		h = (h ^ (uint8_t)*c) * 16777619u;
-	return UID_BASE_FIRST + (h % UID_BASE_SLOTS) * UID_RANGE;
+#if HAVE_TEST_SWITCHES
+	const char *v = getenv("SPACE_TEST_JAIL_NO_IDMAP");
+	return v && !strcmp(v, "1");
+#else
+	return false;
+#endif
 }
 
 static uint64_t nofile_limit(uint64_t want)
@@ -506,12 +610,20 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 		.hostname = hostname,
 		.nofile = nofile_limit(cfg->nofile ? cfg->nofile : DEFAULT_NOFILE),
 		.nproc = cfg->pids_max ? cfg->pids_max : DEFAULT_PIDS,
-		.uid_base = cfg->identity_map ? 0 : uid_base_for(cfg->id),
+		.uid_base = cfg->identity_map ? 0 : cfg->uid_base,
+		.allow_identity = cfg->allow_identity_fallback,
+		.test_no_idmap = test_no_idmap(),
 		.stage = jail_stage_dir(),
 	};
 	if (!p.stage) {
 		jail_set_err(errbuf, errlen, "no staging directory (/tmp, /run, /mnt) on the host");
 		return -ENOENT;
+	}
+	enum uidalloc_kind kind;
+	uint32_t first;
+	if (p.uid_base && (!uidalloc_slot_of(p.uid_base, &kind, &first) || kind != UIDALLOC_RANGE || first != p.uid_base)) {
+		jail_set_err(errbuf, errlen, "uid base %u is not the start of a uid range slot", p.uid_base);
+		return -EINVAL;
 	}
 	char listen_arg[] = "3";
 	const char *argv[] = { "space-agent", "--jail", "--listen-fd", listen_arg, "--hostname", hostname, NULL };
@@ -545,12 +657,28 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	}
 	p.bpf = bpf;
 
+	/* No range given: the jail takes its own machine-wide slot, held in the caller's name until PID 1
+	 * exists, then in PID 1's (jail_kill frees it; a slot whose PID 1 died is reclaimable). */
+	char owner[64];
+	bool own_slot = !cfg->identity_map && !cfg->uid_base;
+	uint32_t own_uid = 0; /* kept apart from p: the stager shares p's memory and may change it */
+	if (own_slot) {
+		uint64_t self_start = 0;
+		(void)jail_proc_stat(getpid(), &self_start, NULL);
+		jail_slot_owner(getpid(), self_start, owner, sizeof(owner));
+		if ((r = uidalloc_acquire(UIDALLOC_RANGE, owner, &own_uid)) < 0) {
+			jail_set_err(errbuf, errlen, "allocate a host uid range (%s): %s", UIDALLOC_DIR, strerror(-r));
+			return r;
+		}
+		p.uid_base = own_uid;
+	}
+
 	const struct jail_cgroup_limits lim = {
 		.cpus = cfg->cpus, .memory_bytes = cfg->memory_bytes, .pids_max = p.nproc,
 	};
 	r = jail_cgroup_create(cfg->id, &lim, p.cgroup, sizeof(p.cgroup), errbuf, errlen);
 	if (r < 0)
-		return r;
+		goto fail_slot;
 
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0) {
@@ -609,10 +737,25 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 		goto fail_cgroup;
 	}
 
+	uint32_t slot = 0;
+	if (own_slot && pidmsg.uid_base == own_uid) {
+		/* The range now belongs to PID 1; a range nobody holds could be handed to another jail. */
+		char pid1_owner[64];
+		jail_slot_owner(pidmsg.pid, pidmsg.start, pid1_owner, sizeof(pid1_owner));
+		if ((r = uidalloc_set_owner(UIDALLOC_RANGE, own_uid, owner, pid1_owner)) < 0) {
+			jail_set_err(errbuf, errlen, "hand the uid range over to PID 1: %s", strerror(-r));
+			kill_pid1(pidmsg.pid, pidmsg.start, p.cgroup);
+			goto fail_cgroup;
+		}
+		slot = own_uid;
+	} else if (own_slot) {
+		(void)uidalloc_release(UIDALLOC_RANGE, own_uid, owner); /* the identity fallback did not use it */
+	}
 	memset(ret, 0, sizeof(*ret));
 	ret->pid = pidmsg.pid;
 	ret->start_time = pidmsg.start;
 	ret->uid_base = pidmsg.uid_base;
+	ret->uid_slot = slot;
 	snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", p.cgroup);
 	if (errbuf && errlen)
 		errbuf[0] = 0;
@@ -620,5 +763,8 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 
 fail_cgroup:
 	jail_cgroup_remove(p.cgroup, 2000);
+fail_slot:
+	if (own_slot)
+		(void)uidalloc_release(UIDALLOC_RANGE, own_uid, owner);
 	return r;
 }

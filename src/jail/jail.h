@@ -8,10 +8,20 @@
  * a weaker boundary than the microVM and is never chosen silently (see jail_describe_boundary()).
  *
  * Inside, PID 1 finds: its rootfs as /, a tmpfs /dev (null zero full random urandom tty bound from the host;
- * fd, stdin, stdout, stderr, ptmx symlinks; empty pts, shm, mqueue mount points), its own /proc (with
- * /proc/sys, sysrq-trigger, irq, bus, fs read-only) and a read-only /sys already mounted and locked (no
- * other proc or sysfs instance can be mounted inside), only lo (up),
- * fds 0 (/dev/null), 1 and 2 (log), 3 (listening socket), uid/gid 0, a fresh signal state.
+ * fd, stdin, stdout, stderr, ptmx symlinks; its own devpts on pts, tmpfs on shm; an empty mqueue mount
+ * point), tmpfs on /tmp and /run, its own /proc (with /proc/sys, sysrq-trigger, irq, bus, fs read-only) and
+ * a read-only /sys already mounted and locked, only lo (up), fds 0 (/dev/null), 1 and 2 (log), 3 (listening
+ * socket), uid/gid 0 with every capability but CAP_SYS_PTRACE (gone from the bounding set too), a fresh
+ * signal state. After its exec nothing can be mounted or unmounted and no namespace can be made
+ * (seccomp.c); the network namespace belongs to the host's user namespace, so root inside cannot change
+ * it (links, routes, traffic control, nf_tables) nor open raw or packet sockets. docs/jail.md lists what
+ * root inside may and may not do.
+ *
+ * Uids: root inside is the first uid of a private range of 65536 host uids, unique on the machine
+ * (src/util/uidalloc.h), and the rootfs is an idmapped mount, so files keep uids 0..65535 on disk whatever
+ * the range (a restart may use another). Where the kernel cannot idmap the rootfs, jail_start refuses
+ * (-EOPNOTSUPP) unless the caller allows the identity mapping (root inside = host uid 0 without host
+ * capabilities), a weaker boundary.
  *
  * Call order: jail_start() -> [jail_alive() / jail_freeze()]* -> jail_kill(). jail_info is plain data: it can
  * be stored (SQLite) and used by another process later, because the sandbox outlives its creator.
@@ -32,7 +42,10 @@ struct jail_config {
 	                             execveat(AT_EMPTY_PATH), so no host mount is needed inside */
 	const char *hostname;     /* NULL = id */
 	int listen_fd;            /* becomes fd 3 of the agent (borrowed; -1 = none) */
-	int log_fd;               /* agent stdout+stderr (borrowed; -1 = /dev/null) */
+	/* Agent stdout+stderr, and the jail's own start lines (borrowed; -1 = /dev/null). The library passes
+	 * the write end of a pipe to a size-capping reader (space-logcap), never a host file: whatever PID 1
+	 * holds is kept from the jail's other processes, but a pipe bounds what even PID 1 can store. */
+	int log_fd;
 	unsigned cpus;            /* 0 = no limit; CPU quota = cpus * period */
 	uint64_t memory_bytes;    /* 0 = no limit */
 	uint32_t pids_max;        /* 0 = 4096 */
@@ -42,6 +55,15 @@ struct jail_config {
 	 * the name shown in /proc, agent_path is what runs. For tests and for running other PID 1 programs.
 	 */
 	const char *const *argv_override;
+	/*
+	 * The host uid range: the first uid of a UIDALLOC_RANGE slot the caller holds (the library keeps one per
+	 * sandbox). 0: jail_start takes a free slot itself, returned in jail_info.uid_slot and freed by
+	 * jail_kill.
+	 */
+	uint32_t uid_base;
+	/* Where idmapped mounts fail, run with the identity mapping instead of refusing (-EOPNOTSUPP). Only for
+	 * an operator who chose that weaker boundary; the sandbox log then says so. */
+	bool allow_identity_fallback;
 	/* Forces the identity uid/gid mapping (0..65535) instead of a private range + idmapped rootfs. */
 	bool identity_map;
 };
@@ -53,12 +75,15 @@ struct jail_info {
 	uint64_t start_time;           /* /proc/PID/stat field 22: guards against pid reuse */
 	uint32_t uid_base;             /* host uid/gid of root inside (0 with the identity mapping) */
 	char cgroup[JAIL_CGROUP_MAX];  /* "v1:<rel>" or "v2:<rel>" (relative to the hierarchy roots) */
+	uint32_t uid_slot;             /* a uid range slot jail_start took itself (cfg uid_base 0), which
+	                                  jail_kill frees; 0 = none */
 };
 
 /*
  * Starts a jail. Returns once PID 1 has exec'd the agent (execveat succeeded), with *ret filled in.
- * On failure nothing is left behind (no process, mount, loop device or cgroup) and, when errbuf is not NULL,
- * a one-line reason such as "mount rootfs /x.ext4: Invalid argument" is written to it.
+ * On failure nothing is left behind (no process, mount, loop device, cgroup or uid slot) and, when errbuf is
+ * not NULL, a one-line reason such as "mount rootfs /x.ext4: Invalid argument" is written to it.
+ * -EOPNOTSUPP: the rootfs could not be idmapped and the identity mapping was not allowed.
  * PID 1 is not a child of the caller: it is reparented to init (or the caller's subreaper) and survives the
  * caller's exit and SIGHUP. If the caller dies while jail_start runs, the half-made jail dies too.
  * Does not allocate in the forked children, so it is safe to call from a multithreaded process.
@@ -72,7 +97,8 @@ int jail_alive(const struct jail_info *info);
  * SIGKILLs PID 1 (the kernel then kills everything in its pid namespace), waits up to timeout_ms for it to
  * be gone (pidfd; works when PID 1 is not our child) and removes the cgroup(s). The rootfs mount and the loop
  * device go with the last process of the jail, asynchronously (the kernel tears the mount namespace down
- * after the processes; the loop device detaches at the last unmount). Idempotent: fine on a dead jail.
+ * after the processes; the loop device detaches at the last unmount). Frees info->uid_slot once PID 1 is
+ * gone. Idempotent: fine on a dead jail.
  * Returns -ETIMEDOUT if PID 1 or the cgroups did not go away in time (call again).
  */
 int jail_kill(const struct jail_info *info, int timeout_ms);

@@ -35,6 +35,10 @@ void jail_set_err(char *buf, size_t len, const char *fmt, ...) __attribute__((fo
 /* Field 22 of /proc/PID/stat (start time) and, when ret_state is not NULL, the state letter. Child-safe. */
 int jail_proc_stat(pid_t pid, uint64_t *ret_start, char *ret_state);
 
+/* Owner text (src/util/uidalloc.h) of a uid range slot held by a jail's PID 1 (or its creator, until PID 1
+ * exists): "pid <pid> <start time> jail", which a stale-slot reaper can check against /proc. */
+void jail_slot_owner(pid_t pid, uint64_t start_time, char *buf, size_t len);
+
 /* ---- cgroup.c: v1 (per-controller hierarchies) and v2 (unified) back-ends, chosen at run time ---- */
 
 struct jail_cgroup_limits {

@@ -17,6 +17,7 @@
 #include "jail/jail.h"
 #include "jail/jail_internal.h"
 #include "util/cleanup.h"
+#include "util/uidalloc.h"
 #include "util/util.h"
 
 const char *jail_describe_boundary(void)
@@ -70,6 +71,11 @@ int jail_alive(const struct jail_info *info)
 	return start == info->start_time && state != 'Z' && state != 'X';
 }
 
+void jail_slot_owner(pid_t pid, uint64_t start_time, char *buf, size_t len)
+{
+	snprintf(buf, len, "pid %d %llu jail", (int)pid, (unsigned long long)start_time);
+}
+
 int jail_kill(const struct jail_info *info, int timeout_ms)
 {
 	if (!info)
@@ -109,6 +115,12 @@ int jail_kill(const struct jail_info *info, int timeout_ms)
 		uint64_t now = util_now_ns();
 		int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000ULL);
 		r = jail_cgroup_remove(info->cgroup, left);
+	}
+	if (r == 0 && info->uid_slot) {
+		/* PID 1 is gone: the range it held (in its name, so no other jail's) is free again. */
+		char owner[64];
+		jail_slot_owner(info->pid, info->start_time, owner, sizeof(owner));
+		(void)uidalloc_release(UIDALLOC_RANGE, info->uid_slot, owner);
 	}
 	return r;
 }

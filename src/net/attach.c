@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Attaching a sandbox to its gateway: spawn space-gateway (it outlives the caller, like the sandbox),
- * hand it the compiled policy through a pipe, wait for "ready", then install the gateway's CA and a
- * resolv.conf in the sandbox through its agent. Detaching ends the gateway, which takes its network
- * namespace, the veth pair and its sockets with it.
+ * hand it the compiled policy through a pipe and the files it may write (gateway.log, gateway.log.1, the
+ * event spool: it cannot open any itself once confined), wait for "ready <pid> <uid>", then install the
+ * gateway's CA and a resolv.conf in the sandbox through its agent. Detaching ends the gateway, which takes
+ * its network namespace, the veth pair and its sockets with it, collects the events it spooled and frees
+ * its uid slot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include "net/netcfg.h"
 #include "proto/agent_client.h"
 #include "util/cleanup.h"
+#include "util/uidalloc.h"
 #include "util/util.h"
 
 #define GATEWAY_READY_TIMEOUT_MS 15000
@@ -66,8 +69,10 @@ static int read_status(int fd, char *buf, size_t len, int timeout_ms)
 	return n ? 0 : -EPIPE;
 }
 
-/* Spawns the gateway detached from the caller (double fork, own session); returns the status pipe. */
-static int spawn(const char *path, const char *const argv[], int cfg_fd, int log_fd, int status_fd)
+/* Spawns the gateway detached from the caller (double fork, own session) with cfg_fd as its stdin, log_fd
+ * as stdout and stderr, status_fd as fd 3, and old_log_fd, spool_fd as fds 4 and 5. */
+static int spawn(const char *path, const char *const argv[], int cfg_fd, int log_fd, int status_fd, int old_log_fd,
+		 int spool_fd)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -79,15 +84,15 @@ static int spawn(const char *path, const char *const argv[], int cfg_fd, int log
 			_exit(0);
 		/* Through copies above 3 first: a pipe may itself have come out as fd 0..3 (a caller without
 		 * stdin), and dup2 onto the same number would keep its close-on-exec flag. */
-		const int want[4] = { cfg_fd, log_fd, log_fd, status_fd };
-		int tmp[4];
-		for (int i = 0; i < 4; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 4)) < 0)
+		const int want[6] = { cfg_fd, log_fd, log_fd, status_fd, old_log_fd, spool_fd };
+		int tmp[6];
+		for (int i = 0; i < 6; i++)
+			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 6)) < 0)
 				_exit(127);
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 6; i++)
 			if (dup2(tmp[i], i) < 0)
 				_exit(127);
-		syscall(SYS_close_range, 4U, ~0U, 0);
+		syscall(SYS_close_range, 6U, ~0U, 0);
 		execv(path, (char *const *)argv);
 		_exit(127);
 	}
@@ -128,6 +133,8 @@ static int agent_put(const char *addr, const char *path, const void *buf, size_t
 	return agent_file_write(addr, path, 0644, true, fd, aerr);
 }
 
+#define CA_BUNDLE_MAX (16u << 20)
+
 /* The CA certificate into the sandbox's trust store (the bundle, and the local CA directory that
  * update-ca-certificates reads), and the gateway as its resolver. */
 static int install_guest_files(space_ctx *ctx, const char *agent_addr)
@@ -148,7 +155,9 @@ static int install_guest_files(space_ctx *ctx, const char *agent_addr)
 	_cleanup_close_ int bundle = memfd_create("space-net", MFD_CLOEXEC);
 	if (bundle < 0)
 		return ctx_error(ctx, -errno, "memfd");
-	r = agent_file_read(agent_addr, CA_BUNDLE, bundle, NULL, &aerr);
+	/* The sandbox writes this file: what it can make the host hold is capped like any copy out. */
+	struct agent_read_opts ro = { .max_bytes = CA_BUNDLE_MAX };
+	r = agent_file_read_opts(agent_addr, CA_BUNDLE, bundle, &ro, NULL, &aerr);
 	if (r < 0 && r != -ENOENT)
 		return ctx_error(ctx, r, "read %s in the sandbox: %s", CA_BUNDLE, aerr.msg);
 	off_t end = lseek(bundle, 0, SEEK_END);
@@ -169,17 +178,33 @@ static int install_guest_files(space_ctx *ctx, const char *agent_addr)
 	return 0;
 }
 
-static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *tap,
-			 const char *config, pid_t *ret_pid)
+/* Opens <state>/run/<id>/<name> for the gateway to append to (read-write: it rotates gateway.log by copying
+ * it). Not truncated: the spool may hold events of a previous gateway that were not collected yet. */
+static int open_run_file(space_ctx *ctx, const char *id, const char *name, char *path, size_t len)
 {
-	char logp[PATH_MAX], rel[128];
-	snprintf(rel, sizeof(rel), "run/%s/gateway.log", id);
-	int r = ctx_state_path(ctx, rel, logp, sizeof(logp));
+	char rel[128];
+	snprintf(rel, sizeof(rel), "run/%s/%s", id, name);
+	int r = ctx_state_path(ctx, rel, path, len);
 	if (r < 0)
 		return r;
-	_cleanup_close_ int logfd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	return fd < 0 ? ctx_error(ctx, -errno, "open %s", path) : fd;
+}
+
+static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *tap,
+			 const char *config, pid_t *ret_pid, uint32_t *ret_uid)
+{
+	char logp[PATH_MAX], oldp[PATH_MAX], spoolp[PATH_MAX];
+	_cleanup_close_ int logfd = open_run_file(ctx, id, "gateway.log", logp, sizeof(logp));
 	if (logfd < 0)
-		return ctx_error(ctx, -errno, "open %s", logp);
+		return logfd;
+	_cleanup_close_ int oldfd = open_run_file(ctx, id, "gateway.log.1", oldp, sizeof(oldp));
+	if (oldfd < 0)
+		return oldfd;
+	_cleanup_close_ int spoolfd = open_run_file(ctx, id, NET_EVENTS_SPOOL, spoolp, sizeof(spoolp));
+	if (spoolfd < 0)
+		return spoolfd;
+	int r;
 	int cfg[2], st[2];
 	if (pipe2(cfg, O_CLOEXEC) < 0)
 		return ctx_error(ctx, -errno, "pipe");
@@ -193,8 +218,8 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	char pidarg[16];
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)netns_pid);
 	const char *argv[] = { "space-gateway", "--state", ctx->state_dir, "--sandbox", id, "--netns-pid", pidarg,
-			       tap ? "--tap" : NULL, tap, NULL };
-	r = spawn(path, argv, cfg[0], logfd, st[1]);
+			       "--log-old-fd", "4", "--events-fd", "5", tap ? "--tap" : NULL, tap, NULL };
+	r = spawn(path, argv, cfg[0], logfd, st[1], oldfd, spoolfd);
 	close(cfg[0]);
 	close(st[1]);
 	if (r < 0)
@@ -207,13 +232,19 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	if (rs < 0)
 		return ctx_error_msg(ctx, rs, "space-gateway did not start: %s (see %s)", space_strerror(rs), logp);
 	int gpid = 0;
-	if (sscanf(line, "ready %d", &gpid) != 1 || gpid <= 0)
-		return ctx_error_msg(ctx, -EIO, "space-gateway: %s", line);
+	unsigned uid = 0;
+	/* A gateway that did not confine itself (an older build) is refused: it would run as root. */
+	if (sscanf(line, "ready %d %u", &gpid, &uid) != 2 || gpid <= 0 || uid == 0) {
+		if (gpid > 0)
+			kill(gpid, SIGKILL);
+		return ctx_error_msg(ctx, -EIO, "space-gateway: %.300s", line);
+	}
 	if (r < 0) {
 		kill(gpid, SIGKILL);
 		return ctx_error(ctx, r, "send the policy to space-gateway");
 	}
 	*ret_pid = gpid;
+	*ret_uid = uid;
 	return 0;
 }
 
@@ -228,7 +259,7 @@ static bool shares_our_netns(pid_t pid)
 }
 
 int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const char *tap, const char *policy_json,
-		       const char *agent_addr)
+		       const struct net_policy_trust *trust, const char *agent_addr)
 {
 	char why[512] = "", helper[PATH_MAX];
 	_cleanup_free_ char *config = NULL;
@@ -252,7 +283,7 @@ int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const ch
 	}
 	if (r < 0)
 		return r;
-	r = net_policy_compile(policy_json, &config, why, sizeof(why));
+	r = net_policy_compile(policy_json, trust, &config, why, sizeof(why));
 	if (r < 0)
 		return ctx_error_msg(ctx, r, "network policy: %s", why);
 	char ca_dir[PATH_MAX], pidf[PATH_MAX];
@@ -263,13 +294,15 @@ int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const ch
 	if (r < 0)
 		return ctx_error(ctx, r, "create %s", ca_dir);
 	pid_t gpid = 0;
-	r = start_gateway(ctx, helper, id, netns_pid, tap, config, &gpid);
+	uint32_t guid = 0;
+	r = start_gateway(ctx, helper, id, netns_pid, tap, config, &gpid, &guid);
 	explicit_bzero(config, strlen(config));
 	if (r < 0)
 		return r;
-	char pidline[64];
-	int n = snprintf(pidline, sizeof(pidline), "%d %llu\n", (int)gpid,
-			 (unsigned long long)core_process_start_time(gpid));
+	/* pid, start time and uid: what detach needs to end it and free its slot ("pid P S gateway"). */
+	char pidline[80];
+	int n = snprintf(pidline, sizeof(pidline), "%d %llu %u\n", (int)gpid,
+			 (unsigned long long)core_process_start_time(gpid), guid);
 	r = util_write_file_atomic(pidf, pidline, (size_t)n, 0600);
 	if (r < 0) {
 		kill(gpid, SIGKILL);
@@ -307,19 +340,34 @@ int net_sandbox_detach(space_ctx *ctx, const char *id)
 		return ctx_error(ctx, r, "read %s", pidf);
 	int pid = 0;
 	unsigned long long start = 0;
-	if (sscanf(txt, "%d %llu", &pid, &start) != 2 || pid <= 0) {
+	unsigned uid = 0;
+	if (sscanf(txt, "%d %llu %u", &pid, &start, &uid) < 2 || pid <= 0) {
 		unlink(pidf);
 		return 0;
 	}
+	bool gone = true;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd >= 0 && core_process_alive(pid, start)) {
 		syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 		struct pollfd p = { .fd = pfd, .events = POLLIN };
-		if (poll(&p, 1, GATEWAY_STOP_TIMEOUT_MS) == 0)
+		if (poll(&p, 1, GATEWAY_STOP_TIMEOUT_MS) == 0) {
 			ctx_log(ctx, SPACE_LOG_WARNING, "gateway %d of %s did not exit in time", pid, id);
+			gone = false;
+		}
 	}
 	if (pfd >= 0)
 		close(pfd);
+	/* It writes nothing more: what it spooled goes to the store now, before its run directory goes. */
+	if (net_events_ingest(ctx, id) < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: gateway events not collected: %s", id, ctx->last_error);
+	/* Its uid is free once it has ended (else the slot's owner text lets a later reaper free it). */
+	if (uid && gone) {
+		char owner[64];
+		snprintf(owner, sizeof(owner), "pid %d %llu gateway", pid, start);
+		r = uidalloc_release(UIDALLOC_SINGLE, uid, owner);
+		if (r < 0)
+			ctx_log(ctx, SPACE_LOG_WARNING, "gateway of %s: free uid %u: %s", id, uid, strerror(-r));
+	}
 	unlink(pidf);
 	return 0;
 }

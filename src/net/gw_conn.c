@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One guest TCP connection through the gateway. The destination address must be one the gateway's DNS
- * gave out (it stands for exactly one name), the name and port must be allowed, the TLS SNI and the
- * HTTP Host must be that name. Then: TLS passthrough for hosts without credential rules; TLS terminated
- * with a gateway-minted certificate and re-originated with full verification for hosts with rules (and
- * plain HTTP likewise), with the guest's Authorization (and the injected headers' names) stripped and
- * the rules' headers added. Everything read from the guest is hostile: lengths are bounded, a request
- * whose head does not parse is refused.
+ * gave out (it stands for exactly one name), the name and port must be allowed, the TLS SNI must be that
+ * name. Then: TLS relayed unopened only for hosts the policy lists under "passthrough" (and that have no
+ * credential rule); any other TLS is terminated with a gateway-minted certificate and re-originated with
+ * full verification. Plain and terminated HTTP go through the request checker (gw_http.c): every request
+ * on the connection is parsed, checked against the name and port, stripped of the sandbox's credentials
+ * and given the rules' headers. Everything read from the guest is hostile: lengths are bounded, a request
+ * that does not parse is refused.
  */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -26,6 +27,7 @@
 #include <openssl/x509v3.h>
 
 #include "net/gw.h"
+#include "net/gw_http.h"
 #include "net/net.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -33,7 +35,6 @@
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define IO_TIMEOUT_S 60
 #define IDLE_TIMEOUT_MS 300000
-#define HEAD_MAX 32768
 #define HELLO_MAX (16384 + 5)
 
 struct stream {
@@ -243,153 +244,162 @@ static const struct gw_inject *rule_for(const struct gw *g, const char *name, si
 	return NULL;
 }
 
-static bool header_is(const char *line, size_t nlen, const char *name)
+/* TLS to name is relayed unopened: the policy lists it under "passthrough" and no rule injects into it. */
+static bool passthrough(const struct gw *g, const char *name)
 {
-	return strlen(name) == nlen && !strncasecmp(line, name, nlen);
+	const cJSON *p;
+	if (rule_for(g, name, 0))
+		return false;
+	cJSON_ArrayForEach(p, g->passthrough)
+		if (cJSON_IsString(p) && net_host_match(p->valuestring, name))
+			return true;
+	return false;
 }
 
-/* Rewrites the request head (head..end, ending "\r\n\r\n") into out. Returns its length, or -1 with why. */
-static int rewrite_head(struct gw *g, const char *name, char *head, size_t hlen, char *out, size_t out_len,
-			char *why, size_t wl)
+static void refuse_http(struct stream *c, int status, const char *why)
 {
-	bool rules = rule_for(g, name, 0) != NULL, have_host = false;
-	size_t n = 0;
-	head[hlen - 2] = '\0'; /* the head's last line now ends in a single "\r\n" */
-	char *line = head, *next;
-	for (int i = 0; (next = strstr(line, "\r\n")); i++, line = next + 2) {
-		*next = '\0';
-		size_t ll = (size_t)(next - line);
-		if (memchr(line, '\n', ll) || memchr(line, '\r', ll)) {
-			snprintf(why, wl, "http: a bare line break in the request head");
-			return -1;
-		}
-		if (i == 0) {
-			char *sp1 = strchr(line, ' '), *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-			if (!sp1 || !sp2 || strncmp(sp2 + 1, "HTTP/1.", 7)) {
-				snprintf(why, wl, "http: not an HTTP/1.x request");
-				return -1;
-			}
-		} else {
-			char *colon = strchr(line, ':');
-			if (!colon || colon == line) {
-				snprintf(why, wl, "http: malformed header line");
-				return -1;
-			}
-			size_t nl = (size_t)(colon - line);
-			const char *val = colon + 1;
-			while (*val == ' ' || *val == '\t')
-				val++;
-			if (header_is(line, nl, "Host")) {
-				char host[256];
-				snprintf(host, sizeof(host), "%s", val);
-				char *c = strrchr(host, ':');
-				if (c && !strchr(host, ']'))
-					*c = '\0';
-				if (have_host || strcasecmp(host, name)) {
-					snprintf(why, wl, "http Host '%.100s' is not %s (the name this connection resolved)",
-						 val, name);
-					return -1;
-				}
-				have_host = true;
-			}
-			bool drop = header_is(line, nl, "Connection") || header_is(line, nl, "Keep-Alive") ||
-				    header_is(line, nl, "Proxy-Connection") || header_is(line, nl, "Proxy-Authorization");
-			if (rules) {
-				bool secret = header_is(line, nl, "Authorization");
-				for (const struct gw_inject *r = rule_for(g, name, 0); r; r = rule_for(g, name, (size_t)(r - g->inject) + 1))
-					secret |= header_is(line, nl, r->header);
-				if (secret)
-					gw_event(g, "egress-stripped", "http %s: the sandbox's own %.*s header removed", name,
-						 (int)nl, line);
-				drop |= secret;
-			}
-			if (drop)
-				continue;
-		}
-		int w = snprintf(out + n, out_len - n, "%s\r\n", line);
-		if (w < 0 || (size_t)w >= out_len - n)
-			goto too_big;
-		n += (size_t)w;
-	}
-	if (!have_host) {
-		snprintf(why, wl, "http: no Host header");
-		return -1;
-	}
-	for (const struct gw_inject *r = rule_for(g, name, 0); r; r = rule_for(g, name, (size_t)(r - g->inject) + 1)) {
-		int w = snprintf(out + n, out_len - n, "%s: %s\r\n", r->header, r->value);
-		if (w < 0 || (size_t)w >= out_len - n)
-			goto too_big;
-		n += (size_t)w;
-	}
-	/* One request per connection: every request is checked and gets its header. */
-	int w = snprintf(out + n, out_len - n, "Connection: close\r\n\r\n");
-	if (w < 0 || (size_t)w >= out_len - n)
-		goto too_big;
-	return (int)(n + (size_t)w);
-too_big:
-	snprintf(why, wl, "http: request head too large");
-	return -1;
-}
-
-static void refuse_http(struct stream *c, const char *why)
-{
-	char body[700];
-	int n = snprintf(body, sizeof(body),
-			 "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-			 "Content-Length: %zu\r\n\r\nspace-gateway: %s\n", strlen(why) + 15, why);
+	char msg[700];
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+			 "Content-Length: %zu\r\n\r\nspace-gateway: %s\n", status, gw_http_reason(status),
+			 strlen(why) + 16, why);
 	if (n > 0)
-		(void)s_write_all(c, body, (size_t)n < sizeof(body) ? (size_t)n : sizeof(body) - 1);
+		(void)s_write_all(c, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
-static void http_forward(struct gw *g, struct stream *c, const char *name, uint16_t port, bool tls)
+/* One sandbox connection's HTTP requests, checked by gw_http.c; the upstream is connected on the first
+ * request that passes. */
+struct http_conn {
+	struct gw *g;
+	const char *name;
+	uint16_t port;
+	bool tls;
+	struct stream u;
+	char why[400]; /* why the upstream could not be reached */
+};
+
+static int http_forward(void *userdata, const char *buf, size_t len)
 {
-	char why[400] = "";
-	_cleanup_free_ char *head = malloc(HEAD_MAX + 1), *out = malloc(HEAD_MAX + 4096);
-	if (!head || !out)
-		return;
-	size_t hlen = 0;
-	char *end = NULL;
-	while (!end) {
-		if (hlen == HEAD_MAX) {
-			snprintf(why, sizeof(why), "http: request head larger than %d bytes", HEAD_MAX);
-			goto deny;
+	struct http_conn *hc = userdata;
+	if (hc->u.fd < 0) {
+		int fd = upstream_connect(hc->g, hc->name, hc->port, hc->why, sizeof(hc->why));
+		if (fd < 0)
+			return fd;
+		struct stream u = { fd, NULL };
+		if (hc->tls) {
+			int r = upstream_tls(hc->g, fd, hc->name, &u, hc->why, sizeof(hc->why));
+			if (r < 0)
+				return r;
 		}
-		ssize_t k = s_read(c, head + hlen, HEAD_MAX - hlen);
-		if (k <= 0)
-			return;
-		hlen += (size_t)k;
-		head[hlen] = '\0';
-		end = memmem(head, hlen, "\r\n\r\n", 4);
+		hc->u = u;
 	}
-	size_t head_len = (size_t)(end - head) + 4;
-	int olen = rewrite_head(g, name, head, head_len, out, HEAD_MAX + 4096, why, sizeof(why));
-	if (olen < 0)
-		goto deny;
-	int fd = upstream_connect(g, name, port, why, sizeof(why));
-	if (fd < 0) {
-		gw_event(g, "egress-failed", "tcp %s:%u: %s", name, port, why);
-		refuse_http(c, why);
-		explicit_bzero(out, (size_t)olen);
+	gw_throttle(hc->g, len);
+	return s_write_all(&hc->u, buf, len) < 0 ? -EPIPE : 0;
+}
+
+static void http_stripped(void *userdata, const char *header)
+{
+	struct http_conn *hc = userdata;
+	gw_event(hc->g, "egress-stripped", "http %s: the sandbox's own %s header removed", hc->name, header);
+}
+
+/* Ends what the gateway sends upstream, so the upstream answers what it has and closes. */
+static void http_upstream_done(struct http_conn *hc)
+{
+	if (hc->u.fd < 0)
 		return;
-	}
-	struct stream u = { fd, NULL };
-	if (tls && upstream_tls(g, fd, name, &u, why, sizeof(why)) < 0) {
-		gw_event(g, "egress-failed", "tcp %s:%u: %s", name, port, why);
-		refuse_http(c, why);
-		explicit_bzero(out, (size_t)olen);
+	if (hc->u.ssl)
+		SSL_shutdown(hc->u.ssl);
+	shutdown(hc->u.fd, SHUT_WR);
+}
+
+/*
+ * The sandbox's requests go through the checker; the upstream's answers come back as they are. A refusal
+ * after earlier requests went upstream is answered only once the upstream has answered those and closed
+ * (it is told nothing more will come), so the sandbox reads the answers in the order of its requests.
+ */
+static void http_serve(struct gw *g, struct stream *c, const char *name, uint16_t port, bool tls)
+{
+	static const struct gw_http_ops ops = { http_forward, http_stripped };
+	_cleanup_free_ struct gw_http_header *inj = calloc(g->n_inject + 1, sizeof(*inj));
+	_cleanup_free_ char *buf = malloc(16384);
+	if (!inj || !buf)
 		return;
+	struct gw_http_conf conf = { .name = name, .port = port, .tls = tls };
+	for (const struct gw_inject *r = rule_for(g, name, 0); r; r = rule_for(g, name, (size_t)(r - g->inject) + 1))
+		inj[conf.n_inject++] = (struct gw_http_header){ r->header, r->value };
+	conf.inject = inj;
+	conf.credentials = conf.n_inject > 0;
+	struct http_conn hc = { .g = g, .name = name, .port = port, .tls = tls, .u = { -1, NULL } };
+	struct gw_http h;
+	if (gw_http_init(&h, &conf, &ops, &hc) < 0)
+		return;
+	struct stream *s[2] = { c, &hc.u };
+	bool client_open = true, stopped = false, refused = false;
+	for (;;) {
+		bool on[2] = { client_open, hc.u.fd >= 0 };
+		if (!on[1] && (!on[0] || stopped))
+			break;
+		struct pollfd p[2];
+		int ready = -1;
+		for (int i = 0; i < 2; i++) {
+			p[i] = (struct pollfd){ .fd = on[i] ? s[i]->fd : -1, .events = POLLIN };
+			if (on[i] && s[i]->ssl && SSL_pending(s[i]->ssl) > 0)
+				ready = i;
+		}
+		if (ready < 0) {
+			int r = poll(p, 2, IDLE_TIMEOUT_MS);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			ready = (p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? 0 : 1;
+		}
+		ssize_t n = s_read(s[ready], buf, 16384);
+		if (ready == 1) {
+			/* The upstream's answers go back as they come; it ending ends the connection. */
+			if (n <= 0)
+				break;
+			gw_throttle(g, (size_t)n);
+			if (s_write_all(c, buf, (size_t)n) < 0)
+				break;
+			continue;
+		}
+		if (n <= 0) {
+			/* The sandbox is done sending: let the upstream finish its answers. */
+			client_open = false;
+			if (!refused)
+				http_upstream_done(&hc);
+			continue;
+		}
+		if (refused)
+			continue; /* nothing more goes upstream */
+		int r = gw_http_feed(&h, buf, (size_t)n);
+		if (r >= 0) {
+			/* 1: the last request (Connection: close) is through; what follows is counted and dropped. */
+			stopped |= r > 0;
+			continue;
+		}
+		stopped = true;
+		if (h.status) {
+			gw_event(g, "egress-denied", "tcp %s:%u: %s", name, port, h.why);
+			refused = true;
+			http_upstream_done(&hc);
+			continue;
+		}
+		if (hc.why[0]) {
+			gw_event(g, "egress-failed", "tcp %s:%u: %s", name, port, hc.why);
+			refuse_http(c, 502, hc.why);
+		}
+		break;
 	}
-	int r = s_write_all(&u, out, (size_t)olen);
-	explicit_bzero(out, (size_t)olen);
-	if (r == 0 && hlen > head_len)
-		r = s_write_all(&u, head + head_len, hlen - head_len);
-	if (r == 0)
-		relay(g, c, &u);
-	s_close(&u);
-	return;
-deny:
-	gw_event(g, "egress-denied", "tcp %s:%u: %s", name, port, why);
-	refuse_http(c, why);
+	if (refused)
+		refuse_http(c, h.status, h.why);
+	if (h.extra)
+		gw_event(g, "egress-denied", "tcp %s:%u: http: %llu bytes after the last request (Connection: close) dropped",
+			 name, port, (unsigned long long)h.extra);
+	gw_http_finish(&h);
+	s_close(&hc.u);
 }
 
 /* ---- one connection ----------------------------------------------------------------------------- */
@@ -445,7 +455,7 @@ void gw_conn_serve(struct gw *g, int fd)
 	if (recv(fd, &first, 1, MSG_PEEK) != 1)
 		goto out;
 	if (first != 0x16) {
-		http_forward(g, &c, name, port, false);
+		http_serve(g, &c, name, port, false);
 		goto out;
 	}
 	hello = malloc(HELLO_MAX);
@@ -456,10 +466,12 @@ void gw_conn_serve(struct gw *g, int fd)
 		goto out;
 	}
 	if (strcmp(sni, name)) {
-		gw_event(g, "egress-denied", "tls %s:%u: SNI '%s' is not the name this address stands for", name, port, sni);
+		char q[GW_QUOTE_BUF];
+		gw_event(g, "egress-denied", "tls %s:%u: SNI '%s' is not the name this address stands for", name, port,
+			 gw_quote(q, sni));
 		goto out;
 	}
-	if (!rule_for(g, name, 0)) {
+	if (passthrough(g, name)) {
 		char why[400];
 		int ufd = upstream_connect(g, name, port, why, sizeof(why));
 		if (ufd < 0) {
@@ -481,7 +493,7 @@ void gw_conn_serve(struct gw *g, int fd)
 		gw_event(g, "egress-denied", "tls %s:%u: the sandbox refused the gateway's certificate", name, port);
 		goto out;
 	}
-	http_forward(g, &c, name, port, true);
+	http_serve(g, &c, name, port, true);
 out:
 	s_close(&c);
 }

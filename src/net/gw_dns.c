@@ -3,7 +3,8 @@
  * The gateway's DNS: the sandbox's only resolver. A name the policy allows gets a synthetic address
  * (198.18.0.0/15) that stands for that name alone; every other name gets NXDOMAIN and an event. Real
  * addresses are never given out: the gateway resolves the name itself when the sandbox connects.
- * Queries are hostile input: every length is checked against the packet.
+ * Queries are hostile input: every length is checked against the packet, and a name (any bytes but '.'
+ * and NUL) reaches an event only escaped and capped (gw_quote).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -35,12 +36,24 @@ static int read_qname(const uint8_t *b, size_t len, char *out, size_t out_len)
 			return -1;
 		if (n)
 			out[n++] = '.';
-		for (uint8_t i = 0; i < l; i++)
+		for (uint8_t i = 0; i < l; i++) {
+			if (b[off + i] == 0)
+				return -1; /* would cut the name short in every string compare */
 			out[n++] = (char)tolower(b[off + i]);
+		}
 		off += l;
 	}
 	out[n] = '\0';
 	return n ? (int)off : -1;
+}
+
+/* A host name's bytes (read_qname() already checked the label lengths): letters, digits, '-', '_'. */
+static bool name_ok(const char *name)
+{
+	for (const char *p = name; *p; p++)
+		if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.')
+			return false;
+	return true;
 }
 
 /* The synthetic address for name, allocating one on first use; 0 when the table is full. */
@@ -110,15 +123,18 @@ int gw_dns_answer(struct gw *g, const uint8_t *q, size_t len, uint8_t *out, size
 	size_t nl = strlen(name);
 	if (nl && name[nl - 1] == '.')
 		name[nl - 1] = '\0';
-	if (!gw_allowed(g, name, 0)) {
-		gw_event(g, "egress-denied", "dns %s: not in the allowlist", name);
+	char quoted[GW_QUOTE_BUF];
+	/* Only a well-formed host name can be allowed: the names table feeds leaf certificates, SNI and Host
+	 * checks and events, so no byte a wildcard would let through (ESC, '/', ' ') ever enters it. */
+	if (!name_ok(name) || !gw_allowed(g, name, 0)) {
+		gw_event(g, "egress-denied", "dns %s: not in the allowlist", gw_quote(quoted, name));
 		return reply(q, qend, out, out_len, RCODE_NXDOMAIN, 0);
 	}
 	if (type != T_A)
 		return reply(q, qend, out, out_len, 0, 0); /* the name exists, with IPv4 only */
 	uint32_t a = synth_addr(g, name);
 	if (!a) {
-		gw_event(g, "egress-denied", "dns %s: too many names", name);
+		gw_event(g, "egress-denied", "dns %s: too many names", gw_quote(quoted, name));
 		return reply(q, qend, out, out_len, 2 /* SERVFAIL */, 0);
 	}
 	return reply(q, qend, out, out_len, 0, htonl(a));

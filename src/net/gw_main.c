@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * space-gateway main: build the sandbox's network (netcfg.h) in a fresh namespace, open the listeners
- * there, switch back to the host namespace for upstream connections, report "ready <pid>" on fd 3 and
- * serve until the sandbox's process ends (or SIGTERM/SIGKILL from net_sandbox_detach()).
+ * there, switch back to the host namespace for upstream connections, take a uid slot and confine itself
+ * (gw_confine.c), report "ready <pid> <uid>" on fd 3 and serve until the sandbox's process ends (or
+ * SIGKILL from net_sandbox_detach(), which frees the slot).
  *
- *   space-gateway --state DIR --sandbox ID --netns-pid PID [--tap TAP]   (configuration JSON on stdin)
+ *   space-gateway --state DIR --sandbox ID --netns-pid PID [--tap TAP] [--log-old-fd N] [--events-fd N]
+ *                 (configuration JSON on stdin; gateway.log on stderr, opened read-write for rotation)
+ *   space-gateway --describe-sandbox     (uid, capabilities and seccomp filter size, as JSON)
  *
  * --tap: the namespace of PID is a VMM's, holding the TAP of the guest's virtio-net; the veth end there
  * is wired to it instead of being configured (the guest configures its eth0 itself).
+ * --log-old-fd: gateway.log.1, where gateway.log is rotated; --events-fd: the event spool (net.h). Without
+ * them (a gateway run by hand) the log is truncated at its cap and events go to the log only.
  */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
@@ -37,51 +42,8 @@
 #include "net/net.h"
 #include "net/netcfg.h"
 #include "util/cleanup.h"
+#include "util/uidalloc.h"
 #include "util/util.h"
-
-#define EVENT_DEDUP_MS 5000
-#define EVENTS_PER_SECOND 20
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
-
-void gw_event(struct gw *g, const char *kind, const char *fmt, ...)
-{
-	char detail[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(detail, sizeof(detail), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "space-gateway %s: %s: %s\n", g->sandbox_id, kind, detail);
-	pthread_mutex_lock(&g->ev_lock);
-	int64_t now = util_wall_ms();
-	uint64_t h = fnv1a(detail) ^ fnv1a(kind);
-	bool dup = false;
-	size_t slot = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(g->recent); i++) {
-		if (g->recent[i].hash == h && now - g->recent[i].ms < EVENT_DEDUP_MS)
-			dup = true;
-		if (g->recent[i].ms < g->recent[slot].ms)
-			slot = i;
-	}
-	if (now - g->ev_window_ms >= 1000) {
-		g->ev_window_ms = now;
-		g->ev_in_window = 0;
-	}
-	if (!dup && g->ev_in_window < EVENTS_PER_SECOND && g->store) {
-		g->recent[slot].hash = h;
-		g->recent[slot].ms = now;
-		g->ev_in_window++;
-		if (store_event(g->store, g->sandbox_id, kind, detail) < 0)
-			fprintf(stderr, "space-gateway: event log: %s\n", store_errmsg(g->store));
-	}
-	pthread_mutex_unlock(&g->ev_lock);
-}
 
 bool gw_allowed(const struct gw *g, const char *host, uint16_t port)
 {
@@ -155,6 +117,7 @@ static int load_config(struct gw *g, cJSON *c, char *err, size_t len)
 			return -ENOMEM;
 	}
 	g->resolve = cJSON_DetachItemFromObjectCaseSensitive(c, "resolve");
+	g->passthrough = cJSON_DetachItemFromObjectCaseSensitive(c, "passthrough");
 	double mc = cJSON_GetNumberValue(cJSON_GetObjectItem(lim, "max_connections"));
 	double bps = cJSON_GetNumberValue(cJSON_GetObjectItem(lim, "bytes_per_second"));
 	g->max_conns = mc >= 1 ? (unsigned)mc : 64;
@@ -373,6 +336,28 @@ static void watch_packet(struct gw *g, const uint8_t *p, size_t len, const struc
 
 /* ---- main ------------------------------------------------------------------------------------------ */
 
+/* Field 22 of /proc/self/stat, as the library's core_process_start_time() reads it for any pid: with the
+ * pid it names this process in the uid slot's owner text, so a stale slot is recognised after a crash. */
+static uint64_t self_start_time(void)
+{
+	_cleanup_free_ char *buf = NULL;
+	if (util_read_file("/proc/self/stat", 4096, &buf, NULL) < 0)
+		return 0;
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* A descriptor number passed by the library, which must be open. */
+static int fd_arg(const char *s)
+{
+	uint64_t v;
+	if (util_parse_uint(s, 3, INT32_MAX, &v) < 0 || fcntl((int)v, F_GETFD) < 0)
+		return -EBADF;
+	return (int)v;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct { struct gw *g; int fd; } *a = arg;
@@ -462,16 +447,33 @@ static int run(struct gw *g, pid_t guest, int status_fd)
 		dprintf(status_fd, "error: %s: %s\n", step, strerror(-r));
 		return 1;
 	}
-	dprintf(status_fd, "ready %d\n", (int)getpid());
+	/* Everything that needs root is done: from here on the gateway reads what the sandbox sends. */
+	uint32_t uid;
+	char owner[64], err[512];
+	snprintf(owner, sizeof(owner), "pid %d %llu gateway", (int)getpid(), (unsigned long long)self_start_time());
+	if ((r = uidalloc_acquire(UIDALLOC_SINGLE, owner, &uid)) < 0) {
+		dprintf(status_fd, "error: no uid of its own under %s: %s\n", UIDALLOC_DIR, strerror(-r));
+		return 1;
+	}
+	if ((r = gw_confine(g, uid, err, sizeof(err))) < 0) {
+		/* Still root when the uid switch itself failed: the slot can go now (else the reaper frees it). */
+		if (geteuid() == 0)
+			(void)uidalloc_release(UIDALLOC_SINGLE, uid, owner);
+		dprintf(status_fd, "error: confining the gateway: %s\n", err);
+		return 1;
+	}
+	dprintf(status_fd, "ready %d %u\n", (int)getpid(), uid);
 	close(status_fd);
-	fprintf(stderr, "space-gateway %s: serving (pid %d, %zu ports)\n", g->sandbox_id, (int)getpid(), g->n_ports);
+	gw_log(g, "serving as uid %u, no capabilities, seccomp (pid %d, %zu ports)", uid, (int)getpid(), g->n_ports);
 
 	struct pollfd p[GW_MAX_PORTS + 4];
 	for (size_t i = 0; i < nfds; i++)
 		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	p[nfds] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
 	for (;;) {
-		if (poll(p, nfds + 1, -1) < 0) {
+		/* Notes of suppressed events and spool lines wait for the next second at most. */
+		int timeout = gw_log_tick(g) ? 1000 : -1;
+		if (poll(p, nfds + 1, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 1;
@@ -496,14 +498,17 @@ static int run(struct gw *g, pid_t guest, int status_fd)
 			}
 		}
 	}
-	fprintf(stderr, "space-gateway %s: sandbox ended; exiting\n", g->sandbox_id);
+	gw_log(g, "sandbox ended; exiting");
+	(void)gw_log_tick(g);
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static struct gw g = { .lock = PTHREAD_MUTEX_INITIALIZER, .ev_lock = PTHREAD_MUTEX_INITIALIZER };
-	const char *netns_pid = NULL;
+	const char *netns_pid = NULL, *log_old = NULL, *events = NULL;
+	if (argc == 2 && !strcmp(argv[1], "--describe-sandbox"))
+		return gw_describe_sandbox();
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--state"))
 			g.state_dir = argv[i + 1];
@@ -513,14 +518,28 @@ int main(int argc, char **argv)
 			netns_pid = argv[i + 1];
 		else if (!strcmp(argv[i], "--tap"))
 			g.tap = argv[i + 1];
+		else if (!strcmp(argv[i], "--log-old-fd"))
+			log_old = argv[i + 1];
+		else if (!strcmp(argv[i], "--events-fd"))
+			events = argv[i + 1];
 	}
 	uint64_t pid = 0;
 	int status_fd = 3;
 	if (fcntl(status_fd, F_GETFD) < 0)
 		status_fd = 1;
 	if (!g.state_dir || !g.sandbox_id || !netns_pid || util_parse_uint(netns_pid, 1, INT32_MAX, &pid) < 0) {
-		dprintf(status_fd, "error: usage: space-gateway --state DIR --sandbox ID --netns-pid PID [--tap TAP] < config.json\n");
+		dprintf(status_fd, "error: usage: space-gateway --state DIR --sandbox ID --netns-pid PID [--tap TAP] "
+				   "[--log-old-fd N] [--events-fd N] < config.json\n");
 		return 2;
+	}
+	int log_old_fd = log_old ? fd_arg(log_old) : -1, events_fd = events ? fd_arg(events) : -1;
+	if (log_old_fd == -EBADF || events_fd == -EBADF) {
+		dprintf(status_fd, "error: --log-old-fd / --events-fd: not an open descriptor\n");
+		return 2;
+	}
+	if (gw_log_init(&g, STDERR_FILENO, log_old_fd, events_fd) < 0) {
+		dprintf(status_fd, "error: out of memory\n");
+		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	char *text = NULL;
@@ -539,10 +558,6 @@ int main(int argc, char **argv)
 		dprintf(status_fd, "error: configuration: %s\n", err[0] ? err : strerror(-r));
 		return 2;
 	}
-	char dbp[4096];
-	snprintf(dbp, sizeof(dbp), "%s/space.db", g.state_dir);
-	if (store_open(dbp, false, &g.store, err, sizeof(err)) < 0)
-		fprintf(stderr, "space-gateway: no event log (%s)\n", err);
 	inet_pton(AF_INET, NETCFG_GUEST_ADDR, &g.guest_addr);
 	inet_pton(AF_INET, NETCFG_GW_ADDR, &g.gw_addr);
 	g.names = calloc(GW_MAX_NAMES, sizeof(*g.names));

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "proto/agent_conn.h"
+#include "proto/file_sink.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -325,8 +326,19 @@ static int stat_request(struct agent_conn *c, const char *addr, uint8_t type, co
 	return 0;
 }
 
-int agent_file_read(const char *addr, const char *path, int dst_fd, struct agent_stat *ret_st,
-		    struct agent_error *err)
+/* Refuses a file over the cap; announced: the sandbox's stat said so (nothing was streamed yet). */
+static int read_too_big(struct agent_error *err, uint64_t max, bool announced, uint64_t size)
+{
+	char cap[32], sz[32];
+	util_format_size(max, cap, sizeof(cap));
+	if (announced)
+		return agent_err(err, -EFBIG, "file is larger than the copy limit of %s (its size is %s)", cap,
+				 util_format_size(size, sz, sizeof(sz)));
+	return agent_err(err, -EFBIG, "file is larger than the copy limit of %s (the sandbox sent more)", cap);
+}
+
+int agent_file_read_opts(const char *addr, const char *path, int dst_fd, const struct agent_read_opts *o,
+			 struct agent_stat *ret_st, struct agent_error *err)
 {
 	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
 	struct proto_frame f;
@@ -334,6 +346,11 @@ int agent_file_read(const char *addr, const char *path, int dst_fd, struct agent
 	int r = stat_request(&c, addr, PROTO_FILE_READ, path, 0, &st, err);
 	if (r < 0)
 		return r;
+	/* Closing the connection (on return) stops the agent's stream: nothing more is read. */
+	if (st.size > o->max_bytes)
+		return read_too_big(err, o->max_bytes, true, st.size);
+	struct file_sink sink;
+	file_sink_init(&sink, dst_fd, o->max_bytes);
 	for (;;) {
 		r = agent_conn_next(&c, &f, 0);
 		if (r < 0)
@@ -342,13 +359,29 @@ int agent_file_read(const char *addr, const char *path, int dst_fd, struct agent
 			break;
 		if (f.type != PROTO_DATA)
 			return agent_conn_unexpected(&f, err);
-		r = util_write_all(dst_fd, f.payload, f.len);
+		r = file_sink_write(&sink, f.payload, f.len);
+		if (r == -EFBIG)
+			return read_too_big(err, o->max_bytes, false, 0);
 		if (r < 0)
 			return agent_err(err, r, "writing destination: %s", strerror(-r));
+		if (o->progress)
+			o->progress(sink.done, st.size, o->userdata);
 	}
-	if (ret_st)
+	r = file_sink_finish(&sink);
+	if (r < 0)
+		return agent_err(err, r, "writing destination: %s", strerror(-r));
+	if (ret_st) {
 		stat_from(ret_st, &st);
+		ret_st->size = sink.done;
+	}
 	return 0;
+}
+
+int agent_file_read(const char *addr, const char *path, int dst_fd, struct agent_stat *ret_st,
+		    struct agent_error *err)
+{
+	const struct agent_read_opts o = { .max_bytes = AGENT_READ_MAX_DEFAULT };
+	return agent_file_read_opts(addr, path, dst_fd, &o, ret_st, err);
 }
 
 int agent_stat(const char *addr, const char *path, bool follow, struct agent_stat *ret, struct agent_error *err)
@@ -422,6 +455,17 @@ int agent_sync(const char *addr, struct agent_error *err)
 {
 	static const uint8_t t = PROTO_SYNC;
 	return simple_request(addr, queue_empty, &t, err);
+}
+
+int agent_connect(const char *addr, int *ret_fd, struct agent_error *err)
+{
+	err_reset(err);
+	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
+	int r = agent_conn_open(&c, addr, 0, err);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(c.fd);
+	return 0;
 }
 
 int agent_shutdown(const char *addr, struct agent_error *err)

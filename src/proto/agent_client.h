@@ -108,7 +108,24 @@ struct agent_stat {
  * leaves no partial file at path. */
 int agent_file_write(const char *addr, const char *path, uint32_t mode, bool mkdir_p, int src_fd,
 		     struct agent_error *err);
-/* Streams path into dst_fd; *ret_st (may be NULL) gets its stat. */
+/* The cap of agent_file_read(): no caller gets an unbounded copy without asking for one. */
+#define AGENT_READ_MAX_DEFAULT (1ull << 30)
+
+struct agent_read_opts {
+	uint64_t max_bytes; /* the most bytes the stream may carry (UINT64_MAX: no cap); a file whose announced
+	                       size is larger is refused before any byte, a stream that goes past it is cut */
+	/* After each chunk: done bytes so far, total the announced size (a hint from the sandbox). */
+	void (*progress)(uint64_t done, uint64_t total, void *userdata);
+	void *userdata;
+};
+
+/* Streams path into dst_fd, at most o->max_bytes (-EFBIG beyond, with a message naming the cap); *ret_st
+ * (may be NULL) gets its stat as the agent announced it, except that size is the count of bytes
+ * streamed. A regular dst_fd written at or past its end keeps zero runs as holes (proto/file_sink.h).
+ * On failure, what was written to dst_fd so far stays there: the caller discards it. */
+int agent_file_read_opts(const char *addr, const char *path, int dst_fd, const struct agent_read_opts *o,
+			 struct agent_stat *ret_st, struct agent_error *err);
+/* agent_file_read_opts() capped at AGENT_READ_MAX_DEFAULT. */
 int agent_file_read(const char *addr, const char *path, int dst_fd, struct agent_stat *ret_st,
 		    struct agent_error *err);
 /* stat (follow = true) or lstat. */
@@ -123,6 +140,13 @@ int agent_mkdir(const char *addr, const char *path, uint32_t mode, bool parents,
 int agent_remove(const char *addr, const char *path, bool recursive, struct agent_error *err);
 int agent_rename(const char *addr, const char *from, const char *to, struct agent_error *err);
 int agent_sync(const char *addr, struct agent_error *err);
+/*
+ * Connects addr's transport and returns the connected descriptor (O_CLOEXEC, caller owns it) before any
+ * byte of the agent protocol: "unix:" is a plain connect; "vsock-uds:" includes the CONNECT handshake,
+ * whose one-line answer comes from the VMM, not from the sandbox. For a privileged process that hands the
+ * descriptor to a confined one, which then talks to the agent through the address "fd:N". One attempt.
+ */
+int agent_connect(const char *addr, int *ret_fd, struct agent_error *err);
 /* Sets CLOCK_REALTIME in the sandbox (VM mode; in jail mode the agent answers -EPERM). */
 int agent_set_time(const char *addr, int64_t unix_ns, struct agent_error *err);
 /* Credits len (<= PROTO_MAX_RESEED) bytes to the sandbox's entropy pool. */

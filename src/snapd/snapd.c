@@ -11,6 +11,12 @@
  * no longer running or paused, was restarted (its process changed: the restart starts a new helper), or
  * names another helper in its row; and on SIGTERM, which it only looks at between snapshots so that a
  * snapshot is never cut off half way.
+ *
+ * It keeps root for the btrfs snapshots, the store and the cgroup freezer, but never reads a byte the
+ * sandbox made: the one conversation with the sandbox's agent (SYNC before each snapshot) happens in a
+ * short-lived child that holds a uid slot of its own, no capabilities, no_new_privs and a seccomp allowlist,
+ * and that reports only an errno (src/core/autosnap_sync.c). This process itself has no seccomp filter yet:
+ * SQLite, btrfs ioctls, cgroup files and the fork of that child make its allowlist a task of its own.
  */
 #include <errno.h>
 #include <signal.h>
@@ -139,6 +145,22 @@ int main(int argc, char **argv)
 {
 	const char *state = NULL;
 	struct snapd d = { 0 };
+	/* For `space doctor --verbose`: the process that talks to the sandbox is the confined sync child; the
+	 * daemon itself stays root (no filter) but reads nothing the sandbox made. */
+	if (argc == 2 && !strcmp(argv[1], "--describe-sandbox")) {
+		int n = autosnap_sync_rule_count();
+		if (n < 0) {
+			fprintf(stderr, "space-snapd: seccomp filter: %s\n", strerror(-n));
+			return 1;
+		}
+		printf("{\"helper\":\"space-snapd\",\"uid\":\"own\",\"capabilities\":\"none\",\"no_new_privs\":true,"
+		       "\"dumpable\":false,\"seccomp\":{\"sync\":%d},\"default_action\":\"kill process\","
+		       "\"note\":\"the agent conversation runs in a child with its own uid, no capabilities and the "
+		       "rules above; the daemon that snapshots subvolumes and writes the store stays root without a "
+		       "filter and reads only the child's errno\"}\n",
+		       n);
+		return 0;
+	}
 	for (int i = 1; i + 1 < argc; i += 2) {
 		uint64_t v;
 		if (!strcmp(argv[i], "--state"))
@@ -186,6 +208,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	d.ctx = ctx;
+	ctx->sync_confined = true; /* never parse the agent's replies as root */
 	fprintf(stderr, "space-snapd: sandbox %s: a snapshot every %us, keeping %u\n", d.id, d.every_s, d.keep);
 	int rc = run(&d, &sigs);
 	space_ctx_free(ctx);

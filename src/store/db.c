@@ -2,6 +2,7 @@
 #include "store/db.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,11 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
+
 struct store {
 	sqlite3 *db;
+	struct store_events_retention keep;
 };
 
 /* How long a writer waits for the store's lock. Hundreds of sandboxes created at once on a loaded host
@@ -91,6 +95,13 @@ static const char *const migrations[] = {
 	"  sandbox_id TEXT NOT NULL,"
 	"  created_ms INTEGER NOT NULL);"
 	"CREATE INDEX sandbox_tokens_sandbox ON sandbox_tokens(sandbox_id);",
+
+	/* 4 -> 5: the machine-wide uid slot a sandbox holds (src/util/uidalloc.h: a jail's range, a VMM's
+	 * uid); 0 = none. Kept across restarts, released when the sandbox is destroyed. */
+	"ALTER TABLE sandboxes ADD COLUMN host_uid INTEGER NOT NULL DEFAULT 0;",
+
+	/* 5 -> 6: the event log's retention by age (store_events_prune) finds old rows without a scan. */
+	"CREATE INDEX events_ts ON events(ts_ms);",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -191,6 +202,41 @@ int store_migrate(sqlite3 *db, int target, char *errbuf, size_t errlen)
 	}
 }
 
+static bool retention_valid(const struct store_events_retention *r)
+{
+	return r->per_sandbox >= 1 && r->per_sandbox <= 10000000 && r->total >= 1 && r->total <= 100000000 &&
+	       r->max_age_days >= 1 && r->max_age_days <= 3650;
+}
+
+/* The defaults, or the operator's settings (store/db.h). A bad value is refused: never "no limit". */
+static int retention_from_env(struct store_events_retention *r, char *errbuf, size_t errlen)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+		uint64_t max;
+	} vars[] = {
+		{ "SPACE_EVENTS_KEEP_PER_SANDBOX", offsetof(struct store_events_retention, per_sandbox), 10000000 },
+		{ "SPACE_EVENTS_KEEP", offsetof(struct store_events_retention, total), 100000000 },
+		{ "SPACE_EVENTS_KEEP_DAYS", offsetof(struct store_events_retention, max_age_days), 3650 },
+	};
+	*r = (struct store_events_retention){ STORE_EVENTS_PER_SANDBOX_DEFAULT, STORE_EVENTS_TOTAL_DEFAULT,
+					      STORE_EVENTS_MAX_AGE_DAYS_DEFAULT };
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = secure_getenv(vars[i].name);
+		uint64_t n;
+		if (!v)
+			continue;
+		if (util_parse_uint(v, 1, vars[i].max, &n) < 0) {
+			snprintf(errbuf, errlen, "%s=%s: not a number from 1 to %llu", vars[i].name, v,
+				 (unsigned long long)vars[i].max);
+			return -EINVAL;
+		}
+		*(uint32_t *)((char *)r + vars[i].off) = (uint32_t)n;
+	}
+	return 0;
+}
+
 int store_open(const char *path, bool create, struct store **ret, char *errbuf, size_t errlen)
 {
 	if (!create && access(path, F_OK) < 0) {
@@ -228,12 +274,18 @@ int store_open(const char *path, bool create, struct store **ret, char *errbuf, 
 		sqlite3_close(db);
 		return r;
 	}
+	struct store_events_retention keep;
+	if ((r = retention_from_env(&keep, errbuf, errlen)) < 0) {
+		sqlite3_close(db);
+		return r;
+	}
 	struct store *s = calloc(1, sizeof(*s));
 	if (!s) {
 		sqlite3_close(db);
 		return -ENOMEM;
 	}
 	s->db = db;
+	s->keep = keep;
 	*ret = s;
 	return 0;
 }
@@ -314,21 +366,148 @@ int store_meta_set(struct store *s, const char *key, const char *value)
 	return rc == SQLITE_DONE ? 0 : store_errno(rc);
 }
 
+void store_events_retention(struct store *s, struct store_events_retention *ret)
+{
+	*ret = s->keep;
+}
+
+int store_events_set_retention(struct store *s, const struct store_events_retention *r)
+{
+	if (!retention_valid(r))
+		return -EINVAL;
+	s->keep = *r;
+	return 0;
+}
+
 int store_event(struct store *s, const char *sandbox_id, const char *kind, const char *detail)
 {
-	sqlite3_stmt *st;
+	return store_event_at(s, sandbox_id, kind, detail, util_wall_ms());
+}
+
+/* text cut to at most max bytes on a UTF-8 character boundary, with "..." when cut, in buf (max + 4). */
+static const char *cut_text(const char *text, size_t max, char *buf)
+{
+	size_t n = strnlen(text, max + 1);
+	if (n <= max)
+		return text;
+	n = max - 3;
+	while (n > 0 && ((unsigned char)text[n] & 0xc0) == 0x80)
+		n--; /* not inside a multi-byte character */
+	memcpy(buf, text, n);
+	memcpy(buf + n, "...", 4);
+	return buf;
+}
+
+int store_event_at(struct store *s, const char *sandbox_id, const char *kind, const char *detail, int64_t ts_ms)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
 				    "INSERT INTO events(ts_ms, sandbox_id, kind, detail) VALUES (?, ?, ?, ?)",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store_errno(rc);
-	sqlite3_bind_int64(st, 1, util_wall_ms());
+	char kbuf[STORE_EVENT_KIND_MAX + 4], dbuf[STORE_EVENT_DETAIL_MAX + 4];
+	sqlite3_bind_int64(st, 1, ts_ms);
 	if (sandbox_id)
 		sqlite3_bind_text(st, 2, sandbox_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, cut_text(kind, STORE_EVENT_KIND_MAX, kbuf), -1, SQLITE_STATIC);
 	if (detail)
-		sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, cut_text(detail, STORE_EVENT_DETAIL_MAX, dbuf), -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+	if (rc != SQLITE_DONE)
+		return store_errno(rc);
+	/* Every Nth row by seq, whichever process adds it: the log stays near its bounds at a small cost. */
+	if (sqlite3_last_insert_rowid(s->db) % STORE_EVENTS_PRUNE_EVERY == 0) {
+		int r = store_events_prune(s, sandbox_id);
+		return r < 0 ? r : 0;
+	}
+	return 0;
+}
+
+
+/* Runs sql (one statement) with up to two text and two integer parameters (?1 ?2 text, ?3 ?4 integers);
+ * returns the number of rows it changed, or -errno. */
+static int events_delete(struct store *s, const char *sql, const char *t1, int64_t i3, int64_t i4)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	if (t1)
+		sqlite3_bind_text(st, 1, t1, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, i3);
+	sqlite3_bind_int64(st, 4, i4);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? sqlite3_changes(s->db) : store_errno(rc);
+}
+
+/* The rows of one sandbox beyond its newest per_sandbox (an index walk of events_sandbox). */
+static int prune_sandbox(struct store *s, const char *sandbox_id)
+{
+	return events_delete(s,
+			     "DELETE FROM events WHERE sandbox_id = ?1 AND seq <= (SELECT seq FROM events"
+			     " WHERE sandbox_id = ?1 ORDER BY seq DESC LIMIT 1 OFFSET ?3)",
+			     sandbox_id, s->keep.per_sandbox, 0);
+}
+
+int store_events_prune(struct store *s, const char *sandbox_id)
+{
+	int r, n = 0;
+	if (sandbox_id) {
+		if ((r = prune_sandbox(s, sandbox_id)) < 0)
+			return r;
+		n += r;
+	} else {
+		/* Every sandbox over its share; the ids first, the deletes after (no table changed under a read). */
+		_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(s->db,
+					    "SELECT sandbox_id FROM events WHERE sandbox_id IS NOT NULL"
+					    " GROUP BY sandbox_id HAVING count(*) > ?",
+					    -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return store_errno(rc);
+		sqlite3_bind_int64(st, 1, s->keep.per_sandbox);
+		size_t cnt = 0, cap = 0;
+		char **ids = NULL;
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (cnt == cap) {
+				char **nids = realloc(ids, (cap = cap ? 2 * cap : 16) * sizeof(*ids));
+				if (!nids) {
+					rc = SQLITE_NOMEM;
+					break;
+				}
+				ids = nids;
+			}
+			if (!(ids[cnt] = strdup((const char *)sqlite3_column_text(st, 0)))) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			cnt++;
+		}
+		r = rc == SQLITE_DONE ? 0 : store_errno(rc);
+		for (size_t i = 0; i < cnt; i++) {
+			if (r >= 0 && (r = prune_sandbox(s, ids[i])) >= 0)
+				n += r;
+			free(ids[i]);
+		}
+		free(ids);
+		if (r < 0)
+			return r;
+	}
+	if ((r = events_delete(s, "DELETE FROM events WHERE seq <= (SELECT seq FROM events ORDER BY seq DESC"
+				  " LIMIT 1 OFFSET ?3)",
+			       NULL, s->keep.total, 0)) < 0)
+		return r;
+	n += r;
+	int64_t cutoff = util_wall_ms() - (int64_t)s->keep.max_age_days * 24 * 3600 * 1000;
+	if ((r = events_delete(s, "DELETE FROM events WHERE ts_ms < ?3", NULL, cutoff, 0)) < 0)
+		return r;
+	return n + r;
+}
+
+int store_events_remove(struct store *s, const char *sandbox_id)
+{
+	if (!sandbox_id)
+		return -EINVAL;
+	return events_delete(s, "DELETE FROM events WHERE sandbox_id = ?1", sandbox_id, 0, 0);
 }

@@ -16,7 +16,7 @@
 struct store;
 
 /* The schema version this build writes. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 6
 
 /*
  * Opens (with create: creates) the store at path and migrates it to STORE_SCHEMA_VERSION.
@@ -48,8 +48,44 @@ int store_exec(struct store *s, const char *sql);
 int store_meta_get(struct store *s, const char *key, char **ret);
 int store_meta_set(struct store *s, const char *key, const char *value);
 
-/* Appends to the event log (inside or outside a transaction). sandbox_id may be NULL. */
+/*
+ * The event log. A sandbox makes rows in it (its gateway's refusals, its lifecycle), so it is bounded:
+ * at most per_sandbox rows per sandbox and total rows in all, the newest kept, and none older than
+ * max_age_days. Pruned in the transaction of every STORE_EVENTS_PRUNE_EVERY-th insert (by the rows' seq,
+ * so across processes), and by store_events_prune; a sandbox's rows go with it (store_events_remove).
+ * Defaults, or the operator's settings $SPACE_EVENTS_KEEP_PER_SANDBOX, $SPACE_EVENTS_KEEP and
+ * $SPACE_EVENTS_KEEP_DAYS, read by store_open (which refuses a value that does not parse or is out of
+ * range, rather than run unbounded).
+ */
+#define STORE_EVENTS_PER_SANDBOX_DEFAULT 10000u
+#define STORE_EVENTS_TOTAL_DEFAULT 100000u
+#define STORE_EVENTS_MAX_AGE_DAYS_DEFAULT 30u
+#define STORE_EVENTS_PRUNE_EVERY 128
+#define STORE_EVENT_KIND_MAX 64     /* bytes kept of an event's kind */
+#define STORE_EVENT_DETAIL_MAX 1024 /* bytes kept of its detail (cut on a UTF-8 boundary, "..." appended) */
+
+struct store_events_retention {
+	uint32_t per_sandbox;  /* 1..10,000,000 */
+	uint32_t total;        /* 1..100,000,000 */
+	uint32_t max_age_days; /* 1..3650 */
+};
+
+/* The retention in force on s; set replaces it (-EINVAL for a value out of the ranges above). */
+void store_events_retention(struct store *s, struct store_events_retention *ret);
+int store_events_set_retention(struct store *s, const struct store_events_retention *r);
+
+/* Appends to the event log (inside or outside a transaction). sandbox_id may be NULL. kind and detail are
+ * cut to STORE_EVENT_KIND_MAX and STORE_EVENT_DETAIL_MAX bytes. */
 int store_event(struct store *s, const char *sandbox_id, const char *kind, const char *detail);
+/* The same with the time it happened (an event collected later, e.g. from the gateway's spool). */
+int store_event_at(struct store *s, const char *sandbox_id, const char *kind, const char *detail, int64_t ts_ms);
+
+/* Applies the retention now: to sandbox_id's rows (NULL: to every sandbox's), then the total and the age.
+ * Inside or outside a transaction. Returns the number of rows deleted, or -errno. */
+int store_events_prune(struct store *s, const char *sandbox_id);
+
+/* Deletes every event of sandbox_id (the sandbox is removed). Returns the number of rows, or -errno. */
+int store_events_remove(struct store *s, const char *sandbox_id);
 
 /* The last SQLite error message of this connection. */
 const char *store_errmsg(struct store *s);

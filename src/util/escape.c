@@ -57,7 +57,7 @@ size_t util_escape_text(char *out, size_t outlen, const char *in, size_t len, un
 	while (i < len) {
 		uint32_t cp = 0;
 		size_t n = utf8_seq(s + i, len - i, &cp);
-		if (n == 1 && cp == '\\') {
+		if (n == 1 && cp == '\\' && !(flags & UTIL_ESC_KEEP_BACKSLASH)) {
 			if (o + 2 >= outlen)
 				break;
 			out[o++] = '\\', out[o++] = '\\';
@@ -118,7 +118,7 @@ char *util_utf8_sanitize(const char *in, size_t len)
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		size_t n = utf8_seq(s + i, len - i, &cp);
-		if (n == 0) {
+		if (n == 0 || s[i] == 0) {
 			memcpy(o, "\xef\xbf\xbd", 3);
 			o += 3;
 			i++;
@@ -130,4 +130,85 @@ char *util_utf8_sanitize(const char *in, size_t len)
 	}
 	*o = '\0';
 	return out;
+}
+
+/* One pass of util_json_terminal_safe: writes to out when non-NULL; returns the output length. */
+static size_t json_safe_pass(const unsigned char *s, size_t len, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = utf8_seq(s + i, len - i, &cp);
+		if (n == 0 || s[i] == 0) {
+			if (out)
+				memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		} else if (cp == 0x7f || (cp >= 0x80 && cp <= 0x9f)) {
+			if (out) {
+				memcpy(out + o, "\\u00", 4);
+				out[o + 4] = hex[cp >> 4], out[o + 5] = hex[cp & 15];
+			}
+			o += 6;
+			i += n;
+		} else {
+			if (out)
+				memcpy(out + o, s + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	return o;
+}
+
+char *util_json_terminal_safe(const char *json, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)json;
+	if (len > (SIZE_MAX - 1) / 6)
+		return NULL;
+	/* Sized exactly (server answers can be large): each byte becomes at most 6. */
+	size_t n = json_safe_pass(s, len, NULL);
+	char *out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	json_safe_pass(s, len, out);
+	out[n] = '\0';
+	return out;
+}
+
+/* Whether the second byte b of a sequence led by lead is in range (overlong, surrogate, > U+10FFFF). */
+static bool second_ok(unsigned char lead, unsigned char b)
+{
+	switch (lead) {
+	case 0xe0: return b >= 0xa0 && b <= 0xbf;
+	case 0xed: return b >= 0x80 && b <= 0x9f;
+	case 0xf0: return b >= 0x90 && b <= 0xbf;
+	case 0xf4: return b >= 0x80 && b <= 0x8f;
+	default: return (b & 0xc0) == 0x80;
+	}
+}
+
+size_t util_utf8_partial_tail(const char *in, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	for (size_t k = 1; k <= 3 && k <= len; k++) {
+		unsigned char lead = s[len - k];
+		size_t need = lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3
+			    : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+		if (need == 0) {
+			if ((lead & 0xc0) == 0x80)
+				continue; /* a continuation byte: the lead may be further back */
+			return 0;
+		}
+		if (need <= k)
+			return 0; /* complete (valid or not): nothing to wait for */
+		if (k >= 2 && !second_ok(lead, s[len - k + 1]))
+			return 0;
+		for (size_t i = 2; i < k; i++)
+			if ((s[len - k + i] & 0xc0) != 0x80)
+				return 0;
+		return k;
+	}
+	return 0;
 }

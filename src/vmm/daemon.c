@@ -7,6 +7,11 @@
  * the process that created it, so the VM is made in the jail's setup step, in the child, while it is
  * still root and sees the host's files) -> drop privileges -> start the control thread -> seccomp ->
  * report "ok" -> run until the guest ends.
+ *
+ * Why it ended goes to --status FILE (besides a "space-vmm: " line in the log for people): the log also
+ * holds the guest's serial console, so a guest could print any "space-vmm: " line there; the status file
+ * is written only by this program (opened by root before the jail, the supervisor adds the signal that
+ * killed the VMM). The library reads the reason from it (src/core/vm_backend.c).
  */
 #include "vmm/daemon.h"
 
@@ -27,6 +32,7 @@
 #include <unistd.h>
 
 #include "devices/tap.h"
+#include "util/caplog.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 #include "vmm/sandbox.h"
@@ -41,6 +47,8 @@
 
 struct run_opts {
 	const char *kernel, *initrd, *cmdline, *control, *log;
+	const char *status;  /* --status FILE: why the VMM ended, one line each, written only by the VMM */
+	uint64_t log_max;    /* --log-max: the log and its older part FILE.1 together (util/caplog.h) */
 	const char *restore; /* a snapshot to restore instead of a kernel to boot */
 	char *disks[RUN_MAX_DISKS];
 	unsigned ndisks;
@@ -59,6 +67,7 @@ struct run_opts {
 
 struct daemon {
 	int kvm_fd, log_fd;
+	int log_old_fd; /* FILE.1 of the console log's cap */
 	struct vm *vm;
 	int ctl_fd;
 	uint64_t started_ns;
@@ -70,13 +79,28 @@ static const char run_usage[] =
 	"                     --control SOCK --log FILE\n"
 	"                     [--disk FILE[:ro]]... [--cpus N] [--memory MIB] [--rng] [--vsock CID:PATH]\n"
 	"                     [--net TAP]\n"
-	"                     [--ready-fd N [--gate]] [--foreground] [--no-seccomp]\n"
+	"                     [--ready-fd N [--gate]] [--status FILE] [--log-max BYTES] [--foreground]\n"
+	"                     [--no-seccomp]\n"
 	"                     [--jail-root DIR --jail-uid N --jail-gid N [--jail-bind PATH]... [--netns]]\n";
 
-/* One "space-vmm: ..." line on stderr (the log once detached) and, when ready_fd is open, the
- * "error <reason>" report there. Returns status. */
-static int fail_report(int *ready_fd, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail_report(int *ready_fd, int status, const char *fmt, ...)
+/* The line "<msg>\n" in the status file (when open); never more than one line, whatever msg holds. */
+static void status_line(int status_fd, const char *msg)
+{
+	if (status_fd < 0)
+		return;
+	char line[512];
+	size_t n = strcspn(msg, "\n");
+	n = n < sizeof(line) - 1 ? n : sizeof(line) - 2;
+	memcpy(line, msg, n);
+	line[n++] = '\n';
+	(void)util_write_all(status_fd, line, n);
+}
+
+/* One "space-vmm: ..." line on stderr (the log once detached), the reason in the status file and, when
+ * ready_fd is open, the "error <reason>" report there. Returns status. */
+static int fail_report(int *ready_fd, int status_fd, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int fail_report(int *ready_fd, int status_fd, int status, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -84,6 +108,7 @@ static int fail_report(int *ready_fd, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "space-vmm: %s\n", msg);
+	status_line(status_fd, msg);
 	if (*ready_fd >= 0) {
 		char line[600];
 		int n = snprintf(line, sizeof(line), "error %s\n", msg);
@@ -108,9 +133,11 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		{ "jail-gid", required_argument, NULL, 'G' }, { "jail-bind", required_argument, NULL, 'B' },
 		{ "netns", no_argument, NULL, 'N' },          { "help", no_argument, NULL, 'h' },
 		{ "net", required_argument, NULL, 'n' },      { "restore", required_argument, NULL, 'T' },
+		{ "status", required_argument, NULL, 'X' },   { "log-max", required_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	*o = (struct run_opts){ .cmdline = "console=ttyS0", .cpus = 1, .mem_mib = 256, .seccomp = true,
+				.log_max = CAPLOG_DEFAULT_MAX,
 				.ready_fd = -1, .uid = UINT64_MAX, .gid = UINT64_MAX };
 	uint64_t v;
 	int c;
@@ -130,6 +157,7 @@ static int parse(int argc, char **argv, struct run_opts *o)
 		case 'N': o->netns = true; break;
 		case 'n': o->net = optarg; break;
 		case 'T': o->restore = optarg; break;
+		case 'X': o->status = optarg; break;
 		case 'h': return 1;
 		case 'd':
 			if (o->ndisks == RUN_MAX_DISKS)
@@ -147,6 +175,12 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'm':
 			if (util_parse_uint(optarg, 16, 1u << 20, &o->mem_mib) < 0)
+				return -EINVAL;
+			break;
+		case 'L':
+			/* The guest writes the console: its log is always capped, within sane bounds. */
+			if (util_parse_size(optarg, &o->log_max) < 0 || o->log_max < CAPLOG_MIN_MAX ||
+			    o->log_max > CAPLOG_MAX_MAX)
 				return -EINVAL;
 			break;
 		case 'R':
@@ -220,10 +254,11 @@ static int detach(int log_fd)
 
 /*
  * Forks; the child goes on to run the VM, the parent only waits for it and, when it was killed by a
- * signal (directly, or as the jail's waiter reports it: 128 + signal), writes "space-vmm: killed by
- * signal N (name)" to the log, which then holds the reason of even a SIGKILL. Returns in the child.
+ * signal (directly, or as the jail's waiter reports it: 128 + signal), writes "killed by signal N (name)"
+ * to the status file (and "space-vmm: killed by ..." to the log), which then hold the reason of even a
+ * SIGKILL. Returns in the child.
  */
-static int supervise(int log_fd, int keep_fds[], size_t nkeep)
+static int supervise(int log_fd, int status_fd, int keep_fds[], size_t nkeep)
 {
 	pid_t pid = fork();
 	if (pid < 0)
@@ -237,8 +272,12 @@ static int supervise(int log_fd, int keep_fds[], size_t nkeep)
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	int sig = WIFSIGNALED(st) ? WTERMSIG(st) : WIFEXITED(st) && WEXITSTATUS(st) > 128 ? WEXITSTATUS(st) - 128 : 0;
-	if (sig)
-		dprintf(log_fd, "space-vmm: killed by signal %d (%s)\n", sig, strsignal(sig));
+	if (sig) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "killed by signal %d (%s)", sig, strsignal(sig));
+		dprintf(log_fd, "space-vmm: %s\n", msg);
+		status_line(status_fd, msg);
+	}
 	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + sig);
 }
 
@@ -455,6 +494,8 @@ static int vm_setup(void *userdata, char *err, size_t errlen)
 		 * order as when it was taken (the library starts every VM with the same device options). */
 		struct vm_restore_config rc = VM_RESTORE_CONFIG_INIT;
 		rc.console_log_fd = d->log_fd;
+		rc.console_log_old_fd = d->log_old_fd;
+		rc.console_log_max = o->log_max;
 		rc.kvm_fd = d->kvm_fd;
 		rc.add_devices = restore_devices;
 		rc.userdata = (void *)o;
@@ -464,6 +505,8 @@ static int vm_setup(void *userdata, char *err, size_t errlen)
 	cfg.cpus = (unsigned)o->cpus;
 	cfg.mem_bytes = o->mem_mib << 20;
 	cfg.console_log_fd = d->log_fd;
+	cfg.console_log_old_fd = d->log_old_fd;
+	cfg.console_log_max = o->log_max;
 	cfg.kvm_fd = d->kvm_fd;
 	int r = vm_create(&cfg, &d->vm, err, errlen);
 	if (r < 0)
@@ -481,7 +524,7 @@ static int vm_setup(void *userdata, char *err, size_t errlen)
 int vmm_daemon_main(int argc, char **argv)
 {
 	struct run_opts o;
-	int ready = -1;
+	int ready = -1, status_fd = -1;
 	int r = parse(argc, argv, &o);
 	if (r != 0) {
 		fputs(run_usage, r > 0 ? stdout : stderr);
@@ -489,30 +532,50 @@ int vmm_daemon_main(int argc, char **argv)
 	}
 	ready = o.ready_fd;
 	if (ready >= 0 && fcntl(ready, F_SETFD, FD_CLOEXEC) < 0)
-		return fail_report(&ready, 2, "--ready-fd %d is not open", ready);
-	_cleanup_close_ int log_fd = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		return fail_report(&ready, status_fd, 2, "--ready-fd %d is not open", ready);
+	_cleanup_close_ int status_owned = -1;
+	if (o.status) {
+		/* Opened first, so that every later failure has its reason there. A new file, not the old one
+		 * truncated: the supervisor of a VMM this one replaces (a restart) may still write to that. */
+		(void)unlink(o.status);
+		status_owned = open(o.status, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (status_owned < 0)
+			return fail_report(&ready, status_fd, 1, "cannot open status file %s: %s", o.status,
+					   strerror(errno));
+		status_fd = status_owned;
+		vmm_seccomp_set_report_fd(status_fd);
+	}
+	/* The guest's console goes to the log, capped (devices/serial.h): readable for the rotation's copy, and
+	 * its older part FILE.1 opened now, since the jailed VMM can open nothing later. */
+	_cleanup_close_ int log_fd = open(o.log, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (log_fd < 0)
-		return fail_report(&ready, 1, "cannot open log %s: %s", o.log, strerror(errno));
+		return fail_report(&ready, status_fd, 1, "cannot open log %s: %s", o.log, strerror(errno));
+	char old_path[4096];
+	if ((size_t)snprintf(old_path, sizeof(old_path), "%s.1", o.log) >= sizeof(old_path))
+		return fail_report(&ready, status_fd, 1, "log path too long: %s", o.log);
+	_cleanup_close_ int log_old_fd = open(old_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (log_old_fd < 0)
+		return fail_report(&ready, status_fd, 1, "cannot open log %s: %s", old_path, strerror(errno));
 	if (o.gate) {
 		/* The caller moves us into the sandbox's cgroup, then says go: every later fork and page is
 		 * accounted there. */
 		char go;
 		if (read(ready, &go, 1) != 1)
-			return fail_report(&ready, 1, "the caller went away before starting the VM");
+			return fail_report(&ready, status_fd, 1, "the caller went away before starting the VM");
 	}
 	_cleanup_close_ int kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (kvm_fd < 0)
-		return fail_report(&ready, 1, "cannot open /dev/kvm: %s", strerror(errno));
+		return fail_report(&ready, status_fd, 1, "cannot open /dev/kvm: %s", strerror(errno));
 	_cleanup_close_ int ctl_fd = listen_control(o.control);
 	if (ctl_fd < 0)
-		return fail_report(&ready, 1, "cannot listen on %s: %s", o.control, strerror(-ctl_fd));
+		return fail_report(&ready, status_fd, 1, "cannot listen on %s: %s", o.control, strerror(-ctl_fd));
 	if (!o.foreground && (r = detach(log_fd)) < 0)
-		return fail_report(&ready, 1, "cannot detach: %s", strerror(-r));
+		return fail_report(&ready, status_fd, 1, "cannot detach: %s", strerror(-r));
 	int child_fds[] = { ready, kvm_fd, ctl_fd };
-	if (!o.foreground && (r = supervise(log_fd, child_fds, ARRAY_SIZE(child_fds))) < 0)
-		return fail_report(&ready, 1, "cannot fork: %s", strerror(-r));
+	if (!o.foreground && (r = supervise(log_fd, status_fd, child_fds, ARRAY_SIZE(child_fds))) < 0)
+		return fail_report(&ready, status_fd, 1, "cannot fork: %s", strerror(-r));
 
-	struct daemon d = { .kvm_fd = kvm_fd, .log_fd = log_fd, .ctl_fd = ctl_fd, .o = &o };
+	struct daemon d = { .kvm_fd = kvm_fd, .log_fd = log_fd, .log_old_fd = log_old_fd, .ctl_fd = ctl_fd, .o = &o };
 	char err[256] = "";
 	if (o.jail_root) {
 		const char *binds[RUN_MAX_BINDS + 1] = { 0 };
@@ -533,7 +596,7 @@ int vmm_daemon_main(int argc, char **argv)
 		r = vm_setup(&d, err, sizeof(err));
 	}
 	if (r < 0)
-		return fail_report(&ready, 1, "%s", err[0] ? err : strerror(-r));
+		return fail_report(&ready, status_fd, 1, "%s", err[0] ? err : strerror(-r));
 	close(TAKE_FD(kvm_fd));
 	struct vm *vm = d.vm;
 	d.started_ns = util_now_ns();
@@ -545,10 +608,10 @@ int vmm_daemon_main(int argc, char **argv)
 	int e = pthread_create(&ctl, NULL, control_thread, &d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
-		return fail_report(&ready, 1, "cannot start the control thread: %s", strerror(e));
+		return fail_report(&ready, status_fd, 1, "cannot start the control thread: %s", strerror(e));
 	/* Every resource is held now: from here on the process may only run this VM. */
 	if (o.seccomp && (r = vmm_seccomp_apply(VMM_THREAD_MAIN, err, sizeof(err))) < 0)
-		return fail_report(&ready, 1, "cannot install the seccomp filter: %s", err[0] ? err : strerror(-r));
+		return fail_report(&ready, status_fd, 1, "cannot install the seccomp filter: %s", err[0] ? err : strerror(-r));
 	fprintf(stderr, "space-vmm: running (pid %d, %llu vCPUs, %llu MiB)\n", (int)getpid(),
 		(unsigned long long)o.cpus, (unsigned long long)o.mem_mib);
 	if (ready >= 0) {
@@ -561,9 +624,11 @@ int vmm_daemon_main(int argc, char **argv)
 	struct vm_outcome out;
 	if ((r = vm_run(vm, 0, &out)) < 0) {
 		fprintf(stderr, "space-vmm: %s\n", vm_error(vm));
+		status_line(status_fd, vm_error(vm));
 		return 1;
 	}
 	fprintf(stderr, "space-vmm: %s\n", out.detail);
+	status_line(status_fd, out.detail);
 	/* Exit without tearing the VM down: the kernel frees it faster than vm_destroy, and the control
 	 * thread may still be inside a request. */
 	return out.reason == VM_EXIT_POWEROFF ? 0 : 1;

@@ -60,6 +60,7 @@ static const char usage_text[] =
 	"       space-vmm acpi-dump DIR [--cpus N] [--disks K]\n"
 	"       space-vmm probe   (times guest ring-0 code; prints JSON)\n"
 	"       space-vmm seccomp-info   (rules per thread role; prints JSON)\n"
+	"       space-vmm --describe-sandbox   (uid, capabilities, seccomp rules; JSON for space doctor)\n"
 	"       space-vmm --version | --help\n";
 
 static int usage(void)
@@ -152,7 +153,9 @@ static int boot_setup(void *userdata, char *err, size_t errlen)
 	}
 	if (a->restore) {
 		/* The devices come back in the same order through boot_add_devices. */
+		/* boot's --console-log is the operator's own file, watched in the foreground: uncapped. */
 		struct vm_restore_config rc = { .console_fd = a->cfg.console_fd, .console_log_fd = a->cfg.console_log_fd,
+						.console_log_old_fd = -1, .console_log_max = 0,
 						.kvm_fd = a->cfg.kvm_fd, .add_devices = boot_add_devices, .userdata = a };
 		return vm_create_from_snapshot(a->restore, &rc, &a->vm, err, errlen);
 	}
@@ -436,6 +439,16 @@ int main(int argc, char **argv)
 		return cmd_acpi_dump(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "probe") == 0)
 		return vmm_probe_main(argc - 1, argv + 1);
+	if (argc == 2 && strcmp(argv[1], "--describe-sandbox") == 0) {
+		/* For `space doctor --verbose`: how `run` confines itself (src/vmm/jail.c, sandbox.c). */
+		printf("{\"helper\":\"space-vmm\",\"uid\":\"own\",\"capabilities\":\"none\",\"no_new_privs\":true,"
+		       "\"dumpable\":false,\"seccomp\":{");
+		for (int role = 0; role < VMM_THREAD_ROLES; role++)
+			printf("%s\"%s\":%zu", role ? "," : "", vmm_seccomp_role_name((enum vmm_thread_role)role),
+			       vmm_seccomp_rule_count((enum vmm_thread_role)role));
+		printf("},\"default_action\":\"kill process\"}\n");
+		return 0;
+	}
 	if (argc >= 2 && strcmp(argv[1], "seccomp-info") == 0) {
 		/* The size of each thread role's allowlist, for `space doctor --verbose`. */
 		printf("{");

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "util/cleanup.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(void, seccomp_release)
@@ -63,7 +64,10 @@ static const struct rule {
 	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_CLOCK, "snapshot: kvmclock" },
 	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_GET_MSR_INDEX_LIST, "snapshot: which MSRs to save" },
 	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_CHECK_EXTENSION, "snapshot: which state sections KVM has" },
-	{ SCMP_SYS(ftruncate), C, ARGS_ANY, 0, "snapshot: size the file passed in (holes for zero pages)" },
+	{ SCMP_SYS(ftruncate), V | C, ARGS_ANY, 0,
+	  "snapshot: size the file passed in (holes for zero pages); console log cap: a rotation empties the "
+	  "log and cuts its older part (util/caplog.h; the serial port is written from vCPU threads, and "
+	  "flushed by the control thread's snapshot)" },
 	{ SCMP_SYS(ioctl), V | D, ARG1_EQ, KVM_IRQ_LINE, "edge interrupts of the serial port and i8042" },
 	{ SCMP_SYS(ioctl), C, ARG1_EQ, KVM_KVMCLOCK_CTRL, "pause: tell the guest its clock was stopped" },
 	/* Memory: no executable mappings, ever (the guest's RAM is mapped before the filter). */
@@ -78,8 +82,9 @@ static const struct rule {
 	{ SCMP_SYS(write), ALL, ARGS_ANY, 0, "console, console log, eventfds (irqfd, stop), stderr" },
 	{ SCMP_SYS(writev), ALL, ARGS_ANY, 0, "stdio on stderr" },
 	{ SCMP_SYS(readv), V | D, ARGS_ANY, 0, "virtio-vsock: host socket bytes into guest buffers" },
-	{ SCMP_SYS(pread64), V, ARGS_ANY, 0, "virtio-blk reads" },
-	{ SCMP_SYS(pwrite64), V | C, ARGS_ANY, 0, "virtio-blk writes; snapshot: the file passed in" },
+	{ SCMP_SYS(pread64), V | C, ARGS_ANY, 0, "virtio-blk reads; console log cap: a rotation copies the log" },
+	{ SCMP_SYS(pwrite64), V | C, ARGS_ANY, 0,
+	  "virtio-blk writes; snapshot: the file passed in; console log cap: the copy into the older part" },
 	{ SCMP_SYS(preadv), V, ARGS_ANY, 0, "virtio-blk scattered reads" },
 	{ SCMP_SYS(pwritev), V, ARGS_ANY, 0, "virtio-blk scattered writes" },
 	{ SCMP_SYS(preadv2), V, ARGS_ANY, 0, "virtio-blk scattered reads (glibc)" },
@@ -132,12 +137,18 @@ static const struct rule {
 /* The reporter ends the process with this call, which every filter kills: nothing else uses it. */
 #define KILL_SYSCALL SCMP_SYS(kexec_load)
 
-/* Sanitizer runtimes (LeakSanitizer's stop-the-world clone, report writing) need far more than a VMM. */
+/*
+ * Sanitizer runtimes (LeakSanitizer's stop-the-world clone, report writing) need far more than a VMM: a
+ * sanitized *test* build (meson -Dtest_switches=true) runs without the filter. Any other build installs
+ * it, sanitized or not: nothing but the build options can take the filter away.
+ */
+#if HAVE_TEST_SWITCHES
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SANDBOX_SANITIZED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
 #define SANDBOX_SANITIZED 1
+#endif
 #endif
 #endif
 
@@ -151,6 +162,7 @@ static struct sock_fprog role_prog[VMM_THREAD_ROLES];
 static atomic_bool armed;
 static atomic_bool reporter_ready;
 static unsigned test_forbidden; /* roles whose threads make the forbidden call (the test hook) */
+static int report_fd = -1;      /* the daemon's status file: the reporter's line goes there too */
 static __thread int thread_role = -1;
 static __thread bool thread_narrowed;
 
@@ -282,6 +294,9 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	n = put(msg, n, sizeof(msg), thread_role >= 0 ? vmm_seccomp_role_name(thread_role) : "main");
 	n = put(msg, n, sizeof(msg), " thread\n");
 	ssize_t w = write(STDERR_FILENO, msg, n);
+	/* The status file gets the reason without the "space-vmm: " prefix (the library's format). */
+	if (report_fd >= 0)
+		w = write(report_fd, msg + 11, n - 11);
 	(void)w;
 	syscall(SYS_kexec_load, 0, 0, NULL, 0); /* killed here: SIGSYS for the whole process */
 	_exit(128 + SIGSYS);                    /* not reached */
@@ -327,9 +342,11 @@ int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen)
 		for (int k = VMM_THREAD_VCPU; k < VMM_THREAD_ROLES; k++)
 			if (!role_prog[k].filter && (r = compile(k, &role_prog[k], err, errlen)) < 0)
 				return r;
+#if HAVE_TEST_SWITCHES
 		const char *t = getenv("SPACE_VMM_TEST_FORBIDDEN_SYSCALL");
 		/* "1": vCPU and device threads; "device": device threads only (vCPU threads start first). */
 		test_forbidden = !t ? 0 : strcmp(t, "1") == 0 ? V | D : strcmp(t, "device") == 0 ? D : 0;
+#endif
 	}
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
 	if ((r = build(role, &ctx, err, errlen)) < 0)
@@ -367,6 +384,11 @@ int vmm_seccomp_thread_enter(enum vmm_thread_role role)
 		execve("/", argv, argv + 1);
 	}
 	return 0;
+}
+
+void vmm_seccomp_set_report_fd(int fd)
+{
+	report_fd = fd;
 }
 
 int vmm_sandbox_apply(void)

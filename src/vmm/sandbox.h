@@ -15,7 +15,8 @@
  * (the filters answer with SECCOMP_RET_TRAP; the SIGSYS reporter cannot be replaced or masked, and ends
  * the process through a syscall every filter answers with SECCOMP_RET_KILL_PROCESS).
  *
- * Sanitizer builds (ASan/TSan/MSan) install nothing: their runtimes need far more than a VMM.
+ * Sanitizer builds (ASan/TSan/MSan) that are test builds (meson -Dtest_switches=true) install nothing: their
+ * runtimes need far more than a VMM. Every other build installs the filters.
  */
 #pragma once
 
@@ -33,7 +34,7 @@ enum vmm_thread_role {
 /*
  * Installs the filter of ROLE on the calling thread (MAIN: on every thread of the process, and arms
  * vmm_seccomp_thread_enter). Returns 0 or -errno; on failure writes a reason to err (errlen bytes,
- * NUL-terminated). Nothing is installed in sanitizer builds (returns 0).
+ * NUL-terminated). Nothing is installed in sanitized test builds (returns 0).
  */
 int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen);
 
@@ -41,7 +42,8 @@ int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen);
  * For thread entry points (and event loops, after each wake-up): once the process filter is in place
  * (MAIN applied), installs ROLE's filter on the calling thread, once per thread; before that, and with
  * --no-seccomp, does nothing. Returns 0 or -errno; a thread that gets an error must not run guest work.
- * Test hook: with SPACE_VMM_TEST_FORBIDDEN_SYSCALL=1 in the environment when MAIN was applied, a VCPU or
+ * Test hook, in test builds only (meson -Dtest_switches=true; release builds do not read the variable):
+ * with SPACE_VMM_TEST_FORBIDDEN_SYSCALL=1 in the environment when MAIN was applied, a VCPU or
  * DEVICE thread then calls execve(), which its filter forbids: the process must die with SIGSYS. With
  * the value "device", only DEVICE threads do (vCPU threads start first, so "1" always names a vCPU).
  */
@@ -52,6 +54,13 @@ size_t vmm_seccomp_rule_count(enum vmm_thread_role role);
 
 /* "main", "vCPU", "device", "control". */
 const char *vmm_seccomp_role_name(enum vmm_thread_role role);
+
+/*
+ * The descriptor of the daemon's status file (--status): the SIGSYS reporter writes its line there too,
+ * without the "space-vmm: " prefix, so the reason of a seccomp kill reaches the library on a channel the
+ * guest cannot write. -1 (the default): stderr only. Call before vmm_seccomp_apply.
+ */
+void vmm_seccomp_set_report_fd(int fd);
 
 /* vmm_seccomp_apply(VMM_THREAD_MAIN) with the error as -errno only (the space-vmm boot path). */
 int vmm_sandbox_apply(void);

@@ -579,6 +579,8 @@ int vm_create_from_snapshot(const char *path, const struct vm_restore_config *cf
 	vc.mem_bytes = h.mem_bytes;
 	vc.console_fd = cfg->console_fd;
 	vc.console_log_fd = cfg->console_log_fd;
+	vc.console_log_old_fd = cfg->console_log_old_fd;
+	vc.console_log_max = cfg->console_log_max;
 	vc.kvm_fd = cfg->kvm_fd;
 	vc.ram_fd = fd;
 	vc.ram_offset = h.mem_offset;

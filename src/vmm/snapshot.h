@@ -32,6 +32,8 @@ int vm_snapshot_save_fd(struct vm *vm, int fd);
 struct vm_restore_config {
 	int console_fd;       /* as in struct vm_config */
 	int console_log_fd;
+	int console_log_old_fd; /* with console_log_max: the log's cap (0: uncapped) */
+	uint64_t console_log_max;
 	int kvm_fd;
 	/*
 	 * Re-creates the devices with vm_add_disk/rng/vsock/net, the same kinds in the same order as the
@@ -41,7 +43,7 @@ struct vm_restore_config {
 	int (*add_devices)(struct vm *vm, void *userdata);
 	void *userdata;
 };
-#define VM_RESTORE_CONFIG_INIT { .console_fd = -1, .console_log_fd = -1, .kvm_fd = -1 }
+#define VM_RESTORE_CONFIG_INIT { .console_fd = -1, .console_log_fd = -1, .console_log_old_fd = -1, .kvm_fd = -1 }
 
 /*
  * Creates a VM from the snapshot at path: the snapshot's vCPU count and RAM size, RAM mapped from

@@ -219,7 +219,9 @@ int vm_create(const struct vm_config *cfg, struct vm **ret, char *err, size_t er
 		r = vm_fail(vm, -errno, "KVM_CREATE_PIT2: %m");
 		goto fail;
 	}
-	if ((r = serial_create(cfg->console_fd, cfg->console_log_fd, serial_irq, vm, &vm->serial)) < 0 ||
+	const struct serial_log slog = { .fd = cfg->console_log_fd, .old_fd = cfg->console_log_old_fd,
+					 .max = cfg->console_log_max };
+	if ((r = serial_create(cfg->console_fd, &slog, serial_irq, vm, &vm->serial)) < 0 ||
 	    (r = i8042_create(&vm->i8042)) < 0) {
 		vm_fail(vm, r, "cannot create platform devices");
 		goto fail;

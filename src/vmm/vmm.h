@@ -55,7 +55,11 @@ struct vm_config {
 	unsigned cpus;           /* 1..VM_MAX_VCPUS */
 	uint64_t mem_bytes;      /* guest RAM; >= 16 MiB */
 	int console_fd;          /* serial output goes here when >= 0 (not owned) */
-	int console_log_fd;      /* and here when >= 0 (not owned) */
+	int console_log_fd;      /* and here when >= 0 (not owned; O_RDWR | O_APPEND when capped) */
+	/* The console log's cap (devices/serial.h, util/caplog.h): both parts together at most this many bytes,
+	 * console_log_old_fd (not owned) the older part. 0: uncapped (the operator's own `boot --console-log`). */
+	int console_log_old_fd;
+	uint64_t console_log_max;
 	/* > 0: an already open /dev/kvm (duplicated, not owned), for a process that can no longer open it
 	 * (jailed after opening it); 0 or -1: vm_create() opens /dev/kvm. */
 	int kvm_fd;
@@ -65,7 +69,7 @@ struct vm_config {
 	int ram_fd;
 	uint64_t ram_offset;
 };
-#define VM_CONFIG_INIT { .cpus = 1, .mem_bytes = 256ull << 20, .console_fd = -1, .console_log_fd = -1, .kvm_fd = -1, .ram_fd = -1 }
+#define VM_CONFIG_INIT { .cpus = 1, .mem_bytes = 256ull << 20, .console_fd = -1, .console_log_fd = -1, .console_log_old_fd = -1, .kvm_fd = -1, .ram_fd = -1 }
 
 struct vm_outcome {
 	enum vm_exit_reason reason;

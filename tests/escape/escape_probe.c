@@ -9,6 +9,8 @@
  * a module load that reaches the loader (ENOEXEC on junk) would count as an escape.
  *
  * usage: escape-probe ATTACK [ARGS]
+ *   ATTACK: modules time kernel-objects devices mount knobs vsock agent-fds agent-proc netfam namespaces,
+ *   kill PID, ptrace PID, connect ADDR PORT, abstract NAME, logfill MIB, membomb MIB
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -31,12 +33,19 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <linux/if_packet.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/if_ether.h>
+#include <net/if.h>
+#include <dirent.h>
 
 static int verdict(const char *attack, long r, int err, const int *refused, size_t nrefused)
 {
@@ -170,6 +179,22 @@ static int attack_mount(void)
 {
 	int fails = 0;
 	mkdir("/tmp/escape-mnt", 0700);
+	/* File systems a user namespace may mount: overlayfs (several escapes), ramfs, tmpfs, and the new mount
+	 * API that takes the type as a string too. */
+	mkdir("/tmp/escape-ovl", 0700);
+	mkdir("/tmp/escape-ovl/l", 0700);
+	mkdir("/tmp/escape-ovl/u", 0700);
+	mkdir("/tmp/escape-ovl/w", 0700);
+	CALL("mount overlay", mount("overlay", "/tmp/escape-mnt", "overlay", 0,
+				    "lowerdir=/tmp/escape-ovl/l,upperdir=/tmp/escape-ovl/u,workdir=/tmp/escape-ovl/w"),
+	     EPERM);
+	CALL("mount ramfs", mount("ramfs", "/tmp/escape-mnt", "ramfs", 0, NULL), EPERM);
+	CALL("mount tmpfs", mount("tmpfs", "/tmp/escape-mnt", "tmpfs", 0, NULL), EPERM);
+	CALL("bind mount", mount("/tmp/escape-ovl", "/tmp/escape-mnt", NULL, MS_BIND, NULL), EPERM);
+	CALL("fsopen(overlay)", syscall(SYS_fsopen, "overlay", 0), EPERM, ENOSYS);
+	CALL("open_tree(OPEN_TREE_CLONE)", syscall(SYS_open_tree, AT_FDCWD, "/tmp", 1 /* OPEN_TREE_CLONE */),
+	     EPERM, ENOSYS);
+	umount2("/tmp/escape-mnt", MNT_DETACH);
 	CALL("mount proc", mount("proc", "/tmp/escape-mnt", "proc", 0, NULL), EPERM, EBUSY);
 	CALL("mount sysfs", mount("sysfs", "/tmp/escape-mnt", "sysfs", 0, NULL), EPERM, EBUSY);
 	CALL("mount ext4 from a block device", mount("/dev/sda", "/tmp/escape-mnt", "ext4", 0, NULL),
@@ -297,6 +322,219 @@ static int attack_vsock(void)
 	return fails;
 }
 
+/* PID 1 (the agent) holds host-opened descriptors: its log (1, 2) and the host's listening socket (3). */
+static int attack_agent_fds(void)
+{
+	int fails = 0;
+	int pidfd = (int)syscall(SYS_pidfd_open, 1, 0);
+	if (pidfd < 0) {
+		printf("BLOCKED pidfd_open(1): %s\n", strerror(errno));
+		return 0;
+	}
+	for (int fd = 1; fd <= 3; fd++) {
+		char what[64];
+		snprintf(what, sizeof(what), "pidfd_getfd of PID 1's fd %d", fd);
+		errno = 0;
+		long r = syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+		fails += verdict(what, r, errno, REFUSED(EPERM, EACCES, ENOSYS));
+		if (r >= 0)
+			close((int)r);
+	}
+	close(pidfd);
+	return fails;
+}
+
+/* PID 1's memory and its /proc files: a way to its descriptors and to rewriting it past its checks. */
+static int attack_agent_proc(void)
+{
+	int fails = 0;
+	static const struct {
+		const char *path;
+		int flags;
+	} files[] = {
+		{ "/proc/1/mem", O_RDWR }, { "/proc/1/fd/1", O_WRONLY }, { "/proc/1/fd/2", O_WRONLY | O_APPEND },
+		{ "/proc/1/environ", O_RDONLY }, { "/proc/1/fdinfo/1", O_RDONLY }, { "/proc/1/maps", O_RDONLY },
+	};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char what[64];
+		snprintf(what, sizeof(what), "open %s for %s", files[i].path, (files[i].flags & 3) ? "writing" : "reading");
+		errno = 0;
+		int fd = open(files[i].path, files[i].flags | O_CLOEXEC);
+		fails += verdict(what, fd, errno, REFUSED(EACCES, EPERM));
+		if (fd >= 0)
+			close(fd);
+	}
+	char buf[256];
+	errno = 0;
+	long n = readlink("/proc/1/fd/1", buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		printf("ESCAPED readlink /proc/1/fd/1: %s\n", buf);
+		fails++;
+	} else {
+		fails += verdict("readlink /proc/1/fd/1", n, errno, REFUSED(EACCES, EPERM));
+	}
+	return fails;
+}
+
+/*
+ * Whatever way to the agent's stdout remains: the stolen descriptor (pidfd_getfd) or /proc/1/fd/1, then
+ * MiB of writes. The host checks that the sandbox's log stayed under its cap.
+ */
+static int attack_log_fill(long mib)
+{
+	int fd = -1;
+	const char *how = NULL;
+	int pidfd = (int)syscall(SYS_pidfd_open, 1, 0);
+	if (pidfd >= 0) {
+		fd = (int)syscall(SYS_pidfd_getfd, pidfd, 1, 0);
+		close(pidfd);
+		how = "pidfd_getfd";
+	}
+	if (fd < 0) {
+		fd = open("/proc/1/fd/1", O_WRONLY | O_APPEND | O_CLOEXEC);
+		how = "/proc/1/fd/1";
+	}
+	if (fd < 0) {
+		printf("BLOCKED log fill: no way to the agent's stdout (%s)\n", strerror(errno));
+		return 0;
+	}
+	static char chunk[1 << 16];
+	memset(chunk, 'L', sizeof(chunk));
+	chunk[sizeof(chunk) - 1] = '\n';
+	long written = 0;
+	for (long i = 0; i < mib * 16; i++) {
+		ssize_t k = write(fd, chunk, sizeof(chunk));
+		if (k <= 0)
+			break;
+		written += k;
+	}
+	close(fd);
+	/* The host decides: its log files must have stayed under the cap whatever got written. */
+	printf("wrote %ld bytes to the agent's stdout through %s\n", written, how);
+	return 0;
+}
+
+/* Kernel networking code that needs CAP_NET_ADMIN / CAP_NET_RAW in the network namespace. */
+static int attack_netfam(void)
+{
+	int fails = 0;
+	static const struct {
+		const char *what;
+		int family, type, proto;
+	} socks[] = {
+		{ "socket(AF_NETLINK, NETLINK_NETFILTER) (nf_tables)", AF_NETLINK, SOCK_RAW, NETLINK_NETFILTER },
+		{ "socket(AF_NETLINK, NETLINK_XFRM)", AF_NETLINK, SOCK_RAW, NETLINK_XFRM },
+		{ "socket(AF_NETLINK, NETLINK_GENERIC)", AF_NETLINK, SOCK_RAW, NETLINK_GENERIC },
+		{ "socket(AF_NETLINK, NETLINK_AUDIT)", AF_NETLINK, SOCK_RAW, NETLINK_AUDIT },
+		{ "socket(AF_PACKET, SOCK_RAW)", AF_PACKET, SOCK_RAW, 0x0300 /* htons(ETH_P_ALL) */ },
+		{ "socket(AF_PACKET, SOCK_DGRAM)", AF_PACKET, SOCK_DGRAM, 0x0300 },
+		{ "socket(AF_INET, SOCK_PACKET) (obsolete packet socket)", AF_INET, 10 /* SOCK_PACKET */, 0x0300 },
+		{ "socket(AF_INET, SOCK_RAW, IPPROTO_RAW)", AF_INET, SOCK_RAW, IPPROTO_RAW },
+		{ "socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)", AF_INET, SOCK_RAW, IPPROTO_ICMP },
+		{ "socket(AF_INET6, SOCK_RAW, IPPROTO_RAW)", AF_INET6, SOCK_RAW, IPPROTO_RAW },
+		{ "socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP)", AF_INET, SOCK_STREAM, 132 },
+		{ "socket(AF_KEY) (IPsec keys)", 15 /* AF_KEY */, SOCK_RAW, 2 /* PF_KEY_V2 */ },
+		{ "socket(AF_ALG)", 38 /* AF_ALG */, SOCK_SEQPACKET, 0 },
+	};
+	for (size_t i = 0; i < sizeof(socks) / sizeof(socks[0]); i++) {
+		errno = 0;
+		int s = socket(socks[i].family, socks[i].type | SOCK_CLOEXEC, socks[i].proto);
+		fails += verdict(socks[i].what, s, errno,
+				 REFUSED(EPERM, EACCES, EAFNOSUPPORT, EPROTONOSUPPORT, ESOCKTNOSUPPORT));
+		if (s >= 0)
+			close(s);
+	}
+	/* rtnetlink stays (ip addr, getaddrinfo), but changing the namespace's links and traffic control needs
+	 * CAP_NET_ADMIN over it: a dummy link (module autoload, link ops) and a qdisc on lo (tc). */
+	int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (nl < 0) {
+		printf("BLOCKED rtnetlink: no socket (%s)\n", strerror(errno));
+		return fails;
+	}
+	struct {
+		struct nlmsghdr h;
+		union {
+			struct ifinfomsg ifi;
+			struct tcmsg tc;
+		} u;
+		char attrs[64];
+	} req;
+	for (int kind = 0; kind < 2; kind++) {
+		memset(&req, 0, sizeof(req));
+		size_t at;
+		if (kind == 0) {
+			req.h.nlmsg_type = RTM_NEWLINK;
+			req.u.ifi.ifi_family = AF_UNSPEC;
+			at = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+			/* IFLA_IFNAME "escdummy", IFLA_LINKINFO { IFLA_INFO_KIND "dummy" } */
+			struct rtattr *ra = (struct rtattr *)((char *)&req + at);
+			ra->rta_type = IFLA_IFNAME;
+			ra->rta_len = RTA_LENGTH(9);
+			memcpy(RTA_DATA(ra), "escdummy", 9);
+			at += RTA_ALIGN(ra->rta_len);
+			struct rtattr *li = (struct rtattr *)((char *)&req + at);
+			li->rta_type = IFLA_LINKINFO;
+			struct rtattr *k = RTA_DATA(li);
+			k->rta_type = IFLA_INFO_KIND;
+			k->rta_len = RTA_LENGTH(6);
+			memcpy(RTA_DATA(k), "dummy", 6);
+			li->rta_len = RTA_LENGTH(RTA_ALIGN(k->rta_len));
+			at += RTA_ALIGN(li->rta_len);
+		} else {
+			req.h.nlmsg_type = RTM_NEWQDISC;
+			req.u.tc.tcm_family = AF_UNSPEC;
+			req.u.tc.tcm_ifindex = (int)if_nametoindex("lo");
+			req.u.tc.tcm_parent = 0xffffffffu; /* TC_H_ROOT */
+			at = NLMSG_LENGTH(sizeof(struct tcmsg));
+			struct rtattr *ra = (struct rtattr *)((char *)&req + at);
+			ra->rta_type = 1; /* TCA_KIND */
+			ra->rta_len = RTA_LENGTH(6);
+			memcpy(RTA_DATA(ra), "pfifo", 6);
+			at += RTA_ALIGN(ra->rta_len);
+		}
+		req.h.nlmsg_len = (uint32_t)at;
+		req.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL;
+		req.h.nlmsg_seq = (uint32_t)kind + 1;
+		const char *what = kind == 0 ? "rtnetlink: create a dummy link" : "rtnetlink: add a qdisc on lo (tc)";
+		struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+		if (sendto(nl, &req, at, 0, (struct sockaddr *)&kernel, sizeof(kernel)) < 0) {
+			fails += verdict(what, -1, errno, REFUSED(EPERM));
+			continue;
+		}
+		char ack[512];
+		struct timeval tv = { 5, 0 };
+		setsockopt(nl, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		ssize_t k = recv(nl, ack, sizeof(ack), 0);
+		const struct nlmsghdr *h = (const struct nlmsghdr *)ack;
+		if (k < (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) || h->nlmsg_type != NLMSG_ERROR) {
+			printf("ESCAPED %s: no answer from the kernel\n", what);
+			fails++;
+			continue;
+		}
+		int err = -((const struct nlmsgerr *)NLMSG_DATA(h))->error;
+		fails += verdict(what, err ? -1 : 0, err, REFUSED(EPERM));
+	}
+	close(nl);
+	return fails;
+}
+
+/* New namespaces: each is fresh kernel state the jail's root would configure with full capabilities. */
+static int attack_namespaces(void)
+{
+	int fails = 0;
+	CALL("unshare(CLONE_NEWNET)", unshare(CLONE_NEWNET), EPERM);
+	CALL("unshare(CLONE_NEWNS)", unshare(CLONE_NEWNS), EPERM);
+	errno = 0;
+	long pid = syscall(SYS_clone, CLONE_NEWNET | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0)
+		waitpid((pid_t)pid, NULL, 0);
+	fails += verdict("clone(CLONE_NEWNET|CLONE_NEWNS)", pid, errno, REFUSED(EPERM));
+	return fails;
+}
+
 /* Allocates and touches memory until something stops it; prints how far it got. */
 static int memory_bomb(long max_mib)
 {
@@ -327,7 +565,8 @@ int main(int argc, char **argv)
 	} groups[] = {
 		{ "modules", attack_modules }, { "time", attack_time },   { "kernel-objects", attack_kernel_objects },
 		{ "devices", attack_devices }, { "mount", attack_mount }, { "knobs", attack_knobs },
-		{ "vsock", attack_vsock },
+		{ "vsock", attack_vsock }, { "agent-fds", attack_agent_fds }, { "agent-proc", attack_agent_proc },
+		{ "netfam", attack_netfam }, { "namespaces", attack_namespaces },
 	};
 	const char *a = argv[1];
 	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
@@ -339,6 +578,8 @@ int main(int argc, char **argv)
 		return attack_connect(argv[2], atoi(argv[3])) ? 1 : 0;
 	if (!strcmp(a, "abstract") && argc == 3)
 		return attack_abstract(argv[2]) ? 1 : 0;
+	if (!strcmp(a, "logfill") && argc == 3)
+		return attack_log_fill(atol(argv[2]));
 	if (!strcmp(a, "membomb") && argc == 3)
 		return memory_bomb(atol(argv[2]));
 	return 2;

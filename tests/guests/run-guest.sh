@@ -1,6 +1,8 @@
 #!/bin/sh
 # usage: run-guest.sh NAME[:STATUS] GUEST.elf [space-vmm boot args...]
 # Boots a test guest with `space vm-boot` (or space-vmm boot directly when the CLI is not built) and passes when it prints "GUEST-OK NAME" and the VMM exits 0.
+# GUEST-OK is the guest's completion record: printed once, after its last check (tests/guests/rt), as the
+# last GUEST- line; a GUEST-FAIL anywhere fails.
 # With NAME:STATUS it passes when space-vmm exits STATUS and (for a non-zero one) says why on stderr.
 # A --timeout among the arguments overrides the default of 60 s.
 # "@DISK@" in the arguments becomes a fresh 1 MiB disk image holding a known pattern (removed after).
@@ -55,6 +57,11 @@ if [ $rc -ne 0 ]; then
 fi
 if ! grep -q "^GUEST-OK $name\$" "$tmp/console"; then
 	echo "FAIL: no 'GUEST-OK $name' on the console"
+	exit 1
+fi
+verdicts=$(grep -a '^GUEST-' "$tmp/console")
+if [ "$verdicts" != "GUEST-OK $name" ]; then
+	echo "FAIL: the console's verdicts are not one 'GUEST-OK $name': $(echo "$verdicts" | head -n 5 | tr '\n' ' ')"
 	exit 1
 fi
 echo "PASS: $name"

@@ -19,7 +19,7 @@ rm -f "$work"/*.log "$work"/result.txt
 
 nested_kernel
 [ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
-[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
+nested_need_built "$space" "the space CLI"
 tree=$work/tree
 rm -rf "$tree"
 bash "$src/scripts/busybox-tree.sh" "$tree" >/dev/null || { echo "FAIL: busybox tree"; exit 1; }
@@ -31,8 +31,9 @@ set -u
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}'
 export SPACE_VM_BOOT_TIMEOUT=300
 res=$work/result.txt
-pass() { echo "PASS: \$*" >> \$res; }
-fail() { echo "FAIL: \$*" >> \$res; }
+checks=0 # every check counts itself; the last line says how many ran (nested-judge.sh)
+pass() { checks=\$((checks + 1)); echo "PASS: \$*" >> \$res; }
+fail() { checks=\$((checks + 1)); echo "FAIL: \$*" >> \$res; }
 S=\$(mktemp -d /tmp/space-nested-cp.XXXXXX)
 SP() { '$space' --state "\$S" "\$@"; }
 ids=()
@@ -166,10 +167,12 @@ SP rm "\${ids[@]}" || fail "space rm"
 left=\$(for i in "\${ids[@]}"; do grep -F "\$i" /proc/mounts; losetup -a | grep -F "\$i"; find /sys/fs/cgroup -maxdepth 4 -name "*\$i*" 2>/dev/null; ls -d "\$S/run/\$i" 2>/dev/null; done; pgrep -x space-vmm)
 [ -z "\$left" ] && pass "space rm leaves no process, mount, loop device, cgroup or runtime dir" || fail "left after rm: \$left"
 ids=()
+echo "DONE checks=\$checks" >> \$res
 INSIDE
 
-# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+# Its usual run is a few minutes: beyond this it is a failure (an emulator hang is nested-kvm's 75).
 export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-600}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
+run_rc=$?
 rm -rf "$tree"
-nested_report "$work"
+nested_report "$work" "$run_rc"

@@ -22,7 +22,7 @@ kver=$(cat "$nested_cache/ready" 2>/dev/null) || { echo "SKIP: nested-kvm has no
 bz=$nested_cache/root/boot/vmlinuz-$kver
 mods=$nested_cache/root/lib/modules/$kver
 [ -f "$bz" ] && [ -d "$mods" ] || { echo "SKIP: $bz or $mods missing"; exit 77; }
-[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
+nested_need_built "$space" "the space CLI"
 tree=$work/tree
 rm -rf "$tree"
 bash "$src/scripts/busybox-tree.sh" "$tree" >/dev/null || { echo "FAIL: busybox tree"; exit 1; }
@@ -34,8 +34,9 @@ set -u
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}' SPACE_GATEWAY_PATH='${SPACE_GATEWAY_PATH:-}'
 export SPACE_VM_BOOT_TIMEOUT=300 SPACE_SOURCE_DIR='$src' SPACE_QUIET_JAIL=1
 res=$work/result.txt
-pass() { echo "PASS: \$*" >> \$res; }
-fail() { echo "FAIL: \$*" >> \$res; }
+checks=0 # every check counts itself; the last line says how many ran (nested-judge.sh)
+pass() { checks=\$((checks + 1)); echo "PASS: \$*" >> \$res; }
+fail() { checks=\$((checks + 1)); echo "FAIL: \$*" >> \$res; }
 S=\$(mktemp -d /tmp/space-nested-create.XXXXXX)
 SP() { '$space' --state "\$S" "\$@"; }
 cleanup() {
@@ -109,10 +110,12 @@ out=\$(SP exec "\$id" -- echo booted 2>&1)
 SP rm "\$id" >/dev/null
 SP template rm tiny || fail "template rm"
 [ -z "\$(pgrep -x space-vmm)" ] && pass "no space-vmm left" || fail "space-vmm left: \$(pgrep -ax space-vmm)"
+echo "DONE checks=\$checks" >> \$res
 INSIDE
 
-# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+# Its usual run is a few minutes: beyond this it is a failure (an emulator hang is nested-kvm's 75).
 export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-600}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
+run_rc=$?
 rm -rf "$tree"
-nested_report "$work"
+nested_report "$work" "$run_rc"

@@ -26,17 +26,21 @@ fi
 names=
 {
 	echo "export TMPDIR='$work'"
+	echo "checks=0"
 	i=0
 	for spec in "$@"; do
 		name=${spec%%|*}
 		names="$names $name"
 		cmd=$(printf '%s' "${spec#*|}" | tr '|' ' ')
-		echo "python3 $(echo "$cmd" | sed "s| | '$vmm' |") > '$work/run$i.log' 2>&1; echo \$? > '$work/run$i.rc'"
+		echo "python3 $(echo "$cmd" | sed "s| | '$vmm' |") > '$work/run$i.log' 2>&1; echo \$? > '$work/run$i.rc'; checks=\$((checks + 1))"
 		i=$((i + 1))
 	done
+	# The completion record: every run got its status file (judged below).
+	echo "echo \"DONE checks=\$checks\" >> '$work/result.txt'"
 } > "$work/inside.sh"
 [ $i -gt 0 ] || { echo "FAIL: no runs given"; exit 1; }
 nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+run_rc=$?
 fails=0
 i=0
 for name in $names; do
@@ -51,5 +55,6 @@ for name in $names; do
 	fi
 	i=$((i + 1))
 done
+nested_judge "$work" "$run_rc" "$i" || fails=$((fails + 1))
 [ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
 exit $((fails > 0))

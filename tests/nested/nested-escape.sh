@@ -22,8 +22,8 @@ mkdir -p "$work"
 rm -f "$work"/*.log "$work"/result.txt "$work"/id-* "$work"/host.* "$work"/memmin "$work"/ps.txt
 nested_kernel
 [ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
-[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
-[ -x "$probe" ] || { echo "SKIP: no vm-escape-probe at $probe"; exit 77; }
+nested_need_built "$space" "the space CLI"
+nested_need_built "$probe" vm-escape-probe
 cp "$probe" "$work/probe"
 
 # The template: the base tree as an ext4 image, made here where it takes seconds (nested-vm.sh).
@@ -42,10 +42,12 @@ export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH
 export SPACE_VM_BOOT_TIMEOUT=300
 W='$work'
 res=\$W/result.txt
-blocked() { echo "blocked: \$*" >> \$res; }
-escaped() { echo "ESCAPED: \$*" >> \$res; }
-pass() { echo "PASS: \$*" >> \$res; }
-fail() { echo "FAIL: \$*" >> \$res; }
+# Checks and attacks count themselves; the last line says how many ran (nested-judge.sh).
+checks=0 attacks=0
+blocked() { attacks=\$((attacks + 1)); echo "blocked: \$*" >> \$res; }
+escaped() { attacks=\$((attacks + 1)); echo "ESCAPED: \$*" >> \$res; }
+pass() { checks=\$((checks + 1)); echo "PASS: \$*" >> \$res; }
+fail() { checks=\$((checks + 1)); echo "FAIL: \$*" >> \$res; }
 S=\$(mktemp -d /tmp/space-nested-escape.XXXXXX)
 SP() { '$space' --state "\$S" "\$@"; }
 pids=
@@ -147,6 +149,7 @@ grep -q LISTENING \$W/b-listen.log && pass "sandbox B listens on tcp and vsock p
 
 count_probe() { # \$1: probe output file; its BLOCKED/ESCAPED lines become attacks
 	grep -E '^(BLOCKED|ESCAPED) ' "\$1" | sed -e 's/^BLOCKED /blocked: /' -e 's/^ESCAPED /ESCAPED: /' >> \$res
+	attacks=\$((attacks + \$(grep -cE '^(BLOCKED|ESCAPED) ' "\$1")))
 	grep -qE '^(BLOCKED|ESCAPED) ' "\$1" || fail "the probe reported nothing: \$(tail -n 5 "\$1")"
 }
 
@@ -293,26 +296,36 @@ else
 	escaped "the host changed: \$(head -n 8 \$W/host.diff | tr '\n' ' ')"
 fi
 echo "host MemAvailable: \$((mem_before / 1024)) MiB before, \$((mem_after / 1024)) MiB at the lowest during the bombs" >> \$W/timing.log
+echo "DONE checks=\$checks attacks=\$attacks" >> \$res
 INSIDE
 
 # Guest RAM of three sandboxes plus the pool in the VM's tmpfs.
-# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+# Its usual run is several minutes: beyond this it is a failure (an emulator hang is nested-kvm's 75).
 export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-700}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
+run_rc=$?
 rm -f "$work/base.ext4"
 rm -rf "$work/tree"
 cat "$work/timing.log" 2>/dev/null
-if [ ! -s "$work/result.txt" ]; then
-	echo "FAIL: no result from inside nested-kvm"
-	tail -n 40 "$work/nested.log"
-	exit 1
+[ -f "$work/result.txt" ] && cat "$work/result.txt"
+# The other checks by the completion record; the attacks by their count in it, by the lines, and by the
+# floor: the attacks this suite makes (README: 163 on 2026-12-02). A run that lost some (a probe that
+# died half way, an attack that could not start) falls below it. Raise it with the attacks you add.
+min_attacks=163
+fails=0
+nested_judge "$work" "$run_rc" || fails=1
+attacks=$(grep -c -e '^blocked: ' -e '^ESCAPED: ' "$work/result.txt" 2>/dev/null)
+escapes=$(grep -c '^ESCAPED: ' "$work/result.txt" 2>/dev/null)
+recorded=$(tail -n 1 "$work/result.txt" 2>/dev/null | sed -n 's/^DONE .*attacks=\([0-9][0-9]*\).*/\1/p')
+echo "escape suite (vm): ${attacks:-0} attacks, ${escapes:-0} succeeded"
+if [ "${recorded:-x}" != "${attacks:-0}" ]; then
+	echo "FAIL: the completion record counts ${recorded:-no} attacks, the result has ${attacks:-0}"
+	fails=1
 fi
-cat "$work/result.txt"
-attacks=$(grep -c -e '^blocked: ' -e '^ESCAPED: ' "$work/result.txt")
-escapes=$(grep -c '^ESCAPED: ' "$work/result.txt")
-echo "escape suite (vm): $attacks attacks, $escapes succeeded"
-if [ "$escapes" -gt 0 ] || grep -q '^FAIL' "$work/result.txt" || [ "$attacks" -eq 0 ]; then
-	tail -n 30 "$work/nested.log"
-	exit 1
+if [ "${attacks:-0}" -lt "$min_attacks" ]; then
+	echo "FAIL: ${attacks:-0} attacks ran, fewer than the suite's $min_attacks"
+	fails=1
 fi
-exit 0
+[ "${escapes:-0}" = 0 ] || fails=1
+[ "$fails" = 0 ] || tail -n 30 "$work/nested.log"
+exit "$fails"

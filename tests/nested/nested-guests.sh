@@ -9,6 +9,7 @@ mkdir -p "$work"
 runner=${SPACE_SOURCE_DIR:?}/tests/guests/run-guest.sh
 {
 	echo "export SPACE_VMM_PATH='${SPACE_VMM_PATH:?}' TMPDIR='$work'"
+	echo "checks=0"
 	i=0
 	for spec in "$@"; do
 		line="sh '$runner'"
@@ -16,12 +17,15 @@ runner=${SPACE_SOURCE_DIR:?}/tests/guests/run-guest.sh
 		IFS='|'
 		for part in $spec; do line="$line '$part'"; done
 		IFS=$old_ifs
-		echo "$line > '$work/run$i.log' 2>&1; echo \$? > '$work/run$i.rc'"
+		echo "$line > '$work/run$i.log' 2>&1; echo \$? > '$work/run$i.rc'; checks=\$((checks + 1))"
 		i=$((i + 1))
 	done
+	# The completion record: every run got its status file (judged below).
+	echo "echo \"DONE checks=\$checks\" >> '$work/result.txt'"
 } > "$work/inside.sh"
-# Every guest together takes about a minute; a VM stuck far beyond that is booted once more.
+# Every guest together takes about a minute: a run far beyond that is a failure, not run again.
 NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-480} nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+run_rc=$?
 fails=0
 i=0
 for spec in "$@"; do
@@ -37,5 +41,6 @@ for spec in "$@"; do
 	i=$((i + 1))
 done
 [ $i -gt 0 ] || { echo "FAIL: no guest runs given"; exit 1; }
+nested_judge "$work" "$run_rc" "$i" || fails=$((fails + 1))
 [ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
 exit $((fails > 0))

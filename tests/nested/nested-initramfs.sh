@@ -21,7 +21,10 @@ mkdir -p "$work"
 nested_kernel
 [ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
 command -v busybox >/dev/null || { echo "SKIP: a static busybox is needed"; exit 77; }
-"$vmm" --help 2>&1 | grep -q -- '--vsock' || { echo "SKIP: space-vmm built without virtio-vsock"; exit 77; }
+# meson registers this test only when space-vmm has virtio-vsock: a binary without it is a broken build.
+"$vmm" --help 2>&1 | grep -q -- '--vsock' || { echo "FAIL: space-vmm ($vmm) has no --vsock"; exit 1; }
+nested_need_built "$cli" "the space CLI"
+nested_need_built "$probe" agent_probe
 
 # The template directory: its kernel and modules, as `space template import --kernel --modules` lays out.
 mkdir -p "$work/tpl"
@@ -59,8 +62,10 @@ echo \$? > "$work/vm.rc"
 timeout -s KILL 300 "$vmm" boot --kernel "$bz" --initrd "$initrd" --cmdline "$cmdline space.rootwait=2" \
 	--timeout 240 > "$work/nodisk.log" 2>&1
 echo \$? > "$work/nodisk.rc"
+echo "DONE checks=3" >> "$work/result.txt" # the completion record: probe, VM and no-disk boot, judged below
 INSIDE
 nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+run_rc=$?
 
 fails=0
 prc=$(cat "$work/probe.rc" 2>/dev/null || echo missing)
@@ -89,5 +94,6 @@ if [ "$nrc" = 0 ] && grep -q "space-agent: FATAL: the root disk /dev/vda did not
 else
 	echo "FAIL: no-disk boot: space-vmm status $nrc"; tail -n 20 "$work/nodisk.log" 2>/dev/null; fails=$((fails + 1))
 fi
+nested_judge "$work" "$run_rc" 3 || fails=$((fails + 1))
 [ $fails = 0 ] || { tail -n 60 "$work/vm.log" 2>/dev/null; tail -n 20 "$work/nested.log"; }
 exit $((fails > 0))

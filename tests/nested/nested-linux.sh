@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${SPACE_BUILD_DIR:?}/nested-linux
 vmm=${SPACE_VMM_PATH:?}
 mkdir -p "$work"
-rm -f "$work"/*.log "$work"/*.rc
+rm -f "$work"/*.log "$work"/*.rc "$work"/result.txt
 
 nested_kernel
 
@@ -25,17 +25,21 @@ disk_arg=
 [ "$want_disk" = disk ] && disk_arg="--disk $work/disk.img:ro"
 
 cat > "$work/inside.sh" <<INSIDE
+checks=0
 boot() { # boot NAME ARGS...
 	n=\$1; shift
 	timeout -s KILL 300 "$vmm" boot --initrd "$work/initrd.cpio" --cmdline "console=ttyS0 panic=-1" \
 		--timeout 240 $disk_arg "\$@" > "$work/\$n.log" 2>&1
 	echo \$? > "$work/\$n.rc"
+	checks=\$((checks + 1))
 }
 boot bzimage --kernel "$bz"
 boot vmlinux --kernel "$work/vmlinux"
 boot smp2 --kernel "$bz" --cpus 2
+echo "DONE checks=\$checks" >> "$work/result.txt" # the completion record: every boot ran
 INSIDE
 nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+run_rc=$?
 
 expect_disk=none
 [ "$want_disk" = disk ] && expect_disk=ok
@@ -51,4 +55,7 @@ for run in bzimage:1 vmlinux:1 smp2:2; do
 		fails=$((fails + 1))
 	fi
 done
+# The three boots are judged here from their files; the record says the script got through all three.
+nested_judge "$work" "$run_rc" 3 || fails=$((fails + 1))
+[ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
 exit $((fails > 0))

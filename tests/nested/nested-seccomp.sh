@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=${SPACE_BUILD_DIR:?}/nested-seccomp
 vmm=${SPACE_VMM_PATH:?}
 mkdir -p "$work"
-rm -f "$work"/*.log "$work"/*.rc
+rm -f "$work"/*.log "$work"/*.rc "$work"/result.txt
 nested_kernel
 sh "$here/mkinitramfs.sh" "$mods" "$work/initrd.cpio" || exit 1
 i=0
@@ -47,8 +47,10 @@ rm -f "\$vs"
 timeout -s KILL 300 "$vmm" boot --kernel "$bz" --initrd "$work/initrd.cpio" --cmdline "console=ttyS0 panic=-1" \
 	--timeout 240 --cpus 2 --rng --disk "$work/disk.img:ro" > "$work/allowed.log" 2>&1
 echo \$? > "$work/allowed.rc"
+echo "DONE checks=3" >> "$work/result.txt" # the completion record: the three runs are judged below
 INSIDE
 nested_run "$work" "$work/inside.sh" > "$work/nested.log" 2>&1
+run_rc=$?
 
 fails=0
 # expect_sigsys NAME ROLE: the run NAME (NAME.rc, NAME.log) died by SIGSYS, reporting execve in a ROLE thread.
@@ -71,5 +73,6 @@ else
 	tail -n 20 "$work/allowed.log"
 	fails=$((fails + 1))
 fi
+nested_judge "$work" "$run_rc" 3 || fails=$((fails + 1))
 [ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
 exit $((fails > 0))

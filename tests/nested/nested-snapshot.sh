@@ -23,16 +23,24 @@ if [ "${1:-}" != "--inside" ]; then
 		printf "sh '%s' --inside" "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 		for a in "$@"; do printf " '%s'" "$a"; done
 		echo " > '$work/inside.log' 2>&1; echo \$? > '$work/inside.rc'"
+		# The completion record: the one run below got its status file (judged here).
+		echo "echo 'DONE checks=1' >> '$work/result.txt'"
 	} > "$work/run.sh"
 	nested_run "$work" "$work/run.sh" > "$work/nested.log" 2>&1
+	run_rc=$?
 	cat "$work/inside.log" 2>/dev/null
 	rc=$(cat "$work/inside.rc" 2>/dev/null || echo missing)
+	fails=0
 	if [ "$rc" != 0 ]; then
 		echo "FAIL: inside nested-kvm: status $rc"
-		tail -n 20 "$work/nested.log"
-		exit 1
+		fails=1
+	elif ! grep -q '^PASS: snapshot' "$work/inside.log"; then
+		echo "FAIL: inside nested-kvm: status 0 without its final PASS line"
+		fails=1
 	fi
-	exit 0
+	nested_judge "$work" "$run_rc" 1 || fails=1
+	[ $fails = 0 ] || tail -n 20 "$work/nested.log"
+	exit $fails
 fi
 shift
 snap_elf=$1

@@ -19,8 +19,8 @@ gateway=${SPACE_GATEWAY_PATH:-$SPACE_BUILD_DIR/src/net/space-gateway}
 mkdir -p "$work"
 rm -f "$work"/*.log "$work"/result.txt
 nested_kernel
-[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
-[ -x "$gateway" ] || { echo "SKIP: no space-gateway at $gateway"; exit 77; }
+nested_need_built "$space" "the space CLI"
+nested_need_built "$gateway" space-gateway
 base_tar=/var/cache/space/base-bookworm.tar
 [ -e "$base_tar" ] || { echo "SKIP: no $base_tar (the test needs python3 in the guest)"; exit 77; }
 command -v openssl >/dev/null || { echo "SKIP: openssl missing"; exit 77; }
@@ -43,8 +43,9 @@ export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH
 export SPACE_VM_BOOT_TIMEOUT=300
 W=$work
 res=\$W/result.txt
-pass() { echo "PASS: \$*" >> \$res; }
-fail() { echo "FAIL: \$*" >> \$res; }
+checks=0 # every check counts itself; the last line says how many ran (nested-judge.sh)
+pass() { checks=\$((checks + 1)); echo "PASS: \$*" >> \$res; }
+fail() { checks=\$((checks + 1)); echo "FAIL: \$*" >> \$res; }
 S=\$(mktemp -d /tmp/space-nested-vmnet.XXXXXX)
 SP() { '$space' --state "\$S" "\$@"; }
 ids=
@@ -198,13 +199,15 @@ SP rm "\$B" || fail "space rm \$B"
 ids=
 left=\$(pgrep -f "space-gateway.*(\$A|\$B)")
 [ -z "\$left" ] && pass "no gateway left" || fail "gateways left: \$left"
+echo "DONE checks=\$checks" >> \$res
 INSIDE
 
 t0=$(date +%s)
-# A VM stuck in the emulator (a soft lockup of nested-kvm's own kernel) is killed and run once more.
+# Its usual run is several minutes: beyond this it is a failure (an emulator hang is nested-kvm's 75).
 export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-700}
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
+run_rc=$?
 rm -f "$work/base.ext4"
 echo "nested-vm-net: $(($(date +%s) - t0)) s inside nested-kvm"
 cat "$work/timing.log" 2>/dev/null
-nested_report "$work"
+nested_report "$work" "$run_rc"

@@ -21,7 +21,7 @@ rm -f "$work"/*.log "$work"/result.txt
 
 nested_kernel
 [ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
-[ -x "$space" ] || { echo "SKIP: no space CLI at $space"; exit 77; }
+nested_need_built "$space" "the space CLI"
 
 base_tar=/var/cache/space/base-bookworm.tar
 tree=
@@ -53,8 +53,9 @@ set -u
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}'
 export SPACE_VM_BOOT_TIMEOUT=300
 res=$work/result.txt
-pass() { echo "PASS: \$*" >> \$res; }
-fail() { echo "FAIL: \$*" >> \$res; }
+checks=0 # every check counts itself; the last line says how many ran (nested-judge.sh)
+pass() { checks=\$((checks + 1)); echo "PASS: \$*" >> \$res; }
+fail() { checks=\$((checks + 1)); echo "FAIL: \$*" >> \$res; }
 S=\$(mktemp -d /tmp/space-nested-vm.XXXXXX)
 SP() { '$space' --state "\$S" "\$@"; }
 cleanup() {
@@ -168,11 +169,13 @@ left=\$(grep -F "\$id" /proc/mounts; losetup -a | grep -F "\$id"; find /sys/fs/c
 	ls -d "\$S/run/\$id" 2>/dev/null; pgrep -f "\$id")
 [ -z "\$left" ] && pass "space rm leaves no process, mount, loop device, cgroup or runtime dir" || fail "left after rm: \$left"
 id=
+echo "DONE checks=\$checks" >> \$res
 INSIDE
 
 # Guest RAM of two sandboxes plus the pool in the VM's tmpfs: more memory than nested_run's default.
-export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-600} # a VM stuck in the emulator: killed, run once more
+export NESTED_RUN_TIMEOUT=${NESTED_RUN_TIMEOUT:-600} # its usual run is a few minutes: beyond, a failure
 nested_run "$work" "$work/inside.sh" --mem 4096 > "$work/nested.log" 2>&1
+run_rc=$?
 rm -f "$work/base.ext4"
 cat "$work/timing.log" 2>/dev/null
-nested_report "$work"
+nested_report "$work" "$run_rc"

@@ -630,8 +630,9 @@ int main(int argc, char **argv)
 {
 	const char *agent = getenv("SPACE_AGENT_PATH");
 	if (!agent || access(agent, X_OK) < 0) {
-		printf("SKIP: space-agent not built (SPACE_AGENT_PATH)\n");
-		return 77;
+		/* Ours, so a broken build: a failure, never a skip. */
+		printf("FAIL: space-agent not built (SPACE_AGENT_PATH=%s)\n", agent ? agent : "unset");
+		return 1;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);

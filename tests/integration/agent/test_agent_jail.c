@@ -166,8 +166,13 @@ int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	const char *agent = getenv("SPACE_AGENT_PATH");
-	if (!agent || access(agent, X_OK) < 0 || access("/bin/busybox", X_OK) < 0) {
-		printf("SKIP: needs space-agent (SPACE_AGENT_PATH) and /bin/busybox (busybox-static)\n");
+	if (!agent || access(agent, X_OK) < 0) {
+		/* Ours, so a broken build: a failure, never a skip. */
+		printf("FAIL: space-agent not built (SPACE_AGENT_PATH=%s)\n", agent ? agent : "unset");
+		return 1;
+	}
+	if (access("/bin/busybox", X_OK) < 0) {
+		printf("SKIP: needs /bin/busybox (busybox-static)\n");
 		return 77;
 	}
 	snprintf(dir, sizeof(dir), "/tmp/space-agent-jail-XXXXXX");

@@ -33,9 +33,15 @@ expect_rc 0 "$SPACE" template import tiny --rootfs "$EMPTY/tree" --state "$STATE
 expect_rc 0 "$SPACE" doctor --state "$STATE"
 echo "$out" | grep -q '^jail isolation: usable' || fail "jail not usable after init: $out"
 echo "$out" | grep -q '^ok    namespaces' || fail "namespaces check: $out"
-echo "$out" | grep -q 'vmm-seccomp' && fail "seccomp sizes shown without --verbose: $out"
+echo "$out" | grep -q 'helper-' && fail "helper confinement shown without --verbose: $out"
 expect_rc 0 "$SPACE" doctor --verbose --state "$STATE"
-echo "$out" | grep -Eq '^ok    vmm-seccomp .*vCPU [0-9]+.*control [0-9]+' || fail "doctor --verbose: no seccomp sizes: $out"
+# Each helper with its uid, capabilities and seccomp filter size (as the installed binary describes it).
+echo "$out" | grep -Eq '^ok    helper-vmm .*uid of its own.*capabilities none.*vCPU [0-9]+.*control [0-9]+' ||
+	fail "doctor --verbose: space-vmm's confinement: $out"
+echo "$out" | grep -Eq '^ok    helper-gateway .*uid of its own.*capabilities none, no_new_privs, seccomp rules: process [0-9]+' ||
+	fail "doctor --verbose: space-gateway's confinement: $out"
+echo "$out" | grep -Eq '^(ok|warn) +helper-snapd .*uid [0-9a-z]' || fail "doctor --verbose: space-snapd not listed: $out"
+echo "$out" | grep -Eq '^(ok|warn) +helper-logcap ' || fail "doctor --verbose: space-logcap not listed: $out"
 expect_rc 0 "$SPACE" doctor --json --state "$STATE"
 vm_usable=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["vm"]["usable"])')
 

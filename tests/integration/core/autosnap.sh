@@ -7,9 +7,9 @@
 # increasing times are asserted.
 . "$(dirname "$0")/../../lib.sh"
 need_root; need_btrfs; need_loop
-[ -x "${SPACE_AGENT_PATH:-}" ] || skip "space-agent not built (SPACE_AGENT_PATH=${SPACE_AGENT_PATH:-})"
+need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 export SPACE_SNAPD_PATH=${SPACE_SNAPD_PATH:-${SPACE_BUILD_DIR:-}/src/snapd/space-snapd}
-[ -x "$SPACE_SNAPD_PATH" ] || skip "space-snapd not built (SPACE_SNAPD_PATH=$SPACE_SNAPD_PATH)"
+need_built "$SPACE_SNAPD_PATH" space-snapd SPACE_SNAPD_PATH
 command -v python3 >/dev/null || skip "python3 missing (reads the JSON listings)"
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 export SPACE_QUIET_JAIL=1
@@ -97,6 +97,48 @@ expect_rc 0 "$SPACE" checkpoints "$id" --json "${S[@]}"
 echo "$out" | grep -q "\"$mine\"" || fail "the named checkpoint was pruned: $out"
 expect_rc 0 "$SPACE" checkpoints "$id" "${S[@]}"
 echo "$out" | grep -q "auto-[0-9]" || fail "checkpoints table lacks auto- names: $out"
+
+# space-snapd never talks to the agent itself: with the jail frozen behind its back, the next SYNC waits
+# for the agent, and the process waiting (snapd's only child then) runs as a uid of its own, without
+# capabilities, with no_new_privs and a seccomp filter. `space doctor --verbose` says the same.
+expect_rc 0 "$SPACE" ls --json "${S[@]}"
+jpid=$(py "[s['pid'] for s in j if s['id']=='$id'][0]")
+# The jail's cgroup (src/jail/cgroup.c): space.slice/<id> on the unified hierarchy, space/<id> on v1.
+cg=/sys/fs/cgroup/space.slice/$id
+if [ -w "$cg/cgroup.freeze" ]; then
+	freeze() { echo "$1" >"$cg/cgroup.freeze"; }
+	on_exit "echo 0 >'$cg/cgroup.freeze' 2>/dev/null"
+else
+	cg=/sys/fs/cgroup/freezer/space/$id
+	[ -w "$cg/freezer.state" ] || fail "no freezer for the jail at space.slice/$id or freezer/space/$id"
+	freeze() { if [ "$1" = 1 ]; then echo FROZEN; else echo THAWED; fi >"$cg/freezer.state"; }
+	on_exit "echo THAWED >'$cg/freezer.state' 2>/dev/null"
+fi
+grep -qx "$jpid" "$cg/cgroup.procs" || fail "jail PID 1 $jpid is not in $cg"
+freeze 1
+sync_child=
+for ((i = 0; i < 50; i++)); do
+	read -r sync_child _ <"/proc/$hpid/task/$hpid/children" 2>/dev/null && [ -n "$sync_child" ] && break
+	sleep 0.1
+done
+[ -n "$sync_child" ] || fail "space-snapd $hpid started no sync child while the jail was frozen"
+# It confines itself within milliseconds of the fork, before its first byte to the agent.
+for ((i = 0; i < 20; i++)); do
+	st=$(cat "/proc/$sync_child/status")
+	grep -q "^Seccomp:[[:space:]]*2" <<<"$st" && break
+	sleep 0.1
+done
+freeze 0
+field() { sed -n "s/^$1:[[:space:]]*//p" <<<"$st"; }
+read -r u1 u2 u3 u4 <<<"$(field Uid)"
+[ "$u1" != 0 ] && [ "$u1 $u1 $u1 $u1" = "$u1 $u2 $u3 $u4" ] || fail "sync child runs as Uid $(field Uid)"
+for c in CapEff CapPrm CapInh CapBnd CapAmb; do
+	[ "$(field $c)" = 0000000000000000 ] || fail "sync child $c $(field $c)"
+done
+[ "$(field NoNewPrivs) $(field Seccomp)" = "1 2" ] || fail "sync child NoNewPrivs $(field NoNewPrivs) Seccomp $(field Seccomp)"
+expect_rc 0 "$SPACE" doctor --verbose "${S[@]}"
+grep -E "^ok +helper-snapd .*no_new_privs, seccomp rules: sync [0-9]+" <<<"$out" >/dev/null ||
+	fail "doctor --verbose on space-snapd: $(grep snapd <<<"$out")"
 
 # Paused, the sandbox is not snapshotted (its disk does not change), so its oldest automatic checkpoint
 # stays put. Roll back to it: the counter file holds an older value; snapshots go on with a new helper.

@@ -3,7 +3,7 @@
 # gone after a rollback, forks that never see each other's writes, a frozen counter) and no leaks.
 . "$(dirname "$0")/../../lib.sh"
 need_root; need_btrfs; need_loop
-[ -x "${SPACE_AGENT_PATH:-}" ] || skip "space-agent not built (SPACE_AGENT_PATH=${SPACE_AGENT_PATH:-})"
+need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 export SPACE_QUIET_JAIL=1
 

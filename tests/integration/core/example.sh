@@ -2,7 +2,7 @@
 # examples/embed (public API only) runs against a real jail sandbox.
 . "$(dirname "$0")/../../lib.sh"
 need_root; need_btrfs; need_loop
-[ -x "${SPACE_AGENT_PATH:-}" ] || skip "space-agent not built"
+need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 EMBED=${1:?path of the embed example}
 make_state 2G

@@ -3,7 +3,7 @@
 # Builds the base template with mmdebstrap (cached in $SPACE_CACHE, default /var/cache/space).
 . "$(dirname "$0")/../../lib.sh"
 need_root; need_btrfs; need_loop
-[ -x "${SPACE_AGENT_PATH:-}" ] || skip "space-agent not built"
+need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 command -v mmdebstrap >/dev/null || skip "mmdebstrap missing"
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 make_state 4G

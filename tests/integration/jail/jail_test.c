@@ -74,7 +74,8 @@ static int test_basic(struct fixture *f)
 	CHECK(fixture_value(out, "loflags", v, sizeof(v)) && (strtoul(v, NULL, 16) & 1), "lo up: %s", v);
 	CHECK(fixture_value(out, "uid", v, sizeof(v)) && !strcmp(v, "0"), "root inside: %s", v);
 	CHECK(fixture_value(out, "host", v, sizeof(v)) && !strcmp(v, "hidden"), "host files: %s", v);
-	CHECK(fixture_value(out, "mounts", v, sizeof(v)) && atoi(v) < 16, "few mounts inside: %s", v);
+	/* rootfs, /dev and its 6 binds, pts, shm, /tmp, /run, /proc and its 5 read-only parts, /sys: 18. */
+	CHECK(fixture_value(out, "mounts", v, sizeof(v)) && atoi(v) < 20, "few mounts inside: %s", v);
 	CHECK(fixture_value(out, "devnull", v, sizeof(v)) && !strcmp(v, "ok"), "/dev/null: %s", v);
 	CHECK(fixture_value(out, "urandom", v, sizeof(v)) && !strcmp(v, "8"), "/dev/urandom: %s", v);
 	CHECK(strstr(out, "write=ok"), "write inside");
@@ -228,7 +229,8 @@ static int test_seccomp(struct fixture *f)
 	CHECK(fixture_value(out, "clone3", v, sizeof(v)) && atoi(v) == ENOSYS, "clone3 -> %s", v);
 	CHECK(fixture_value(out, "socket_vsock", v, sizeof(v)) && atoi(v) == EAFNOSUPPORT, "vsock -> %s", v);
 	CHECK(fixture_value(out, "personality_query", v, sizeof(v)) && atoi(v) == 0, "personality query -> %s", v);
-	CHECK(fixture_value(out, "unshare_mnt", v, sizeof(v)) && atoi(v) == 0, "unshare(NEWNS) -> %s", v);
+	/* No namespace of its own since issue 14 (docs/jail.md): a mount namespace is mounts again. */
+	CHECK(fixture_value(out, "unshare_mnt", v, sizeof(v)) && atoi(v) == EPERM, "unshare(NEWNS) -> %s", v);
 	CHECK(fixture_value(out, "clone_plain", v, sizeof(v)) && atoi(v) == 0, "plain clone -> %s", v);
 	free(out);
 	CHECK(jail_kill(&info, 5000) == 0, "kill");
@@ -497,8 +499,9 @@ static int test_agent(struct fixture *f)
 {
 	const char *agent = getenv("SPACE_AGENT_PATH");
 	if (!agent || access(agent, X_OK) < 0) {
-		printf("SKIP: space-agent not built ($SPACE_AGENT_PATH)\n");
-		return 77;
+		/* Ours, so a broken build: a failure, never a skip. */
+		printf("FAIL: space-agent not built (SPACE_AGENT_PATH=%s)\n", agent ? agent : "unset");
+		return 1;
 	}
 	char sock[512], addr[520], log[512], id[64];
 	snprintf(sock, sizeof(sock), "%s/agent.sock", f->dir);

@@ -1,25 +1,30 @@
 #!/bin/bash
 # The egress gateway with real clients in jail sandboxes against loopback upstreams (HTTP and HTTPS with a
 # test CA): allow, deny, credential injection, the secret never in the sandbox, no-policy deny, the known
-# bypasses (DNS spoofing, raw IPs, SNI/Host mismatch, spoofed sources, UDP, a guest Authorization header),
+# bypasses (DNS spoofing, raw IPs, SNI/Host mismatch, spoofed sources, UDP, a guest Authorization header,
+# absolute-form targets, pipelined requests, "Host :", TLS passthrough of hosts not listed for it),
 # a bandwidth limit, and nothing left behind.
 . "$(dirname "$0")/../../lib.sh"
 . "$(dirname "$0")/egress_lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 egress_setup
 W=$STATE/egress
-egress_upstreams "$W" api.test open.test
+egress_upstreams "$W" api.test open.test tls.test
 
 SECRET=sk-egress-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export EGRESS_TEST_SECRET=$SECRET
 ids=()
 created() { ids+=("$1"); on_exit "'$SPACE' rm '$1'"; }
 
-expect_rc 0 "$SPACE" create --isolation jail --allow api.test --allow plain.test --allow open.test \
-	--secret TOKEN=env:EGRESS_TEST_SECRET \
+# open.test's TLS is relayed unopened (passthrough, opt-in); tls.test has no rule and no passthrough, so
+# its TLS is terminated and its requests checked like any other.
+echo '{"passthrough": ["open.test"]}' >"$W/a.json"
+expect_rc 0 "$SPACE" create --isolation jail --allow api.test --allow plain.test --allow open.test --allow tls.test \
+	--policy "$W/a.json" --secret TOKEN=env:EGRESS_TEST_SECRET \
 	--inject 'api.test:Authorization=Bearer ${TOKEN}' --inject 'plain.test:Authorization=Bearer ${TOKEN}' \
+	--inject 'plain.test:X-Api-Key=${TOKEN}' \
 	--resolve "api.test=127.0.0.1:$SP" --resolve "open.test=127.0.0.1:$SP" --resolve "plain.test=127.0.0.1:$HP" \
-	--ca-file "$W/ca.pem"
+	--resolve "tls.test=127.0.0.1:$SP" --ca-file "$W/ca.pem"
 A=$out
 created "$A"
 expect_rc 0 "$SPACE" cp "$here/guest.py" "$A:/root/guest.py"
@@ -83,6 +88,49 @@ has_event "$A" "http Host 'api.test' is not plain.test"
 grep -q fronted "$W/requests.log" && fail "a fronted request reached the upstream"
 echo "SNI/Host mismatch refused: ok"
 
+# Bypasses of the HTTP check (issue 14 item 6), with raw requests: every request on a connection is
+# checked, whatever its target form, its place on the connection or its whitespace.
+raw() { "$SPACE" exec "$A" -- python3 /root/guest.py raw "$@"; }
+logged() { grep -F "\"$1\"" "$W/requests.log"; }
+# Domain fronting through an absolute-form target: plain, and inside TLS the gateway terminates.
+expect_rc 0 raw plain.test 80 - 'GET http://evil.test/abs1 HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n'
+echo "$out" | grep -q "statuses: 403 " || fail "absolute-form fronting (http): $out"
+has_event "$A" "http target 'evil.test' is not plain.test:80"
+expect_rc 0 raw api.test 443 default 'GET https://evil.test/abs2 HTTP/1.1\r\nHost: api.test\r\nConnection: close\r\n\r\n'
+echo "$out" | grep -q "statuses: 403 " || fail "absolute-form fronting (https): $out"
+grep -q "abs[12]" "$W/requests.log" && fail "an absolute-form request for another host reached the upstream"
+# ... while an absolute-form target naming the connection's own host is served (as origin-form).
+expect_rc 0 raw plain.test 80 - 'GET http://plain.test/abs-ok HTTP/1.1\r\nHost: plain.test\r\nConnection: close\r\n\r\n'
+echo "$out" | grep -q "statuses: 200 " || fail "absolute-form for the right host: $out"
+logged /abs-ok | grep -qF "\"Bearer $SECRET\"" || fail "absolute-form request: $(cat "$W/requests.log")"
+echo "absolute-form targets checked: ok"
+# Pipelining: the second request carries the sandbox's own key and Authorization (removed, the secret
+# added), the third names another host (refused after the upstream answered the first two).
+expect_rc 0 raw plain.test 80 - 'GET /pipe1 HTTP/1.1\r\nHost: plain.test\r\n\r\nGET /pipe2 HTTP/1.1\r\nHost: plain.test\r\nX-Api-Key: guest-key\r\nAuthorization: Bearer guest\r\n\r\nGET /pipe3 HTTP/1.1\r\nHost: evil.test\r\nX-Api-Key: guest-key\r\n\r\n'
+echo "$out" | grep -q "statuses: 200,200,403 " || fail "pipelined requests: $out"
+logged /pipe2 | grep -qF "\"x-api-key\": [\"$SECRET\"]" || fail "pipelined request 2: $(logged /pipe2)"
+logged /pipe2 | grep -qF "\"authorization\": [\"Bearer $SECRET\"]" || fail "pipelined request 2: $(logged /pipe2)"
+grep -q "guest-key\|/pipe3" "$W/requests.log" && fail "a pipelined request got through unchecked: $(cat "$W/requests.log")"
+has_event "$A" "the sandbox's own X-Api-Key header removed"
+has_event "$A" "http Host 'evil.test' is not plain.test"
+echo "pipelined requests each checked and stripped: ok"
+# Malformed header names: "Host :" is not a second spelling of Host.
+expect_rc 0 raw plain.test 80 - 'GET /hostspace HTTP/1.1\r\nHost : evil.test\r\nHost: plain.test\r\nConnection: close\r\n\r\n'
+echo "$out" | grep -q "statuses: 400 " || fail "Host with a space before the colon: $out"
+grep -q /hostspace "$W/requests.log" && fail "'Host :' reached the upstream"
+has_event "$A" "malformed field name in the request head: 'Host '"
+echo "malformed header names refused: ok"
+# TLS passthrough is opt-in: tls.test (no rule, not listed) is terminated and its Host checked; open.test
+# (listed) was relayed unopened above (the guest verified the upstream's own certificate).
+expect_rc 0 raw tls.test 443 default 'GET /tls-ok HTTP/1.1\r\nHost: tls.test\r\nConnection: close\r\n\r\n'
+echo "$out" | grep -q "statuses: 200 " || fail "terminated TLS without a rule: $out"
+logged /tls-ok | grep -q '"tls": true' || fail "tls.test upstream: $(logged /tls-ok)"
+expect_rc 0 raw tls.test 443 default 'GET /tls-fronted HTTP/1.1\r\nHost: open.test\r\nConnection: close\r\n\r\n'
+echo "$out" | grep -q "statuses: 403 " || fail "Host fronting inside TLS without a rule: $out"
+grep -q /tls-fronted "$W/requests.log" && fail "a fronted request inside TLS reached the upstream"
+has_event "$A" "http Host 'open.test' is not tls.test"
+echo "TLS passthrough only when the policy says so: ok"
+
 # Bypass: a spoofed source address from a raw socket, and UDP tunnelling.
 g "$A" spoof 10.9.9.9 10.201.0.1 >/dev/null 2>&1
 if events "$A" | grep -q "10.9.9.9 -> 10.201.0.1: spoofed source address"; then
@@ -141,12 +189,17 @@ echo "no policy, no egress, all recorded: ok"
 
 # Bypass: a forged MAC (root in the sandbox may change its link). Nothing is bridged behind gw0, so it
 # reaches nothing more than before; it is recorded, and the address checks still hold.
-expect_rc 0 "$SPACE" exec "$B" -- sh -c 'ip link set eth0 down && ip link set eth0 address 02:00:00:00:00:99 &&
-	ip link set eth0 up && ip route replace default via 10.201.0.1'
-expect_rc 1 g "$B" udp 203.0.113.6 9
-has_event "$B" "frame from 02:00:00:00:00:99: spoofed source MAC"
-expect_rc 1 g "$B" tcp 203.0.113.6 443
-echo "forged MAC recorded, still no egress: ok"
+if "$SPACE" exec "$B" -- sh -c 'ip link set eth0 down && ip link set eth0 address 02:00:00:00:00:99 &&
+	ip link set eth0 up && ip route replace default via 10.201.0.1' >"$W/mac.out" 2>&1; then
+	expect_rc 1 g "$B" udp 203.0.113.6 9
+	has_event "$B" "frame from 02:00:00:00:00:99: spoofed source MAC"
+	expect_rc 1 g "$B" tcp 203.0.113.6 443
+	echo "forged MAC recorded, still no egress: ok"
+else
+	grep -q "Operation not permitted" "$W/mac.out" || fail "changing the link failed oddly: $(cat "$W/mac.out")"
+	expect_rc 1 g "$B" tcp 203.0.113.6 443
+	echo "forged MAC: the sandbox cannot change its link: ok"
+fi
 
 # A bandwidth limit (policy file): 1 MiB at 256 KiB/s takes about 4 s.
 cat >"$W/slow.json" <<JSON

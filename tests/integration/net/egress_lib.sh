@@ -3,9 +3,9 @@
 # Skips unless this host can run jail sandboxes with a gateway; makes a state dir with the base template.
 egress_setup() {
 	need_root; need_btrfs; need_loop
-	[ -x "${SPACE_AGENT_PATH:-}" ] || skip "space-agent not built"
+	need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 	export SPACE_GATEWAY_PATH=${SPACE_GATEWAY_PATH:-$SPACE_BUILD_DIR/src/net/space-gateway}
-	[ -x "$SPACE_GATEWAY_PATH" ] || skip "space-gateway not built"
+	need_built "$SPACE_GATEWAY_PATH" space-gateway SPACE_GATEWAY_PATH
 	command -v openssl >/dev/null || skip "openssl missing"
 	command -v python3 >/dev/null || skip "python3 missing"
 	unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"

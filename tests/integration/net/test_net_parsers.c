@@ -14,6 +14,8 @@
 #include "net/net.h"
 
 static int failures;
+/* The operator's policies, as the CLI compiles them; test_net_policy_trust.c covers API callers'. */
+static const struct net_policy_trust trusted = { .trusted = true };
 #define CHECK(c)                                                                     \
 	do {                                                                         \
 		if (!(c)) {                                                          \
@@ -41,7 +43,7 @@ static void test_policy(void)
 	setenv("NET_TEST_SECRET", "s3cr3t", 1);
 	CHECK(net_policy_compile("{\"allow\":[\"API.test\",\"*.example.org:8443\"],\"secrets\":{\"K\":\"env:NET_TEST_SECRET\"},"
 				 "\"inject\":[{\"host\":\"api.test\",\"header\":\"Authorization\",\"value\":\"Bearer ${K}\"}]}",
-				 &cfg, err, sizeof(err)) == 0);
+				 &trusted, &cfg, err, sizeof(err)) == 0);
 	cJSON *c = cJSON_Parse(cfg);
 	CHECK(!strcmp(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "allow"), 0)->child->valuestring, "api.test"));
 	CHECK(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "allow"), 1), "port")->valueint == 8443);
@@ -50,7 +52,7 @@ static void test_policy(void)
 	CHECK(!cJSON_GetObjectItem(c, "secrets")); /* only expanded values travel on */
 	cJSON_Delete(c);
 	free(cfg);
-	CHECK(net_policy_compile(NULL, &cfg, err, sizeof(err)) == 0);
+	CHECK(net_policy_compile(NULL, &trusted, &cfg, err, sizeof(err)) == 0);
 	free(cfg);
 	static const char *const bad[] = {
 		"[]", "{\"allow\":\"x\"}", "{\"allow\":[\"bad host\"]}", "{\"allow\":[\"a.test:0\"]}",
@@ -62,7 +64,7 @@ static void test_policy(void)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cfg = NULL;
-		int r = net_policy_compile(bad[i], &cfg, err, sizeof(err));
+		int r = net_policy_compile(bad[i], &trusted, &cfg, err, sizeof(err));
 		if (r >= 0)
 			fprintf(stderr, "accepted: %s\n", bad[i]);
 		CHECK(r < 0 && err[0] && !cfg);
@@ -70,8 +72,41 @@ static void test_policy(void)
 	/* A secret with a line break would split the header: refused, and the message does not show it. */
 	setenv("NET_TEST_SECRET", "abc\r\nX-Evil: 1", 1);
 	CHECK(net_policy_compile("{\"secrets\":{\"K\":\"env:NET_TEST_SECRET\"},\"inject\":[{\"host\":\"a.test\","
-				 "\"header\":\"Authorization\",\"value\":\"${K}\"}]}", &cfg, err, sizeof(err)) == -EINVAL);
+				 "\"header\":\"Authorization\",\"value\":\"${K}\"}]}", &trusted, &cfg, err, sizeof(err)) == -EINVAL);
 	CHECK(!strstr(err, "abc"));
+}
+
+/* "passthrough": hosts whose TLS is relayed unopened, opt-in; never a host with an inject rule. */
+static void test_passthrough(void)
+{
+	char err[256], *cfg = NULL;
+	CHECK(net_policy_compile("{\"allow\":[\"a.test\",\"*.b.test\"],\"passthrough\":[\"A.test\",\"*.b.test\"]}", &trusted, &cfg,
+				 err, sizeof(err)) == 0);
+	cJSON *c = cJSON_Parse(cfg);
+	cJSON *p = cJSON_GetObjectItem(c, "passthrough");
+	CHECK(cJSON_GetArraySize(p) == 2 && !strcmp(cJSON_GetArrayItem(p, 0)->valuestring, "a.test") &&
+	      !strcmp(cJSON_GetArrayItem(p, 1)->valuestring, "*.b.test"));
+	cJSON_Delete(c);
+	free(cfg);
+	/* Without the key nothing is passed through. */
+	CHECK(net_policy_compile("{\"allow\":[\"a.test\"]}", &trusted, &cfg, err, sizeof(err)) == 0);
+	c = cJSON_Parse(cfg);
+	CHECK(cJSON_GetArraySize(cJSON_GetObjectItem(c, "passthrough")) == 0);
+	cJSON_Delete(c);
+	free(cfg);
+	static const char *const bad[] = {
+		"{\"passthrough\":\"a.test\"}", "{\"passthrough\":[1]}", "{\"passthrough\":[\"a.test:443\"]}",
+		"{\"passthrough\":[\"bad host\"]}", "{\"passthrough\":[\"\"]}",
+		"{\"passthrough\":[\"a.test\"],\"inject\":[{\"host\":\"a.test\",\"header\":\"X\",\"value\":\"v\"}]}",
+		"{\"passthrough\":[\"*.b.test\"],\"inject\":[{\"host\":\"api.b.test\",\"header\":\"X\",\"value\":\"v\"}]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cfg = NULL;
+		int r = net_policy_compile(bad[i], &trusted, &cfg, err, sizeof(err));
+		if (r >= 0)
+			fprintf(stderr, "accepted: %s\n", bad[i]);
+		CHECK(r < 0 && err[0] && !cfg);
+	}
 }
 
 static void test_match(void)
@@ -128,6 +163,11 @@ static void test_dns(void)
 	n = query(q, "evil.test", 1);
 	len = gw_dns_answer(&g, q, n, a, sizeof(a));
 	CHECK(len == (int)n && (a[3] & 0x0f) == 3 && events == ev + 1); /* NXDOMAIN, recorded */
+	/* A wildcard does not let a malformed name in: a terminal escape below an allowed suffix. */
+	ev = events;
+	n = query(q, "\x1b]0;pwned\x07.example.org", 1);
+	len = gw_dns_answer(&g, q, n, a, sizeof(a));
+	CHECK(len == (int)n && (a[3] & 0x0f) == 3 && events == ev + 1);
 	n = query(q, "x.example.org", 28);
 	len = gw_dns_answer(&g, q, n, a, sizeof(a));
 	CHECK(len == (int)n && (a[3] & 0x0f) == 0 && a[7] == 0); /* AAAA: exists, no answer */
@@ -183,6 +223,7 @@ static void test_sni(void)
 int main(void)
 {
 	test_policy();
+	test_passthrough();
 	test_match();
 	test_dns();
 	test_sni();

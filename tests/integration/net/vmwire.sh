@@ -9,7 +9,7 @@
 here=$(cd "$(dirname "$0")" && pwd)
 need_root
 gw=${SPACE_GATEWAY_PATH:-$SPACE_BUILD_DIR/src/net/space-gateway}
-[ -x "$gw" ] || skip "space-gateway not built"
+need_built "$gw" space-gateway SPACE_GATEWAY_PATH
 command -v python3 >/dev/null || skip "python3 missing"
 command -v tc >/dev/null || skip "tc (iproute2) missing"
 [ -c /dev/net/tun ] || skip "no /dev/net/tun"

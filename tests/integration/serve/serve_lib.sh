@@ -3,7 +3,7 @@
 # script started is killed.
 . "$(dirname "$0")/../../lib.sh"
 need_root; need_btrfs; need_loop
-[ -x "${SPACE_AGENT_PATH:-}" ] || skip "space-agent not built (SPACE_AGENT_PATH=${SPACE_AGENT_PATH:-})"
+need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 command -v python3 >/dev/null || skip "python3 missing"
 "$SPACE" serve --help >/dev/null 2>&1 || skip "space built without libmicrohttpd"

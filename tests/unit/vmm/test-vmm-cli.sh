@@ -44,5 +44,12 @@ if [ -n "${SPACE_CLI:-}" ] && [ -x "$SPACE_CLI" ]; then
 	fi
 fi
 "$vmm" --help | grep -q "Exit status" || { echo "FAIL: --help"; fails=$((fails + 1)); }
+# The console log's cap is always there: a cap below 8 KiB or above 1 TiB is a usage error, not "no cap".
+for bad in 100 4K 2T 0 x; do
+	"$vmm" run --kernel "$tmp/text" --control "$tmp/c.sock" --log "$tmp/l" --log-max "$bad" >/dev/null 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || { echo "FAIL: space-vmm run --log-max $bad -> exit $rc, wanted 2"; fails=$((fails + 1)); }
+done
+[ -e "$tmp/l" ] && { echo "FAIL: a refused --log-max still opened the log"; fails=$((fails + 1)); }
 [ $fails -eq 0 ] && echo "ok"
 exit $((fails > 0))

@@ -31,7 +31,7 @@ static void test_serial(void)
 	int p[2];
 	CHECK(pipe(p) == 0, "pipe");
 	struct serial *s;
-	CHECK(serial_create(p[1], -1, count_irq, NULL, &s) == 0, "serial_create");
+	CHECK(serial_create(p[1], NULL, count_irq, NULL, &s) == 0, "serial_create");
 	CHECK(!serial_has_output(s), "no output yet");
 	/* Scratch register and divisor latch, as the 8250 probe uses them. */
 	wr(s, 7, 0xa5);

@@ -127,7 +127,7 @@ int main(void)
 
 	/* Register state of the legacy devices survives a save/restore into a new device. */
 	struct serial *a = NULL, *c = NULL;
-	CHECK(serial_create(-1, -1, NULL, NULL, &a) == 0 && serial_create(-1, -1, NULL, NULL, &c) == 0, "serial");
+	CHECK(serial_create(-1, NULL, NULL, NULL, &a) == 0 && serial_create(-1, NULL, NULL, NULL, &c) == 0, "serial");
 	uint8_t v = 0x83;
 	serial_io(a, 3, true, &v); /* LCR with DLAB */
 	v = 0x01;

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A jail's log writer, space-logcap: started, its uid slot, and the log read back in order (logcap.h). */
+#include "core/logcap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/uids.h"
+#include "util/caplog.h"
+#include "util/cleanup.h"
+#include "util/escape.h"
+#include "util/uidalloc.h"
+#include "util/util.h"
+
+/*
+ * The cap of a sandbox's log, both parts together (util/caplog.h): $SPACE_SANDBOX_LOG_MAX, an operator
+ * setting ("16M"; 8 KiB..1 TiB), else 8 MiB. A value that does not parse is refused, never ignored: the
+ * guest writes the console, and its log must not go uncapped.
+ */
+int logcap_max_bytes(space_ctx *ctx, uint64_t *ret)
+{
+	const char *v = secure_getenv("SPACE_SANDBOX_LOG_MAX");
+	*ret = CAPLOG_DEFAULT_MAX;
+	if (!v)
+		return 0;
+	if (util_parse_size(v, ret) < 0 || *ret < CAPLOG_MIN_MAX || *ret > CAPLOG_MAX_MAX)
+		return ctx_error_msg(ctx, -EINVAL, "SPACE_SANDBOX_LOG_MAX=%s: not a size from 8K to 1T", v);
+	return 0;
+}
+
+#define READY_TIMEOUT_MS 5000
+#define SLOTS_MAX 8 /* slots found under one owner text: one, normally */
+
+static int owner_text(space_ctx *ctx, const char *sandbox_id, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s %s logcap", ctx->state_dir, sandbox_id);
+	if (n < 0 || (size_t)n >= len || n > UIDALLOC_OWNER_MAX)
+		return ctx_error_msg(ctx, -ENAMETOOLONG, "state directory path too long for a uid slot owner (%s)",
+				     ctx->state_dir);
+	return 0;
+}
+
+struct find {
+	const char *owner;
+	uint32_t uids[SLOTS_MAX];
+	size_t n;
+};
+
+static int find_one(enum uidalloc_kind kind, uint32_t uid, const char *owner, void *userdata)
+{
+	struct find *f = userdata;
+	if (kind == UIDALLOC_SINGLE && !strcmp(owner, f->owner) && f->n < SLOTS_MAX)
+		f->uids[f->n++] = uid;
+	return 0;
+}
+
+/* The slot the sandbox's log writer already holds (a restart), else a new one. */
+static int take_uid(space_ctx *ctx, const char *owner, uint32_t *ret_uid)
+{
+	struct find f = { .owner = owner };
+	int r = uidalloc_foreach(find_one, &f);
+	if (r < 0)
+		return ctx_error(ctx, r, "read the uid slots under %s", UIDALLOC_DIR);
+	if (f.n) {
+		*ret_uid = f.uids[0];
+		return 0;
+	}
+	r = uidalloc_acquire(UIDALLOC_SINGLE, owner, ret_uid);
+	if (r == -ENOSPC && uids_reap_stale(ctx) > 0)
+		r = uidalloc_acquire(UIDALLOC_SINGLE, owner, ret_uid);
+	return r < 0 ? ctx_error(ctx, r, "allocate a host uid for the log writer (%s)", UIDALLOC_DIR) : 0;
+}
+
+void logcap_release(space_ctx *ctx, const char *sandbox_id)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1];
+	if (owner_text(ctx, sandbox_id, owner, sizeof(owner)) < 0)
+		return;
+	struct find f = { .owner = owner };
+	/* Collected first: the directory is not changed under its own listing. */
+	int r = uidalloc_foreach(find_one, &f);
+	for (size_t i = 0; i < f.n && r >= 0; i++)
+		r = uidalloc_release(UIDALLOC_SINGLE, f.uids[i], owner);
+	if (r < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: free the log writer's host uid: %s (`space init` reclaims it)",
+			sandbox_id, strerror(-r));
+}
+
+/* Reads the writer's one status line (up to len - 1 bytes) within timeout_ms. */
+static int read_status(int fd, char *buf, size_t len, int timeout_ms)
+{
+	size_t n = 0;
+	int64_t deadline = util_wall_ms() + timeout_ms;
+	while (n + 1 < len && !memchr(buf, '\n', n)) {
+		int left = (int)(deadline - util_wall_ms());
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = left > 0 ? poll(&p, 1, left) : 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+		ssize_t k = read(fd, buf + n, len - 1 - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return n ? 0 : -EPIPE;
+}
+
+/*
+ * Runs path detached from the caller (double fork, own session, so neither a long-lived caller collects a
+ * zombie nor the caller's exit ends it) with want[i] as its descriptor i. Only async-signal-safe calls in
+ * the children: the caller may have threads.
+ */
+static int spawn_detached(const char *path, char *const argv[], const int want[5])
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+		/* Through copies above 4 first: a source may itself be one of 0..4. */
+		int tmp[5];
+		for (int i = 0; i < 5; i++)
+			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 5)) < 0)
+				_exit(127);
+		for (int i = 0; i < 5; i++)
+			if (dup2(tmp[i], i) < 0)
+				_exit(127);
+		syscall(SYS_close_range, 5u, ~0u, 0);
+		execv(path, argv);
+		_exit(127);
+	}
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	return w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ECHILD;
+}
+
+int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd)
+{
+	char path[PATH_MAX], owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
+	int r = ctx_helper_path(ctx, "space-logcap", path, sizeof(path));
+	if (r < 0)
+		return r;
+	if ((r = owner_text(ctx, sandbox_id, owner, sizeof(owner))) < 0)
+		return r;
+	if ((size_t)snprintf(logp, sizeof(logp), "%s/" LOGCAP_LOG, runtime_dir) >= sizeof(logp) ||
+	    (size_t)snprintf(oldp, sizeof(oldp), "%s/" LOGCAP_LOG_OLD, runtime_dir) >= sizeof(oldp))
+		return ctx_error(ctx, -ENAMETOOLONG, "log of %s", sandbox_id);
+	_cleanup_close_ int logfd = open(logp, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (logfd < 0)
+		return ctx_error(ctx, -errno, "open %s", logp);
+	_cleanup_close_ int oldfd = open(oldp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (oldfd < 0)
+		return ctx_error(ctx, -errno, "open %s", oldp);
+	_cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return ctx_error(ctx, -errno, "open /dev/null");
+	uint64_t max;
+	if ((r = logcap_max_bytes(ctx, &max)) < 0)
+		return r;
+	uint32_t uid;
+	if ((r = take_uid(ctx, owner, &uid)) < 0)
+		return r;
+
+	int lp[2], sp[2];
+	if (pipe2(lp, O_CLOEXEC) < 0)
+		return ctx_error(ctx, -errno, "pipe");
+	_cleanup_close_ int lread = lp[0], lwrite = lp[1];
+	if (pipe2(sp, O_CLOEXEC) < 0)
+		return ctx_error(ctx, -errno, "pipe");
+	_cleanup_close_ int sread = sp[0], swrite = sp[1];
+	char uid_arg[16], max_arg[24];
+	snprintf(uid_arg, sizeof(uid_arg), "%u", uid);
+	snprintf(max_arg, sizeof(max_arg), "%llu", (unsigned long long)max);
+	char *const argv[] = { "space-logcap", "--uid", uid_arg, "--max-bytes", max_arg, NULL };
+	const int want[5] = { lread, swrite, null, logfd, oldfd };
+	if ((r = spawn_detached(path, argv, want)) < 0)
+		return ctx_error(ctx, r, "start %s", path);
+	/* Ours go now: the pipe's read end lives only in the writer; its status pipe reaches EOF if it dies. */
+	close(TAKE_FD(lread));
+	close(TAKE_FD(swrite));
+	char status[256];
+	r = read_status(sread, status, sizeof(status), READY_TIMEOUT_MS);
+	if (r < 0)
+		return ctx_error(ctx, r, "the log writer %s did not start", path);
+	if (strncmp(status, "ready ", 6) != 0) {
+		_cleanup_free_ char *safe = util_escape_dup(status, 0);
+		return ctx_error_msg(ctx, -EIO, "the log writer %s did not start: %s", path, safe ? safe : "?");
+	}
+	*ret_fd = TAKE_FD(lwrite);
+	return 0;
+}
+
+static int copy_file(int fd, int dst_fd)
+{
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		int r = util_write_all(dst_fd, buf, (size_t)n);
+		if (r < 0)
+			return r;
+	}
+	return n < 0 ? -errno : 0;
+}
+
+int logcap_read(space_ctx *ctx, const char *runtime_dir, int dst_fd)
+{
+	char logp[PATH_MAX], oldp[PATH_MAX];
+	if ((size_t)snprintf(logp, sizeof(logp), "%s/" LOGCAP_LOG, runtime_dir) >= sizeof(logp) ||
+	    (size_t)snprintf(oldp, sizeof(oldp), "%s/" LOGCAP_LOG_OLD, runtime_dir) >= sizeof(oldp))
+		return ctx_error(ctx, -ENAMETOOLONG, "log in %s", runtime_dir);
+	/* Both opened before reading either: a rotation in between then loses lines, never repeats them. */
+	_cleanup_close_ int fd = open(logp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ctx_error(ctx, -errno, "open %s", logp);
+	_cleanup_close_ int old = open(oldp, O_RDONLY | O_CLOEXEC);
+	if (old < 0 && errno != ENOENT)
+		return ctx_error(ctx, -errno, "open %s", oldp);
+	int r = old >= 0 ? copy_file(old, dst_fd) : 0;
+	if (r == 0)
+		r = copy_file(fd, dst_fd);
+	return r < 0 ? ctx_error(ctx, r, "copy the log of %s", runtime_dir) : 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A jail's log (docs/jail.md, "The sandbox's log"). The agent's stdout/stderr and the jail's start lines go
+ * through a pipe to space-logcap (src/logcap), which stores them in <runtime dir>/sandbox.log and
+ * sandbox.log.1, logcap_max_bytes() in all, as its own uid under a seccomp allowlist: no host file is ever
+ * open inside the sandbox, and what the sandbox writes cannot outgrow the cap. Private.
+ *
+ * The log writer's uid is a UIDALLOC_SINGLE slot whose owner is "<state dir> <sandbox id> logcap": taken
+ * at the jail's first start (again at each restart, the same slot while the sandbox holds it), freed by
+ * logcap_release() when the sandbox is destroyed, and reclaimed by uids_reap_stale() after a crash (the
+ * owner names a sandbox that is gone).
+ */
+#pragma once
+
+#include "core/internal.h"
+
+#define LOGCAP_LOG "sandbox.log"
+#define LOGCAP_LOG_OLD "sandbox.log.1"
+
+/*
+ * Starts the log writer of sandbox_id on runtime_dir's log files (created 0600 if missing, kept
+ * otherwise) and returns the write end of its pipe in *ret_fd (close-on-exec; the caller hands it to
+ * jail_config.log_fd and closes it once the jail started: EOF, which ends the writer, comes when the last
+ * holder is gone). Returns once the writer reported that it is confined; on failure nothing runs and
+ * ctx's last error says why (the jail must not start: fail closed).
+ */
+int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd);
+
+/* The cap of a sandbox's log (sandbox.log and sandbox.log.1 together), for the jail's log writer and the
+ * VMM's console alike: $SPACE_SANDBOX_LOG_MAX (an operator setting, 8K..1T), else 8 MiB. A value that
+ * does not parse is refused with ctx's last error, never ignored. */
+int logcap_max_bytes(space_ctx *ctx, uint64_t *ret);
+
+/* Frees the uid slot of sandbox_id's log writer (the sandbox is destroyed). Fine when there is none. */
+void logcap_release(space_ctx *ctx, const char *sandbox_id);
+
+/* Writes runtime_dir's sandbox.log.1 (if any) then sandbox.log to dst_fd: the log in order. -ENOENT (with
+ * ctx's last error) when there is no sandbox.log. */
+int logcap_read(space_ctx *ctx, const char *runtime_dir, int dst_fd);

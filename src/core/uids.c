@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Machine-wide uid slots of sandboxes (see uids.h and src/util/uidalloc.h). */
+#include "core/uids.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/sandbox.h"
+#include "util/cleanup.h"
+#include "util/uidalloc.h"
+#include "util/util.h"
+
+static bool row_is_vm(const struct sandbox_row *row)
+{
+	return !strcmp(row->info.isolation, "vm");
+}
+
+static enum uidalloc_kind row_kind(const struct sandbox_row *row)
+{
+	return row_is_vm(row) ? UIDALLOC_SINGLE : UIDALLOC_RANGE;
+}
+
+static int owner_text(space_ctx *ctx, const struct sandbox_row *row, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s %s %s", ctx->state_dir, row->info.id, row_is_vm(row) ? "vmm" : "jail");
+	return n < 0 || (size_t)n >= len || n > UIDALLOC_OWNER_MAX ? -ENAMETOOLONG : 0;
+}
+
+static int record(space_ctx *ctx, const struct sandbox_row *row, uint32_t uid)
+{
+	struct store *s = ctx->store;
+	sqlite3_stmt *st;
+	int r = store_errno(sqlite3_prepare_v2(store_db(s), "UPDATE sandboxes SET host_uid = ?1 WHERE id = ?2", -1,
+					       &st, NULL));
+	if (r == 0) {
+		sqlite3_bind_int64(st, 1, uid);
+		sqlite3_bind_text(st, 2, row->info.id, -1, SQLITE_STATIC);
+		r = store_errno(sqlite3_step(st));
+		sqlite3_finalize(st);
+	}
+	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
+}
+
+/* A new slot for the row, recorded; one pass of stale-slot reclaiming when all are taken. */
+static int take_new(space_ctx *ctx, struct sandbox_row *row, const char *owner)
+{
+	uint32_t uid;
+	int r = uidalloc_acquire(row_kind(row), owner, &uid);
+	if (r == -ENOSPC && uids_reap_stale(ctx) > 0)
+		r = uidalloc_acquire(row_kind(row), owner, &uid);
+	if (r == -ENOSPC)
+		return ctx_error_msg(ctx, r,
+				     "no free host uid %s for sandbox %s: every slot under %s is in use (each live "
+				     "sandbox of every state directory on this machine holds one)",
+				     row_is_vm(row) ? "for space-vmm" : "range", row->info.id, UIDALLOC_DIR);
+	if (r < 0)
+		return ctx_error(ctx, r, "allocate a host uid for sandbox %s (%s)", row->info.id, UIDALLOC_DIR);
+	if ((r = record(ctx, row, uid)) < 0) {
+		(void)uidalloc_release(row_kind(row), uid, owner);
+		return r;
+	}
+	row->host_uid = uid;
+	return 0;
+}
+
+int uids_acquire(space_ctx *ctx, struct sandbox_row *row)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1];
+	if (owner_text(ctx, row, owner, sizeof(owner)) < 0)
+		return ctx_error_msg(ctx, -ENAMETOOLONG, "state directory path too long for a uid slot owner (%s)",
+				     ctx->state_dir);
+	return take_new(ctx, row, owner);
+}
+
+int uids_reclaim(space_ctx *ctx, struct sandbox_row *row)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1];
+	if (owner_text(ctx, row, owner, sizeof(owner)) < 0)
+		return ctx_error_msg(ctx, -ENAMETOOLONG, "state directory path too long for a uid slot owner (%s)",
+				     ctx->state_dir);
+	if (row->host_uid) {
+		int r = uidalloc_claim(row_kind(row), row->host_uid, owner);
+		if (r == 0)
+			return 0;
+		if (r != -EEXIST && r != -EINVAL)
+			return ctx_error(ctx, r, "take host uid %u again for sandbox %s", row->host_uid, row->info.id);
+		/* Another owner has it (the record is older than a reboot): the jail's rootfs is idmapped and
+		 * the VMM opens its files as root, so nothing on disk depends on the old uid. */
+		ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s: host uid %u is no longer its own; taking another",
+			row->info.id, row->host_uid);
+	}
+	return take_new(ctx, row, owner);
+}
+
+void uids_release(space_ctx *ctx, const struct sandbox_row *row)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1];
+	if (!row->host_uid || owner_text(ctx, row, owner, sizeof(owner)) < 0)
+		return;
+	int r = uidalloc_release(row_kind(row), row->host_uid, owner);
+	if (r < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: free host uid %u: %s (`space init` reclaims it)",
+			row->info.id, row->host_uid, strerror(-r));
+}
+
+int uids_helper_acquire(space_ctx *ctx, const char *sandbox_id, const char *kind, uint32_t *ret_uid)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1];
+	int n = snprintf(owner, sizeof(owner), "%s %s %s", ctx->state_dir, sandbox_id, kind);
+	if (n < 0 || (size_t)n >= sizeof(owner) || strchr(kind, ' ') || !util_name_valid(sandbox_id))
+		return ctx_error_msg(ctx, -EINVAL, "no uid slot owner for %s of sandbox %s", kind, sandbox_id);
+	int r = uidalloc_acquire(UIDALLOC_SINGLE, owner, ret_uid);
+	if (r == -ENOSPC && uids_reap_stale(ctx) > 0)
+		r = uidalloc_acquire(UIDALLOC_SINGLE, owner, ret_uid);
+	return r < 0 ? ctx_error(ctx, r, "allocate a host uid for the %s of sandbox %s", kind, sandbox_id) : 0;
+}
+
+void uids_helper_release(space_ctx *ctx, const char *sandbox_id, const char *kind, uint32_t uid)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1];
+	snprintf(owner, sizeof(owner), "%s %s %s", ctx->state_dir, sandbox_id, kind);
+	int r = uidalloc_release(UIDALLOC_SINGLE, uid, owner);
+	if (r < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "free host uid %u of the %s of sandbox %s: %s", uid, kind, sandbox_id,
+			strerror(-r));
+}
+
+/* ---- stale slots ---- */
+
+enum { SLOT_IN_USE, SLOT_STALE };
+
+/* The status of sandbox id in the store db, or an error (a store we cannot read: the slot stays). */
+static int sandbox_status_in(sqlite3 *db, const char *id)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(db, "SELECT status FROM sandboxes WHERE id = ?", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	int r = rc == SQLITE_DONE ? SLOT_STALE
+		: rc == SQLITE_ROW ? (strcmp((const char *)sqlite3_column_text(st, 0), "destroyed") ? SLOT_IN_USE
+											: SLOT_STALE)
+				    : store_errno(rc);
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int sandbox_slot_state(space_ctx *ctx, const char *state_dir, const char *id)
+{
+	if (!strcmp(state_dir, ctx->state_dir) && ctx->store)
+		return sandbox_status_in(store_db(ctx->store), id);
+	char db[PATH_MAX];
+	if ((size_t)snprintf(db, sizeof(db), "%s/space.db", state_dir) >= sizeof(db))
+		return -ENAMETOOLONG;
+	/* A state directory removed, or never initialized: nothing there holds the slot. */
+	if (access(db, F_OK) < 0)
+		return errno == ENOENT ? SLOT_STALE : -errno;
+	sqlite3 *h = NULL;
+	int rc = sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
+	int r = rc == SQLITE_OK ? 0 : store_errno(rc);
+	if (r == 0) {
+		sqlite3_busy_timeout(h, 2000);
+		r = sandbox_status_in(h, id);
+	}
+	sqlite3_close(h);
+	return r;
+}
+
+static int slot_state(space_ctx *ctx, const char *owner)
+{
+	char text[UIDALLOC_OWNER_MAX + 1];
+	snprintf(text, sizeof(text), "%s", owner);
+	/* "pid <pid> <start time> <kind>": a process that holds its slot itself (jail_start without a uid). */
+	unsigned long long pid, start;
+	char kind[16];
+	if (sscanf(text, "pid %llu %llu %15s", &pid, &start, kind) == 3)
+		return pid > 0 && pid < (1u << 22) && core_process_alive((int)pid, start) ? SLOT_IN_USE : SLOT_STALE;
+	/* "<state dir> <id> <kind>": the state dir may hold spaces, the id and kind do not. */
+	char *k = strrchr(text, ' ');
+	if (!k || text[0] != '/')
+		return -EBADMSG;
+	*k = '\0';
+	char *id = strrchr(text, ' ');
+	if (!id || !util_name_valid(id + 1))
+		return -EBADMSG;
+	*id++ = '\0';
+	return sandbox_slot_state(ctx, text, id);
+}
+
+struct reap {
+	space_ctx *ctx;
+	int freed;
+};
+
+static int reap_one(enum uidalloc_kind kind, uint32_t uid, const char *owner, void *userdata)
+{
+	struct reap *rp = userdata;
+	/* Unreadable stores and owner texts we do not know keep their slot: freeing a live one would let
+	 * two sandboxes share uids. */
+	if (slot_state(rp->ctx, owner) != SLOT_STALE)
+		return 0;
+	if (uidalloc_release(kind, uid, owner) == 0) {
+		ctx_log(rp->ctx, SPACE_LOG_DEBUG, "freed stale host uid slot %u (%s)", uid, owner);
+		rp->freed++;
+	}
+	return 0;
+}
+
+int uids_reap_stale(space_ctx *ctx)
+{
+	struct reap rp = { .ctx = ctx };
+	int r = uidalloc_foreach(reap_one, &rp);
+	if (r < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "reclaim stale host uid slots in %s: %s", UIDALLOC_DIR, strerror(-r));
+	return rp.freed;
+}
+
+bool uids_identity_map_allowed(space_ctx *ctx)
+{
+	_cleanup_free_ char *v = NULL;
+	return ctx->store && store_meta_get(ctx->store, UIDS_IDENTITY_MAP_KEY, &v) == 0 && !strcmp(v, "allow");
+}

@@ -1,0 +1,182 @@
+# How a nested run is retried and how its result is judged (POSIX sh, sourced). nested-common.sh sources
+# it after its host checks; tests/unit/nested_judge_test.sh sources it alone, with a stub nested-kvm in
+# $NESTED_KVM, to check every decision below.
+#
+# The completion record. The script run inside nested-kvm writes one line per check to WORKDIR/result.txt,
+# "PASS: ..." or "FAIL: ...", and after its last check the line
+#     DONE checks=N        (N: the checks it ran; other words may follow, e.g. "attacks=M")
+# Without it a run that died half way looks like one with nothing to report. A run passes only when
+# nested-kvm exited 0, the record is the last line and there is one, N > 0, N is the number of PASS lines
+# (and the number the caller expects, when it knows it), and no line is FAIL. Scripts whose checks are
+# judged on the host (from files the runs left) count their runs in N and give the expected count.
+#
+# Retries. A run is run once more only when nothing of ours can have failed:
+#   75   nested-kvm saw the emulated VM's own kernel lock up while our script had not finished;
+#   125  the VM gave no result, and our script had not started (no WORKDIR/.nested-started: the
+#        wrapper below writes it before anything else).
+# At most NESTED_RETRIES more runs (default 1, at most 2), each saying why. Anything else is the result:
+# the script's own status, a check that failed, a timeout (124, or 125 after the script started).
+# Every note (retries, why a status fails) goes to stderr and to WORKDIR/nested-run.txt, which
+# nested_judge prints.
+
+: "${nested_tool:=${NESTED_KVM:?nested-judge.sh: set nested_tool or NESTED_KVM}}"
+
+# nested_kill_below PID SIGNAL: sends SIGNAL to every process below PID (deepest first), not to PID.
+nested_kill_below() {
+	# The kernel's list of children (read without a process); ps where it is missing.
+	_nk_kids=
+	if [ -r "/proc/$1/task/$1/children" ]; then
+		read -r _nk_kids < "/proc/$1/task/$1/children" || true
+	else
+		_nk_kids=$(ps -o pid= --ppid "$1" 2>/dev/null)
+	fi
+	for _nk_c in $_nk_kids; do
+		nested_kill_below "$_nk_c" "$2"
+		kill "-$2" "$_nk_c" 2>/dev/null || true
+	done
+}
+
+# kill_tree PID: SIGKILL to PID and every process below it (processes this test started).
+kill_tree() {
+	nested_kill_below "$1" KILL
+	kill -KILL "$1" 2>/dev/null || true
+}
+
+# nested_note WORKDIR TEXT...: one line for the test's output (see nested_judge) and for stderr.
+nested_note() {
+	_nn_dir=$1
+	shift
+	echo "nested-kvm: $*" >> "$_nn_dir/nested-run.txt"
+	echo "nested-kvm: $*" >&2
+}
+
+# nested_retry_reason WORKDIR STATUS: prints why a run that ended with STATUS is run once more, or nothing
+# when STATUS is the run's result.
+nested_retry_reason() {
+	case $2 in
+	75) [ -e "$1/.nested-rc" ] || echo "nested-kvm exited 75 (emulator hang)" ;;
+	125) [ -e "$1/.nested-started" ] || echo "nested-kvm exited 125 before the script started (the VM gave no result)" ;;
+	esac
+}
+
+# nested_run WORKDIR SCRIPT [nested-kvm options...]: runs `sh SCRIPT` inside nested-kvm with WORKDIR written
+# through, retried as said above; returns the run's status (0 only when the script ran and exited 0).
+# The run is bounded by --timeout $NESTED_RUN_TIMEOUT (default 1200 s, under the suite's 1500); a VM that
+# has not started SCRIPT within $NESTED_BOOT_TIMEOUT s (default 300) is stopped, which nested-kvm reports
+# as 125 before the start.
+nested_run() {
+	_nr_dir=$1 _nr_script=$2
+	shift 2
+	_nr_retries=${NESTED_RETRIES:-1}
+	case $_nr_retries in 0 | 1 | 2) ;; *) _nr_retries=2 ;; esac
+	_nr_attempt=1
+	rm -f "$_nr_dir/nested-run.txt" "$_nr_dir"/result.attempt*.txt
+	while :; do
+		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc" "$_nr_dir/result.txt"
+		# The wrapper marks the start, then records the script's own status, so that nested-kvm's 75
+		# and 125 can be told apart from the script's.
+		printf 'touch "%s/.nested-started"\nsh "%s"\nrc=$?\necho "$rc" > "%s/.nested-rc"\nexit "$rc"\n' \
+			"$_nr_dir" "$_nr_script" "$_nr_dir" > "$_nr_dir/.nested-wrapper.sh"
+		"$nested_tool" --timeout "${NESTED_RUN_TIMEOUT:-1200}" "$@" --rw "$_nr_dir" -- sh "$_nr_dir/.nested-wrapper.sh" &
+		_nr_pid=$!
+		# Boot watchdog: stops the VM (qemu, below nested-kvm), so that nested-kvm ends with 125.
+		(
+			sleep "${NESTED_BOOT_TIMEOUT:-300}"
+			if [ ! -e "$_nr_dir/.nested-started" ]; then
+				nested_note "$_nr_dir" "the VM did not start the script within ${NESTED_BOOT_TIMEOUT:-300} s (attempt $_nr_attempt): stopping it"
+				nested_kill_below "$_nr_pid" TERM
+			fi
+		) &
+		_nr_dog=$!
+		# This test killed (meson's timeout, ^C): the VM goes too, through nested-kvm, which cleans up. The
+		# trap stays after the run (harmless then; its exit still runs the caller's EXIT trap).
+		trap 'nested_kill_below "$_nr_pid" TERM; wait "$_nr_pid"; kill_tree "$_nr_dog"; rm -f "$_nr_dir/.nested-wrapper.sh"; exit 143' TERM INT
+		wait "$_nr_pid"
+		_nr_rc=$?
+		nested_kill_below "$_nr_dog" KILL
+		kill -KILL "$_nr_dog" 2>/dev/null
+		wait "$_nr_dog" 2>/dev/null
+		rm -f "$_nr_dir/.nested-wrapper.sh"
+		_nr_why=$(nested_retry_reason "$_nr_dir" "$_nr_rc")
+		if [ -n "$_nr_why" ] && [ "$_nr_attempt" -le "$_nr_retries" ]; then
+			if [ -e "$_nr_dir/result.txt" ]; then
+				mv "$_nr_dir/result.txt" "$_nr_dir/result.attempt$_nr_attempt.txt"
+				nested_note "$_nr_dir" "$_nr_why: running once more (attempt $_nr_attempt's partial result: result.attempt$_nr_attempt.txt)"
+			else
+				nested_note "$_nr_dir" "$_nr_why: running once more"
+			fi
+			_nr_attempt=$((_nr_attempt + 1))
+			continue
+		fi
+		if [ -n "$_nr_why" ]; then
+			nested_note "$_nr_dir" "$_nr_why, in all $_nr_attempt attempts: giving up"
+		elif [ "$_nr_rc" = 75 ] && [ "$(cat "$_nr_dir/.nested-rc" 2>/dev/null)" != 75 ]; then
+			# The lockup came after the script had ended: its result is complete; its own status counts.
+			_nr_rc=$(cat "$_nr_dir/.nested-rc")
+			case $_nr_rc in '' | *[!0-9]*) _nr_rc=1 ;; esac
+			nested_note "$_nr_dir" "nested-kvm exited 75 (emulator hang) after the script had ended with status $_nr_rc: judged on its result"
+		elif [ "$_nr_rc" = 125 ]; then
+			nested_note "$_nr_dir" "nested-kvm exited 125 after the script started (the VM ended without a result: a crash or the ${NESTED_RUN_TIMEOUT:-1200} s timeout): not run again"
+		elif [ "$_nr_rc" = 124 ]; then
+			nested_note "$_nr_dir" "nested-kvm exited 124 (timeout after ${NESTED_RUN_TIMEOUT:-1200} s): not run again"
+		elif [ "$_nr_rc" != 0 ]; then
+			nested_note "$_nr_dir" "the run ended with status $_nr_rc: not run again"
+		fi
+		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc"
+		return "$_nr_rc"
+	done
+}
+
+# nested_judge WORKDIR STATUS [EXPECTED]: judges WORKDIR/result.txt by its completion record (see the top),
+# STATUS being nested_run's. Prints the run's notes, then a FAIL line for each thing wrong, or one PASS line.
+# Returns 0 when the run passed, 1 otherwise.
+nested_judge() {
+	_nj_res=$1/result.txt _nj_ok=0
+	[ -s "$1/nested-run.txt" ] && cat "$1/nested-run.txt"
+	if [ "$2" != 0 ]; then
+		echo "FAIL: the nested run ended with status $2"
+		_nj_ok=1
+	fi
+	if [ ! -f "$_nj_res" ]; then
+		echo "FAIL: no result.txt from inside nested-kvm"
+		return 1
+	fi
+	_nj_pass=$(grep -c '^PASS' "$_nj_res")
+	_nj_fail=$(grep -c '^FAIL' "$_nj_res")
+	_nj_records=$(grep -c '^DONE' "$_nj_res")
+	_nj_n=$(tail -n 1 "$_nj_res" | sed -n 's/^DONE checks=\([0-9][0-9]*\)\( .*\)\{0,1\}$/\1/p')
+	_nj_want=${3:-$_nj_pass}
+	if [ -z "$_nj_n" ] || [ "$_nj_records" != 1 ]; then
+		echo "FAIL: no completion record (a last line 'DONE checks=N'; $_nj_records DONE lines): the script did not finish"
+		return 1
+	fi
+	if [ "$_nj_n" -eq 0 ]; then
+		echo "FAIL: the completion record says no check ran"
+		_nj_ok=1
+	fi
+	if [ "$_nj_n" != "$_nj_want" ]; then
+		echo "FAIL: the script ran $_nj_n checks, $_nj_want expected"
+		_nj_ok=1
+	fi
+	if [ "$_nj_pass" -gt 0 ] && [ "$_nj_n" != "$_nj_pass" ]; then
+		echo "FAIL: the script ran $_nj_n checks but $_nj_pass passed and $_nj_fail failed"
+		_nj_ok=1
+	fi
+	if [ "$_nj_fail" -gt 0 ]; then
+		echo "FAIL: $_nj_fail of $_nj_n checks failed"
+		_nj_ok=1
+	fi
+	[ "$_nj_ok" = 0 ] && echo "PASS: the run completed its $_nj_n checks"
+	return "$_nj_ok"
+}
+
+# nested_report WORKDIR STATUS [EXPECTED]: prints WORKDIR/result.txt and judges it (nested_judge); exits 0
+# when the run passed, else 1 (then with the end of WORKDIR/nested.log).
+nested_report() {
+	[ -f "$1/result.txt" ] && cat "$1/result.txt"
+	if nested_judge "$1" "${2:?nested_report WORKDIR STATUS: give the status nested_run returned}" ${3:+"$3"}; then
+		exit 0
+	fi
+	tail -n 40 "$1/nested.log" 2>/dev/null
+	exit 1
+}
