@@ -254,24 +254,10 @@ static void helper_stop(space_ctx *ctx, const char *id, int pid, uint64_t start)
 static int read_ready(int fd, int *ret_pid)
 {
 	char buf[64];
-	size_t n = 0;
-	int64_t deadline = util_wall_ms() + HELPER_READY_TIMEOUT_MS;
-	while (n + 1 < sizeof(buf) && !memchr(buf, '\n', n)) {
-		int left = (int)(deadline - util_wall_ms());
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int k = left > 0 ? poll(&p, 1, left) : 0;
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -ETIMEDOUT;
-		ssize_t m = read(fd, buf + n, sizeof(buf) - 1 - n);
-		if (m < 0 && errno == EINTR)
-			continue;
-		if (m <= 0)
-			break;
-		n += (size_t)m;
-	}
-	buf[n] = '\0';
+	/* A helper that ended before its line is a protocol failure, as a wrong line is. */
+	int r = util_read_line_timeout(fd, buf, sizeof(buf), HELPER_READY_TIMEOUT_MS);
+	if (r < 0 && r != -EPIPE)
+		return r;
 	int pid;
 	if (sscanf(buf, "ready %d", &pid) != 1 || pid <= 0)
 		return -EPROTO;

@@ -21,9 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/capability.h>
-#include <linux/securebits.h>
 #include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -41,6 +38,7 @@
 #include "core/uids.h"
 #include "proto/agent_client.h"
 #include "util/cleanup.h"
+#include "util/confine.h"
 #include "util/util.h"
 
 #define SYNC_UID_KIND "snapd-sync"
@@ -122,30 +120,7 @@ static int sync_drop_privileges(uint32_t uid)
 	struct rlimit none = { 0, 0 };
 	if (setrlimit(RLIMIT_CORE, &none) < 0)
 		return -errno;
-	/* Neither uid 0 nor exec can give capabilities back, and that cannot be undone. */
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
-					     SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-					     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
-		  0, 0, 0) < 0)
-		return -errno;
-	for (int cap = 0; cap < 64; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
-			break;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
-	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-		return -errno;
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { { 0 } };
-	if (syscall(SYS_capset, &h, d) < 0 || syscall(SYS_capget, &h, d) < 0)
-		return -errno;
-	if (d[0].effective | d[1].effective | d[0].permitted | d[1].permitted | d[0].inheritable | d[1].inheritable)
-		return -EPERM;
-	if (prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0 || getuid() != uid || geteuid() != uid)
-		return -EPERM;
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -errno;
-	return 0;
+	return confine_drop_to_uid(uid, NULL, 0);
 }
 
 static _Noreturn void sync_child_finish(int32_t stage, int32_t code)
@@ -178,29 +153,6 @@ static _Noreturn void sync_child(int sock, int result, uint32_t uid)
 	/* Only the allowlist from here on; the filter's memory stays (freeing it is one more call to allow). */
 	r = agent_sync("fd:3", NULL);
 	sync_child_finish(STAGE_AGENT, r);
-}
-
-/* Reads the child's result within the time limit: 0 with *res filled, or -errno. */
-static int sync_read_result(int fd, struct sync_result *res)
-{
-	size_t n = 0;
-	int64_t deadline = util_wall_ms() + SYNC_TIMEOUT_MS;
-	while (n < sizeof(*res)) {
-		int left = (int)(deadline - util_wall_ms());
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int k = left > 0 ? poll(&p, 1, left) : 0;
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -ETIMEDOUT;
-		ssize_t m = read(fd, (char *)res + n, sizeof(*res) - n);
-		if (m < 0 && errno == EINTR)
-			continue;
-		if (m <= 0)
-			return m < 0 ? -errno : -EPIPE;
-		n += (size_t)m;
-	}
-	return 0;
 }
 
 static int sync_err(struct agent_error *err, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -242,7 +194,7 @@ static int sync_confined(space_ctx *ctx, const char *sandbox_id, const char *add
 	}
 	close(TAKE_FD(sock)); /* the child's now: our copy would keep the connection open if it died */
 	struct sync_result res = { 0 };
-	r = sync_read_result(rd, &res);
+	r = util_read_exact_timeout(rd, &res, sizeof(res), SYNC_TIMEOUT_MS);
 	if (r < 0)
 		kill(pid, SIGKILL); /* no result: the wait below must not hang on it (an exited child ignores it) */
 	int status = 0;

@@ -94,70 +94,6 @@ void logcap_release(space_ctx *ctx, const char *sandbox_id)
 			sandbox_id, strerror(-r));
 }
 
-/* Reads the writer's one status line (up to len - 1 bytes) within timeout_ms. */
-static int read_status(int fd, char *buf, size_t len, int timeout_ms)
-{
-	size_t n = 0;
-	int64_t deadline = util_wall_ms() + timeout_ms;
-	while (n + 1 < len && !memchr(buf, '\n', n)) {
-		int left = (int)(deadline - util_wall_ms());
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int r = left > 0 ? poll(&p, 1, left) : 0;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -ETIMEDOUT;
-		ssize_t k = read(fd, buf + n, len - 1 - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-	}
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	return n ? 0 : -EPIPE;
-}
-
-/*
- * Runs path detached from the caller (double fork, own session, so neither a long-lived caller collects a
- * zombie nor the caller's exit ends it) with want[i] as its descriptor i. Only async-signal-safe calls in
- * the children: the caller may have threads.
- */
-static int spawn_detached(const char *path, char *const argv[], const int want[5])
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		for (int sig = 1; sig < NSIG; sig++)
-			if (sig != SIGKILL && sig != SIGSTOP)
-				signal(sig, SIG_DFL);
-		/* Through copies above 4 first: a source may itself be one of 0..4. */
-		int tmp[5];
-		for (int i = 0; i < 5; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 5)) < 0)
-				_exit(127);
-		for (int i = 0; i < 5; i++)
-			if (dup2(tmp[i], i) < 0)
-				_exit(127);
-		syscall(SYS_close_range, 5u, ~0u, 0);
-		execv(path, argv);
-		_exit(127);
-	}
-	int st = 0;
-	pid_t w;
-	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-		;
-	return w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ECHILD;
-}
-
 int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd)
 {
 	char path[PATH_MAX], owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
@@ -195,15 +131,15 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	char uid_arg[16], max_arg[24];
 	snprintf(uid_arg, sizeof(uid_arg), "%u", uid);
 	snprintf(max_arg, sizeof(max_arg), "%llu", (unsigned long long)max);
-	char *const argv[] = { "space-logcap", "--uid", uid_arg, "--max-bytes", max_arg, NULL };
+	const char *const argv[] = { "space-logcap", "--uid", uid_arg, "--max-bytes", max_arg, NULL };
 	const int want[5] = { lread, swrite, null, logfd, oldfd };
-	if ((r = spawn_detached(path, argv, want)) < 0)
+	if ((r = util_spawn_detached(path, argv, want, 5)) < 0)
 		return ctx_error(ctx, r, "start %s", path);
 	/* Ours go now: the pipe's read end lives only in the writer; its status pipe reaches EOF if it dies. */
 	close(TAKE_FD(lread));
 	close(TAKE_FD(swrite));
 	char status[256];
-	r = read_status(sread, status, sizeof(status), READY_TIMEOUT_MS);
+	r = util_read_line_timeout(sread, status, sizeof(status), READY_TIMEOUT_MS);
 	if (r < 0)
 		return ctx_error(ctx, r, "the log writer %s did not start", path);
 	if (strncmp(status, "ready ", 6) != 0) {

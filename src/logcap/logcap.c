@@ -17,15 +17,14 @@
  * jail's last process is gone, and never stops reading before (a full pipe would stall the agent).
  *
  * It parses nothing, but what it reads is hostile, so it keeps nothing of root: its own machine-wide uid
- * (src/util/uidalloc.h, a UIDALLOC_SINGLE slot the library holds), no capabilities, no_new_privs, not
+ * (src/util/uidalloc.h, a UIDALLOC_SINGLE slot the library holds), no capabilities nor way back to any
+ * (util/confine.h), no_new_privs, not
  * dumpable, RLIMIT_FSIZE at N/2 (the kernel's cap behind ours), and a seccomp allowlist of the six calls
  * the loop makes, each only on the descriptors it needs; anything else kills it. The files were opened for it:
  * it never opens, creates or renames anything.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/capability.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,6 +37,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/confine.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -95,18 +95,6 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-static bool cap_sets_empty(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	if (syscall(SYS_capget, &h, d) < 0)
-		return false;
-	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
-		if (d[i].effective || d[i].permitted || d[i].inheritable)
-			return false;
-	return true;
-}
-
 /* Drops to uid (and the same gid), then no capabilities, no way to gain any, not dumpable. */
 static int drop_privileges(uint32_t uid, uint64_t file_max)
 {
@@ -114,14 +102,7 @@ static int drop_privileges(uint32_t uid, uint64_t file_max)
 	/* Past the cap the kernel answers EFBIG instead of killing us. */
 	if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR || setrlimit(RLIMIT_FSIZE, &fsize) < 0)
 		return -errno;
-	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-		return -errno;
-	/* A uid change from 0 clears every capability set; make sure (ambient too). */
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 || !cap_sets_empty())
-		return -EPERM;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return -errno;
-	return 0;
+	return confine_drop_to_uid(uid, NULL, 0);
 }
 
 /* sandbox.log.1 becomes the last half-cap bytes of sandbox.log, which starts again. Errors lose old lines,

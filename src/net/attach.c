@@ -38,70 +38,6 @@ static int gateway_path(space_ctx *ctx, char *buf, size_t len)
 	return ctx_helper_path(ctx, "space-gateway", buf, len);
 }
 
-/* Reads one status line from fd within timeout_ms. */
-static int read_status(int fd, char *buf, size_t len, int timeout_ms)
-{
-	size_t n = 0;
-	int64_t deadline = util_wall_ms() + timeout_ms;
-	while (n + 1 < len) {
-		int left = (int)(deadline - util_wall_ms());
-		if (left <= 0)
-			return -ETIMEDOUT;
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int r = poll(&p, 1, left);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -ETIMEDOUT;
-		ssize_t k = read(fd, buf + n, len - 1 - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		n += (size_t)k;
-		if (memchr(buf, '\n', n))
-			break;
-	}
-	buf[n] = '\0';
-	char *nl = strchr(buf, '\n');
-	if (nl)
-		*nl = '\0';
-	return n ? 0 : -EPIPE;
-}
-
-/* Spawns the gateway detached from the caller (double fork, own session) with cfg_fd as its stdin, log_fd
- * as stdout and stderr, status_fd as fd 3, and old_log_fd, spool_fd as fds 4 and 5. */
-static int spawn(const char *path, const char *const argv[], int cfg_fd, int log_fd, int status_fd, int old_log_fd,
-		 int spool_fd)
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		/* Only async-signal-safe calls from here on: the caller may have threads. */
-		setsid();
-		if (fork() != 0)
-			_exit(0);
-		/* Through copies above 3 first: a pipe may itself have come out as fd 0..3 (a caller without
-		 * stdin), and dup2 onto the same number would keep its close-on-exec flag. */
-		const int want[6] = { cfg_fd, log_fd, log_fd, status_fd, old_log_fd, spool_fd };
-		int tmp[6];
-		for (int i = 0; i < 6; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 6)) < 0)
-				_exit(127);
-		for (int i = 0; i < 6; i++)
-			if (dup2(tmp[i], i) < 0)
-				_exit(127);
-		syscall(SYS_close_range, 6U, ~0U, 0);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	return 0;
-}
-
 static int pidfile_path(space_ctx *ctx, const char *id, char *buf, size_t len)
 {
 	char rel[128];
@@ -219,7 +155,9 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	snprintf(pidarg, sizeof(pidarg), "%d", (int)netns_pid);
 	const char *argv[] = { "space-gateway", "--state", ctx->state_dir, "--sandbox", id, "--netns-pid", pidarg,
 			       "--log-old-fd", "4", "--events-fd", "5", tap ? "--tap" : NULL, tap, NULL };
-	r = spawn(path, argv, cfg[0], logfd, st[1], oldfd, spoolfd);
+	/* stdin the configuration, stdout and stderr the log, 3 the status pipe, 4 and 5 the old log and spool. */
+	const int want[6] = { cfg[0], logfd, logfd, st[1], oldfd, spoolfd };
+	r = util_spawn_detached(path, argv, want, 6);
 	close(cfg[0]);
 	close(st[1]);
 	if (r < 0)
@@ -228,7 +166,7 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	r = util_write_all(cfg_w, config, strlen(config));
 	close(TAKE_FD(cfg_w));
 	char line[512];
-	int rs = read_status(st_r, line, sizeof(line), GATEWAY_READY_TIMEOUT_MS);
+	int rs = util_read_line_timeout(st_r, line, sizeof(line), GATEWAY_READY_TIMEOUT_MS);
 	if (rs < 0)
 		return ctx_error_msg(ctx, rs, "space-gateway did not start: %s (see %s)", space_strerror(rs), logp);
 	int gpid = 0;

@@ -41,24 +41,6 @@ static bool kind_valid(const char *k)
 	return true;
 }
 
-/* detail as stored: printable UTF-8 on one line kept (cut on a character boundary), anything else escaped
- * (a newline would let a detail forge a line of `space events`). */
-static void detail_clean(const char *in, char *out, size_t outlen)
-{
-	size_t n = strlen(in);
-	if (!util_text_is_safe(in, n) || memchr(in, '\n', n) || memchr(in, '\t', n)) {
-		util_escape_text(out, outlen, in, n, 0);
-		return;
-	}
-	if (n >= outlen) {
-		n = outlen - 1;
-		while (n > 0 && ((unsigned char)in[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(out, in, n);
-	out[n] = '\0';
-}
-
 /* One spool line into the store; false when it is malformed. */
 static bool ingest_line(struct store *s, const char *id, const char *line, size_t len, int64_t now, int *ret_err)
 {
@@ -71,7 +53,8 @@ static bool ingest_line(struct store *s, const char *id, const char *line, size_
 	bool ok = cJSON_IsObject(j) && kind && detail && kind_valid(kind);
 	if (ok) {
 		char clean[NET_EVENT_DETAIL_MAX + 1];
-		detail_clean(detail, clean, sizeof(clean));
+		/* A newline would let a detail forge a line of `space events`. */
+		util_text_one_line(detail, clean, sizeof(clean));
 		/* The gateway's clock reading, within reason: never in the future, never before a month ago. */
 		int64_t t = cJSON_IsNumber(ts) ? (int64_t)ts->valuedouble : now;
 		if (t > now || t < now - TS_PAST_MS)

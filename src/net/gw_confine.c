@@ -9,9 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/capability.h>
-#include <linux/securebits.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,6 +25,7 @@
 #include "config.h"
 #include "net/gw.h"
 #include "util/cleanup.h"
+#include "util/confine.h"
 #include "util/util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(void, seccomp_release)
@@ -140,10 +138,6 @@ static const struct rule {
 	{ SCMP_SYS(uname), ARGS_ANY, 0, 0, "the resolver's own host name" },
 };
 
-/* The reporter ends the process with this call, which the filter kills: nothing else makes it. */
-#define KILL_SYSCALL SCMP_SYS(kexec_load)
-#define NAME_SLOTS 512
-static char syscall_names[NAME_SLOTS][24];
 
 size_t gw_seccomp_rule_count(void)
 {
@@ -189,53 +183,20 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r)
 	return seccomp_rule_add(ctx, act, r->nr, 0);
 }
 
-static size_t put(char *buf, size_t at, size_t cap, const char *s)
-{
-	while (*s && at + 1 < cap)
-		buf[at++] = *s++;
-	return at;
-}
-
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	char msg[160], num[12];
+	char msg[160];
 	unsigned nr = (unsigned)si->si_syscall;
-	size_t k = sizeof(num) - 1;
-	num[k] = '\0';
-	do
-		num[--k] = (char)('0' + nr % 10);
-	while ((nr /= 10) && k);
-	nr = (unsigned)si->si_syscall;
-	size_t n = put(msg, 0, sizeof(msg), "space-gateway: seccomp: ");
-	n = put(msg, n, sizeof(msg), nr < NAME_SLOTS && syscall_names[nr][0] ? syscall_names[nr] : "syscall");
-	n = put(msg, n, sizeof(msg), " (");
-	n = put(msg, n, sizeof(msg), num + k);
-	n = put(msg, n, sizeof(msg), ") is not allowed: the gateway ends\n");
+	size_t n = confine_put(msg, 0, sizeof(msg), "space-gateway: seccomp: ");
+	n = confine_put(msg, n, sizeof(msg), confine_syscall_name(nr));
+	n = confine_put(msg, n, sizeof(msg), " (");
+	n = confine_put_uint(msg, n, sizeof(msg), nr);
+	n = confine_put(msg, n, sizeof(msg), ") is not allowed: the gateway ends\n");
 	ssize_t w = write(STDERR_FILENO, msg, n);
 	(void)w;
-	syscall(SYS_kexec_load, 0, 0, NULL, 0); /* killed here */
-	_exit(128 + SIGSYS);                    /* not reached */
-}
-
-/* The SIGSYS reporter, with syscall names resolved now: the handler may not allocate. */
-static int reporter_install(char *err, size_t errlen)
-{
-	for (int nr = 0; nr < NAME_SLOTS; nr++) {
-		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-		if (name)
-			snprintf(syscall_names[nr], sizeof(syscall_names[nr]), "%s", name);
-		free(name);
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	sigfillset(&sa.sa_mask);
-	if (sigaction(SIGSYS, &sa, NULL) < 0)
-		return util_errf(err, errlen, -errno, "sigaction(SIGSYS): %s", strerror(errno));
-	return 0;
+	confine_sigsys_die();
 }
 
 static int seccomp_install(char *err, size_t errlen)
@@ -245,7 +206,7 @@ static int seccomp_install(char *err, size_t errlen)
 	(void)errlen;
 	return 0; /* sanitized test builds are for finding bugs, not for facing sandboxes */
 #else
-	int r = reporter_install(err, errlen);
+	int r = confine_sigsys_install(on_sigsys, err, errlen);
 	if (r < 0)
 		return r;
 	/* Outside the list: SIGSYS, whose handler names the call, then the kill. rt_sigaction of SIGSYS is not
@@ -253,7 +214,7 @@ static int seccomp_install(char *err, size_t errlen)
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
 	if (!ctx)
 		return util_errf(err, errlen, -ENOMEM, "seccomp_init failed");
-	r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, KILL_SYSCALL, 0);
+	r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, CONFINE_KILL_SYSCALL, 0);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(rules); i++)
 		if ((r = add_rule(ctx, &rules[i])) < 0)
 			return util_errf(err, errlen, r, "seccomp rule for syscall %d: %s", rules[i].nr, strerror(-r));
@@ -288,29 +249,8 @@ int gw_confine(struct gw *g, uint32_t uid, char *err, size_t errlen)
 	    (r = set_limit(RLIMIT_NPROC, g->max_conns + THREADS_SPARE)) < 0 ||
 	    (r = set_limit(RLIMIT_NOFILE, 3 * (rlim_t)g->max_conns + FILES_SPARE)) < 0)
 		return util_errf(err, errlen, r, "setrlimit: %s", strerror(-r));
-	/* No way back to privilege: root gets no capabilities from exec or from uid 0, the uid switch
-	 * below clears them, and none of that can be undone. */
-	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP_LOCKED |
-					     SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-					     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
-		  0, 0, 0) < 0)
-		return util_errf(err, errlen, -errno, "securebits: %s", strerror(errno));
-	for (int cap = 0; cap < 64; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno == EINVAL)
-			break;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return util_errf(err, errlen, -errno, "clearing ambient capabilities: %s", strerror(errno));
-	if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-		return util_errf(err, errlen, -errno, "switching to uid %u: %s", uid, strerror(errno));
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { { 0 } };
-	if (syscall(SYS_capset, &h, d) < 0 || syscall(SYS_capget, &h, d) < 0)
-		return util_errf(err, errlen, -errno, "capabilities: %s", strerror(errno));
-	/* Check rather than trust. */
-	if (d[0].effective | d[1].effective | d[0].permitted | d[1].permitted | d[0].inheritable | d[1].inheritable)
-		return util_errf(err, errlen, -EPERM, "capabilities survived the uid switch");
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return util_errf(err, errlen, -errno, "prctl: %s", strerror(errno));
+	if ((r = confine_drop_to_uid(uid, err, errlen)) < 0)
+		return r;
 	return seccomp_install(err, errlen);
 }
 

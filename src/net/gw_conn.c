@@ -197,27 +197,38 @@ static int upstream_tls(struct gw *g, int fd, const char *name, struct stream *r
 
 /* ---- relay ------------------------------------------------------------------------------------------ */
 
+/* Which of two streams (on[i]: still read) has bytes to read, TLS bytes already decrypted first: 0 or 1,
+ * or -1 after IDLE_TIMEOUT_MS of silence or a poll error. */
+static int ready_side(struct stream *const s[2], const bool on[2])
+{
+	for (;;) {
+		struct pollfd p[2];
+		int ready = -1;
+		for (int i = 0; i < 2; i++) {
+			p[i] = (struct pollfd){ .fd = on[i] ? s[i]->fd : -1, .events = POLLIN };
+			if (on[i] && s[i]->ssl && SSL_pending(s[i]->ssl) > 0)
+				ready = i;
+		}
+		if (ready >= 0)
+			return ready;
+		int r = poll(p, 2, IDLE_TIMEOUT_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		return (p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? 0 : 1;
+	}
+}
+
 static void relay(struct gw *g, struct stream *a, struct stream *b)
 {
 	struct stream *s[2] = { a, b };
 	bool open_[2] = { true, true };
 	char buf[16384];
 	while (open_[0] || open_[1]) {
-		struct pollfd p[2];
-		int ready = -1;
-		for (int i = 0; i < 2; i++) {
-			p[i] = (struct pollfd){ .fd = open_[i] ? s[i]->fd : -1, .events = POLLIN };
-			if (open_[i] && s[i]->ssl && SSL_pending(s[i]->ssl) > 0)
-				ready = i;
-		}
-		if (ready < 0) {
-			int r = poll(p, 2, IDLE_TIMEOUT_MS);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				return;
-			ready = (p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? 0 : 1;
-		}
+		int ready = ready_side(s, open_);
+		if (ready < 0)
+			return;
 		int o = 1 - ready;
 		ssize_t n = s_read(s[ready], buf, sizeof(buf));
 		if (n <= 0) {
@@ -340,21 +351,9 @@ static void http_serve(struct gw *g, struct stream *c, const char *name, uint16_
 		bool on[2] = { client_open, hc.u.fd >= 0 };
 		if (!on[1] && (!on[0] || stopped))
 			break;
-		struct pollfd p[2];
-		int ready = -1;
-		for (int i = 0; i < 2; i++) {
-			p[i] = (struct pollfd){ .fd = on[i] ? s[i]->fd : -1, .events = POLLIN };
-			if (on[i] && s[i]->ssl && SSL_pending(s[i]->ssl) > 0)
-				ready = i;
-		}
-		if (ready < 0) {
-			int r = poll(p, 2, IDLE_TIMEOUT_MS);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				break;
-			ready = (p[0].revents & (POLLIN | POLLHUP | POLLERR)) ? 0 : 1;
-		}
+		int ready = ready_side(s, on);
+		if (ready < 0)
+			break;
 		ssize_t n = s_read(s[ready], buf, 16384);
 		if (ready == 1) {
 			/* The upstream's answers go back as they come; it ending ends the connection. */

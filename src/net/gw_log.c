@@ -37,22 +37,12 @@ static uint64_t fnv1a(const char *s)
 	return h;
 }
 
-/* in as one log line's worth of text: kept when it is printable UTF-8 on one line (cut on a character
- * boundary), escaped whole otherwise. */
-static void clean(const char *in, char *out, size_t outlen)
+/* fmt with its arguments as one log line's worth of text (util_text_one_line). */
+static void format_line(char *out, size_t outlen, const char *fmt, va_list ap)
 {
-	size_t n = strlen(in);
-	if (!util_text_is_safe(in, n) || memchr(in, '\n', n) || memchr(in, '\t', n)) {
-		util_escape_text(out, outlen, in, n, 0);
-		return;
-	}
-	if (n >= outlen) {
-		n = outlen - 1;
-		while (n > 0 && ((unsigned char)in[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(out, in, n);
-	out[n] = '\0';
+	char raw[1024];
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	util_text_one_line(raw, out, outlen);
 }
 
 /* "2024-05-01T12:00:00.123Z " without the C library's time zone machinery (no files to read). */
@@ -97,7 +87,7 @@ static void log_write(struct gw *g, const char *line, size_t len)
 
 /* ---- the spool ------------------------------------------------------------------------------------- */
 
-/* Appends {"ts_ms":N,"kind":K,"detail":D}\n to buf; D is clean() text, so only '"' and '\' need escaping. */
+/* Appends {"ts_ms":N,"kind":K,"detail":D}\n to buf; D is util_text_one_line() text, so only '"' and '\' need escaping. */
 static size_t spool_line(char *buf, size_t len, int64_t ms, const char *kind, const char *detail)
 {
 	int n = snprintf(buf, len, "{\"ts_ms\":%lld,\"kind\":\"%s\",\"detail\":\"", (long long)ms, kind);
@@ -201,12 +191,11 @@ static void event_window(struct gw *g, int64_t now)
 
 void gw_event(struct gw *g, const char *kind, const char *fmt, ...)
 {
-	char raw[1024], detail[NET_EVENT_DETAIL_MAX + 1];
+	char detail[NET_EVENT_DETAIL_MAX + 1];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	format_line(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	clean(raw, detail, sizeof(detail));
 	pthread_mutex_lock(&g->ev_lock);
 	int64_t now = util_wall_ms();
 	event_window(g, now);
@@ -232,12 +221,11 @@ void gw_event(struct gw *g, const char *kind, const char *fmt, ...)
 
 void gw_log(struct gw *g, const char *fmt, ...)
 {
-	char raw[512], text[512], line[640];
+	char text[512], line[640];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	format_line(text, sizeof(text), fmt, ap);
 	va_end(ap);
-	clean(raw, text, sizeof(text));
 	pthread_mutex_lock(&g->ev_lock);
 	int64_t now = util_wall_ms();
 	if (now - g->log_window_ms >= 1000) {

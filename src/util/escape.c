@@ -107,6 +107,22 @@ bool util_text_is_safe(const char *in, size_t len)
 	return true;
 }
 
+void util_text_one_line(const char *in, char *out, size_t outlen)
+{
+	size_t n = strlen(in);
+	if (!util_text_is_safe(in, n) || memchr(in, '\n', n) || memchr(in, '\t', n)) {
+		util_escape_text(out, outlen, in, n, 0);
+		return;
+	}
+	if (n >= outlen) {
+		n = outlen - 1;
+		while (n > 0 && ((unsigned char)in[n] & 0xc0) == 0x80)
+			n--;
+	}
+	memcpy(out, in, n);
+	out[n] = '\0';
+}
+
 char *util_utf8_sanitize(const char *in, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)in;

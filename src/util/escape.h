@@ -34,6 +34,13 @@ char *util_escape_dup(const char *s, unsigned flags);
 bool util_text_is_safe(const char *in, size_t len);
 
 /*
+ * in as one line of text for a log or an event, into out (outlen > 0, always NUL-terminated): kept as is
+ * when it is printable UTF-8 without a newline or tab (cut on a character boundary to fit), escaped whole
+ * with util_escape_text() otherwise, so a line can never forge another.
+ */
+void util_text_one_line(const char *in, char *out, size_t outlen);
+
+/*
  * Malloc'd copy of in[0..len) that is valid UTF-8: each byte of an invalid sequence becomes U+FFFD, and
  * so does a NUL byte (the copy is a C string: a NUL would silently cut off the rest). For JSON strings
  * (cJSON writes bytes as given, and a JSON document must be UTF-8). Other control characters are left

@@ -7,12 +7,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <poll.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -397,4 +399,86 @@ int util_spawn_helper(const char *path, const char *const argv[], const char *lo
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
 	return -e;
+}
+
+int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n)
+{
+	if (n < 0 || n > 16)
+		return -EINVAL;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		setsid();
+		pid_t grand = fork();
+		if (grand != 0)
+			_exit(grand < 0 ? 1 : 0);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				signal(sig, SIG_DFL);
+		/* Through copies above n first: a source may itself be one of 0..n-1 (a caller without stdin), and
+		 * dup2 onto the same number would keep its close-on-exec flag. */
+		int tmp[16];
+		for (int i = 0; i < n; i++)
+			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, n)) < 0)
+				_exit(127);
+		for (int i = 0; i < n; i++)
+			if (dup2(tmp[i], i) < 0)
+				_exit(127);
+		syscall(SYS_close_range, (unsigned)n, ~0U, 0);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	return w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ECHILD;
+}
+
+/* Reads into buf[0..len) until it is full, EOF, the deadline or, when line, a newline; *n counts. */
+static int read_timed(int fd, char *buf, size_t len, int timeout_ms, bool line, size_t *n)
+{
+	int64_t deadline = util_wall_ms() + timeout_ms;
+	while (*n < len && !(line && memchr(buf, '\n', *n))) {
+		int left = (int)(deadline - util_wall_ms());
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int r = left > 0 ? poll(&p, 1, left) : 0;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -ETIMEDOUT;
+		ssize_t k = read(fd, buf + *n, len - *n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		*n += (size_t)k;
+	}
+	return 0;
+}
+
+int util_read_line_timeout(int fd, char *buf, size_t len, int timeout_ms)
+{
+	if (len == 0)
+		return -EINVAL;
+	size_t n = 0;
+	int r = read_timed(fd, buf, len - 1, timeout_ms, true, &n);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (r < 0)
+		return r;
+	return n ? 0 : -EPIPE;
+}
+
+int util_read_exact_timeout(int fd, void *buf, size_t len, int timeout_ms)
+{
+	size_t n = 0;
+	int r = read_timed(fd, buf, len, timeout_ms, false, &n);
+	return r < 0 ? r : n < len ? -EPIPE : 0;
 }

@@ -51,6 +51,24 @@ int util_run(const char *const argv[], char **ret_output);
 int util_spawn_helper(const char *path, const char *const argv[], const char *log_path, int fd3, bool new_session,
 		      pid_t *ret_pid);
 
+/*
+ * Runs path with argv detached from the caller (double fork, own session: a long-lived caller collects no
+ * zombie, and the caller's exit does not end it), every signal default and unblocked, want[i] as its
+ * descriptor i for i < n and no other descriptor. Only async-signal-safe calls in the children, so the
+ * caller may have threads. Returns 0 once the intermediate child has exited 0 (the helper runs), else
+ * -errno (-ECHILD: the second fork failed).
+ */
+int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n);
+
+/*
+ * Reads one status line (up to len - 1 bytes, ending at the first newline, which is cut) from fd within
+ * timeout_ms into buf, NUL-terminated. Returns 0, -ETIMEDOUT, -EPIPE when nothing came before EOF, or -errno.
+ */
+int util_read_line_timeout(int fd, char *buf, size_t len, int timeout_ms);
+
+/* Reads exactly len bytes from fd within timeout_ms: 0, -ETIMEDOUT, -EPIPE on early EOF, or -errno. */
+int util_read_exact_timeout(int fd, void *buf, size_t len, int timeout_ms);
+
 /* Formats a message into err (when err and errlen are non-zero) and returns r, for
  * `return util_errf(err, errlen, -EINVAL, "bad %s", what);` in code that reports through a buffer. */
 int util_errf(char *err, size_t errlen, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "util/cleanup.h"
+#include "util/confine.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(void, seccomp_release)
 
@@ -134,9 +135,6 @@ static const struct rule {
 	{ SCMP_SYS(sched_yield), MAIN_ONLY, ARGS_ANY, 0, "spin-then-yield" },
 };
 
-/* The reporter ends the process with this call, which every filter kills: nothing else uses it. */
-#define KILL_SYSCALL SCMP_SYS(kexec_load)
-
 /*
  * Sanitizer runtimes (LeakSanitizer's stop-the-world clone, report writing) need far more than a VMM: a
  * sanitized *test* build (meson -Dtest_switches=true) runs without the filter. Any other build installs
@@ -154,13 +152,11 @@ static const struct rule {
 
 /*
  * Process-wide state. seccomp itself is per process (one VM per space-vmm), so this is too: the
- * thread filters, compiled once while everything may still be called, and the reporter's tables.
+ * thread filters, compiled once while everything may still be called (the reporter's names are in
+ * util/confine.c).
  */
-#define NAME_SLOTS 512
-static char syscall_names[NAME_SLOTS][24];
 static struct sock_fprog role_prog[VMM_THREAD_ROLES];
 static atomic_bool armed;
-static atomic_bool reporter_ready;
 static unsigned test_forbidden; /* roles whose threads make the forbidden call (the test hook) */
 static int report_fd = -1;      /* the daemon's status file: the reporter's line goes there too */
 static __thread int thread_role = -1;
@@ -212,7 +208,7 @@ static int build(enum vmm_thread_role role, scmp_filter_ctx *ret, char *err, siz
 		snprintf(err, errlen, "seccomp_init failed");
 		return -ENOMEM;
 	}
-	int r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, KILL_SYSCALL, 0);
+	int r = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, CONFINE_KILL_SYSCALL, 0);
 	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(rules); i++)
 		if (in_role(&rules[i], role) && (r = add_rule(ctx, &rules[i])) < 0)
 			snprintf(err, errlen, "%s rule for syscall %d: %s", vmm_seccomp_role_name(role),
@@ -260,70 +256,25 @@ static int compile(enum vmm_thread_role role, struct sock_fprog *ret, char *err,
 	return 0;
 }
 
-/* Async-signal-safe formatting for the SIGSYS reporter. */
-static size_t put(char *buf, size_t at, size_t cap, const char *s)
-{
-	while (*s && at + 1 < cap)
-		buf[at++] = *s++;
-	return at;
-}
-
-static size_t put_uint(char *buf, size_t at, size_t cap, unsigned long v)
-{
-	char tmp[24];
-	size_t n = 0;
-	do
-		tmp[n++] = (char)('0' + v % 10);
-	while ((v /= 10) && n < sizeof(tmp));
-	while (n && at + 1 < cap)
-		buf[at++] = tmp[--n];
-	return at;
-}
-
 static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
 	char msg[160];
-	size_t n = put(msg, 0, sizeof(msg), "space-vmm: seccomp violation: ");
+	size_t n = confine_put(msg, 0, sizeof(msg), "space-vmm: seccomp violation: ");
 	unsigned nr = (unsigned)si->si_syscall;
-	n = put(msg, n, sizeof(msg), nr < NAME_SLOTS && syscall_names[nr][0] ? syscall_names[nr] : "syscall");
-	n = put(msg, n, sizeof(msg), " (");
-	n = put_uint(msg, n, sizeof(msg), nr);
-	n = put(msg, n, sizeof(msg), ") in a ");
-	n = put(msg, n, sizeof(msg), thread_role >= 0 ? vmm_seccomp_role_name(thread_role) : "main");
-	n = put(msg, n, sizeof(msg), " thread\n");
+	n = confine_put(msg, n, sizeof(msg), confine_syscall_name(nr));
+	n = confine_put(msg, n, sizeof(msg), " (");
+	n = confine_put_uint(msg, n, sizeof(msg), nr);
+	n = confine_put(msg, n, sizeof(msg), ") in a ");
+	n = confine_put(msg, n, sizeof(msg), thread_role >= 0 ? vmm_seccomp_role_name(thread_role) : "main");
+	n = confine_put(msg, n, sizeof(msg), " thread\n");
 	ssize_t w = write(STDERR_FILENO, msg, n);
 	/* The status file gets the reason without the "space-vmm: " prefix (the library's format). */
 	if (report_fd >= 0)
 		w = write(report_fd, msg + 11, n - 11);
 	(void)w;
-	syscall(SYS_kexec_load, 0, 0, NULL, 0); /* killed here: SIGSYS for the whole process */
-	_exit(128 + SIGSYS);                    /* not reached */
-}
-
-/* Names for the reporter, resolved now: the handler may not allocate. */
-static int reporter_install(char *err, size_t errlen)
-{
-	if (atomic_load(&reporter_ready))
-		return 0;
-	for (int nr = 0; nr < NAME_SLOTS; nr++) {
-		char *name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-		if (name)
-			snprintf(syscall_names[nr], sizeof(syscall_names[nr]), "%s", name);
-		free(name);
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	sigfillset(&sa.sa_mask);
-	if (sigaction(SIGSYS, &sa, NULL) < 0) {
-		snprintf(err, errlen, "sigaction(SIGSYS): %m");
-		return -errno;
-	}
-	atomic_store(&reporter_ready, true);
-	return 0;
+	confine_sigsys_die(); /* SIGSYS for the whole process */
 }
 
 int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen)
@@ -335,7 +286,7 @@ int vmm_seccomp_apply(enum vmm_thread_role role, char *err, size_t errlen)
 #ifdef SANDBOX_SANITIZED
 	return 0; /* sanitizer builds are for finding bugs, not for running untrusted guests */
 #endif
-	int r = reporter_install(err, errlen);
+	int r = confine_sigsys_install(on_sigsys, err, errlen);
 	if (r < 0)
 		return r;
 	if (role == VMM_THREAD_MAIN) {

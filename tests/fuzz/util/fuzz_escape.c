@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "util/escape.h"
+#include "../../unit/util/escape_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,52 +29,9 @@ static void fuzz_assert(bool cond)
 		__builtin_trap();
 }
 
-static bool valid_utf8(const unsigned char *s, size_t len)
-{
-	for (size_t i = 0; i < len;) {
-		unsigned char c = s[i], lo = 0x80, hi = 0xbf;
-		size_t n;
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 2;
-		else if (c == 0xe0)
-			n = 3, lo = 0xa0;
-		else if (c == 0xed)
-			n = 3, hi = 0x9f;
-		else if (c >= 0xe1 && c <= 0xef)
-			n = 3;
-		else if (c == 0xf0)
-			n = 4, lo = 0x90;
-		else if (c == 0xf4)
-			n = 4, hi = 0x8f;
-		else if (c >= 0xf1 && c <= 0xf3)
-			n = 4;
-		else
-			return false;
-		if (i + n > len || s[i + 1] < lo || s[i + 1] > hi)
-			return false;
-		for (size_t k = 2; k < n; k++)
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-		i += n;
-	}
-	return true;
-}
-
 static void check_safe(const char *s, unsigned flags)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t len = strlen(s);
-	fuzz_assert(valid_utf8(u, len));
-	for (size_t i = 0; i < len; i++) {
-		if ((u[i] == '\n' && (flags & UTIL_ESC_KEEP_NL)) || (u[i] == '\t' && (flags & UTIL_ESC_KEEP_TAB)))
-			continue;
-		fuzz_assert(u[i] >= 0x20 && u[i] != 0x7f);
-		fuzz_assert(!(u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 && u[i + 1] <= 0x9f));
-	}
+	fuzz_assert(terminal_safe(s, flags));
 }
 
 static int hexval(char c)

@@ -31,13 +31,6 @@
 #include "util/uidalloc.h"
 #include "util/util.h"
 
-static int checks;
-#define C(cond, ...)                                                                               \
-	do {                                                                                       \
-		checks++;                                                                          \
-		CHECK(cond, __VA_ARGS__);                                                          \
-	} while (0)
-
 #define SANDBOX "sb-synctest"
 
 enum reply { REPLY_OK, REPLY_ERR, REPLY_HUGE, REPLY_BIG, REPLY_HANGUP };
@@ -204,9 +197,9 @@ int main(void)
 
 	/* confined */
 	int r = run_one(ctx, sock, REPLY_OK, &f, &err);
-	C(r == 0, "sync against an OK agent: %s (%s)", strerror(-r), err.msg);
-	C(f.got > 0, "the fake agent got no request");
-	C(f.children == 1, "the caller had %d children while the agent held its reply (want the sync child)", f.children);
+	CHECK(r == 0, "sync against an OK agent: %s (%s)", strerror(-r), err.msg);
+	CHECK(f.got > 0, "the fake agent got no request");
+	CHECK(f.children == 1, "the caller had %d children while the agent held its reply (want the sync child)", f.children);
 	char uid[64], eff[32], prm[32], bnd[32], inh[32], amb[32], nnp[8], sec[8];
 	field(f.status, "Uid", uid, sizeof(uid));
 	field(f.status, "CapEff", eff, sizeof(eff));
@@ -219,42 +212,42 @@ int main(void)
 	unsigned u[4] = { 0 };
 	enum uidalloc_kind kind;
 	uint32_t first;
-	C(sscanf(uid, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4 && u[0] && u[0] == u[1] && u[1] == u[2] &&
+	CHECK(sscanf(uid, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4 && u[0] && u[0] == u[1] && u[1] == u[2] &&
 		  u[2] == u[3] && uidalloc_slot_of(u[0], &kind, &first) && kind == UIDALLOC_SINGLE && first == u[0],
 	  "the agent's peer runs as Uid %s (want one single uid slot, never 0)", uid);
 	static const char zero[] = "0000000000000000";
-	C(!strcmp(eff, zero) && !strcmp(prm, zero) && !strcmp(inh, zero) && !strcmp(bnd, zero) && !strcmp(amb, zero),
+	CHECK(!strcmp(eff, zero) && !strcmp(prm, zero) && !strcmp(inh, zero) && !strcmp(bnd, zero) && !strcmp(amb, zero),
 	  "capabilities of the agent's peer: eff %s prm %s inh %s bnd %s amb %s", eff, prm, inh, bnd, amb);
-	C(!strcmp(nnp, "1"), "NoNewPrivs %s", nnp);
-	C(!strcmp(sec, "2"), "Seccomp %s (want 2: a filter)", sec);
-	C(slots_held(owner) == 0, "the snapd-sync uid slot is still held after the sync");
+	CHECK(!strcmp(nnp, "1"), "NoNewPrivs %s", nnp);
+	CHECK(!strcmp(sec, "2"), "Seccomp %s (want 2: a filter)", sec);
+	CHECK(slots_held(owner) == 0, "the snapd-sync uid slot is still held after the sync");
 
 	/* hostile */
 	r = run_one(ctx, sock, REPLY_ERR, &f, &err);
-	C(r == -ENOSPC, "ERR ENOSPC came back as %d", r);
-	C(!strstr(err.msg, "HOSTILE") && !strchr(err.msg, '\x1b'), "the agent's text reached the caller: %s", err.msg);
+	CHECK(r == -ENOSPC, "ERR ENOSPC came back as %d", r);
+	CHECK(!strstr(err.msg, "HOSTILE") && !strchr(err.msg, '\x1b'), "the agent's text reached the caller: %s", err.msg);
 	r = run_one(ctx, sock, REPLY_HUGE, &f, &err);
-	C(r == -EBADMSG, "a 2 GiB frame: %d (%s)", r, err.msg);
+	CHECK(r == -EBADMSG, "a 2 GiB frame: %d (%s)", r, err.msg);
 	r = run_one(ctx, sock, REPLY_BIG, &f, &err);
-	C(r == 0 || r == -EBADMSG, "a 1 MiB frame: %d (%s): the confined process must cope, not be killed", r, err.msg);
+	CHECK(r == 0 || r == -EBADMSG, "a 1 MiB frame: %d (%s): the confined process must cope, not be killed", r, err.msg);
 	r = run_one(ctx, sock, REPLY_HANGUP, &f, &err);
-	C(r == -EPIPE, "hang-up: %d (%s)", r, err.msg);
+	CHECK(r == -EPIPE, "hang-up: %d (%s)", r, err.msg);
 	char nowhere[PATH_MAX + 16];
 	snprintf(nowhere, sizeof(nowhere), "unix:%s/nobody.sock", state);
 	r = autosnap_sync(ctx, SANDBOX, nowhere, &err);
-	C(r == -ENOENT || r == -ECONNREFUSED, "nobody listening: %d (%s)", r, err.msg);
-	C(slots_held(owner) == 0, "the snapd-sync uid slot is still held after the failures");
+	CHECK(r == -ENOENT || r == -ECONNREFUSED, "nobody listening: %d (%s)", r, err.msg);
+	CHECK(slots_held(owner) == 0, "the snapd-sync uid slot is still held after the failures");
 	pid_t none;
-	C(children_of(getpid(), &none) == 0, "a sync child outlived its call");
+	CHECK(children_of(getpid(), &none) == 0, "a sync child outlived its call");
 
 	/* plain: the library's other callers keep syncing in their own process */
 	ctx->sync_confined = false;
 	r = run_one(ctx, sock, REPLY_OK, &f, &err);
-	C(r == 0 && f.children == 0, "unconfined sync: %d, %d children", r, f.children);
+	CHECK(r == 0 && f.children == 0, "unconfined sync: %d, %d children", r, f.children);
 
 	unlink(sock);
 	space_ctx_free(ctx);
 	util_rm_rf(state);
-	printf("snapd sync: %d checks\n", checks);
+	printf("snapd sync: %d checks\n", check_count);
 	return check_exit();
 }

@@ -30,13 +30,6 @@
 #include "util/uidalloc.h"
 #include "util/util.h"
 
-static int checks;
-#define C(cond, ...)                                                                               \
-	do {                                                                                       \
-		checks++;                                                                          \
-		CHECK(cond, __VA_ARGS__);                                                          \
-	} while (0)
-
 #define NSINGLE 400
 #define NRANGE 40
 
@@ -71,11 +64,11 @@ static void test_alloc(void)
 	int r;
 	for (int i = 0; i < NSINGLE; i++) {
 		r = uidalloc_acquire(UIDALLOC_SINGLE, me, &singles[i]);
-		C(r == 0, "acquire single %d: %s", i, strerror(-r));
+		CHECK(r == 0, "acquire single %d: %s", i, strerror(-r));
 	}
 	for (int i = 0; i < NRANGE; i++) {
 		r = uidalloc_acquire(UIDALLOC_RANGE, me, &ranges[i]);
-		C(r == 0, "acquire range %d: %s", i, strerror(-r));
+		CHECK(r == 0, "acquire range %d: %s", i, strerror(-r));
 	}
 	qsort(singles, NSINGLE, sizeof(singles[0]), cmp_u32);
 	qsort(ranges, NRANGE, sizeof(ranges[0]), cmp_u32);
@@ -84,49 +77,49 @@ static void test_alloc(void)
 		dup += singles[i] == singles[i - 1];
 	for (int i = 1; i < NRANGE; i++)
 		dup += ranges[i] < ranges[i - 1] + UIDALLOC_RANGE_SIZE;
-	C(dup == 0, "%d overlapping slots", dup);
-	C(singles[0] >= 0x90000000u && singles[NSINGLE - 1] < 0xa0000000u, "singles outside their area");
-	C(ranges[0] >= 0x40000000u && ranges[NRANGE - 1] <= 0x80000000u - UIDALLOC_RANGE_SIZE, "ranges outside their area");
+	CHECK(dup == 0, "%d overlapping slots", dup);
+	CHECK(singles[0] >= 0x90000000u && singles[NSINGLE - 1] < 0xa0000000u, "singles outside their area");
+	CHECK(ranges[0] >= 0x40000000u && ranges[NRANGE - 1] <= 0x80000000u - UIDALLOC_RANGE_SIZE, "ranges outside their area");
 	struct seen s = { .owner = me };
-	C(uidalloc_foreach(count_mine, &s) == 0 && s.n == NSINGLE + NRANGE, "foreach saw %d of %d", s.n,
+	CHECK(uidalloc_foreach(count_mine, &s) == 0 && s.n == NSINGLE + NRANGE, "foreach saw %d of %d", s.n,
 	  NSINGLE + NRANGE);
 
 	uint32_t u = singles[0], g = ranges[0];
 	char buf[300];
-	C(uidalloc_owner(UIDALLOC_SINGLE, u, buf, sizeof(buf)) == 0 && !strcmp(buf, me), "owner: '%s'", buf);
-	C(uidalloc_claim(UIDALLOC_SINGLE, u, me) == 0, "claim of a slot held by the same owner");
-	C(uidalloc_claim(UIDALLOC_SINGLE, u, other) == -EEXIST, "claim of another's slot");
-	C(uidalloc_claim(UIDALLOC_RANGE, g + 1, me) == -EINVAL, "claim of a uid inside a range");
-	C(uidalloc_claim(UIDALLOC_RANGE, 1000, me) == -EINVAL, "claim of a system uid");
-	C(uidalloc_set_owner(UIDALLOC_SINGLE, u, other, me) == -ESTALE, "set_owner with the wrong old owner");
-	C(uidalloc_set_owner(UIDALLOC_SINGLE, u, me, other) == 0 &&
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, u, buf, sizeof(buf)) == 0 && !strcmp(buf, me), "owner: '%s'", buf);
+	CHECK(uidalloc_claim(UIDALLOC_SINGLE, u, me) == 0, "claim of a slot held by the same owner");
+	CHECK(uidalloc_claim(UIDALLOC_SINGLE, u, other) == -EEXIST, "claim of another's slot");
+	CHECK(uidalloc_claim(UIDALLOC_RANGE, g + 1, me) == -EINVAL, "claim of a uid inside a range");
+	CHECK(uidalloc_claim(UIDALLOC_RANGE, 1000, me) == -EINVAL, "claim of a system uid");
+	CHECK(uidalloc_set_owner(UIDALLOC_SINGLE, u, other, me) == -ESTALE, "set_owner with the wrong old owner");
+	CHECK(uidalloc_set_owner(UIDALLOC_SINGLE, u, me, other) == 0 &&
 		  uidalloc_owner(UIDALLOC_SINGLE, u, buf, sizeof(buf)) == 0 && !strcmp(buf, other),
 	  "set_owner: '%s'", buf);
-	C(uidalloc_release(UIDALLOC_SINGLE, u, me) == 0 && uidalloc_owner(UIDALLOC_SINGLE, u, buf, sizeof(buf)) == 0,
+	CHECK(uidalloc_release(UIDALLOC_SINGLE, u, me) == 0 && uidalloc_owner(UIDALLOC_SINGLE, u, buf, sizeof(buf)) == 0,
 	  "a release in another's name freed the slot");
-	C(uidalloc_release(UIDALLOC_SINGLE, u, other) == 0 &&
+	CHECK(uidalloc_release(UIDALLOC_SINGLE, u, other) == 0 &&
 		  uidalloc_owner(UIDALLOC_SINGLE, u, buf, sizeof(buf)) == -ENOENT,
 	  "release by its owner");
-	C(uidalloc_claim(UIDALLOC_SINGLE, u, me) == 0, "claim of a free slot");
+	CHECK(uidalloc_claim(UIDALLOC_SINGLE, u, me) == 0, "claim of a free slot");
 
 	char longer[UIDALLOC_OWNER_MAX + 2];
 	memset(longer, 'x', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
 	uint32_t x;
-	C(uidalloc_acquire(UIDALLOC_SINGLE, longer, &x) == -ENAMETOOLONG, "owner too long");
-	C(uidalloc_acquire(UIDALLOC_SINGLE, "two\nlines", &x) == -EINVAL, "owner with a newline");
-	C(uidalloc_acquire(UIDALLOC_SINGLE, "", &x) == -EINVAL, "empty owner");
+	CHECK(uidalloc_acquire(UIDALLOC_SINGLE, longer, &x) == -ENAMETOOLONG, "owner too long");
+	CHECK(uidalloc_acquire(UIDALLOC_SINGLE, "two\nlines", &x) == -EINVAL, "owner with a newline");
+	CHECK(uidalloc_acquire(UIDALLOC_SINGLE, "", &x) == -EINVAL, "empty owner");
 	uint32_t first;
 	enum uidalloc_kind kind;
-	C(uidalloc_slot_of(g + 77, &kind, &first) && kind == UIDALLOC_RANGE && first == g, "slot of a uid in a range");
-	C(!uidalloc_slot_of(0, &kind, &first) && !uidalloc_slot_of(0x8fffffffu, &kind, &first), "uids outside");
+	CHECK(uidalloc_slot_of(g + 77, &kind, &first) && kind == UIDALLOC_RANGE && first == g, "slot of a uid in a range");
+	CHECK(!uidalloc_slot_of(0, &kind, &first) && !uidalloc_slot_of(0x8fffffffu, &kind, &first), "uids outside");
 
 	for (int i = 0; i < NSINGLE; i++)
 		(void)uidalloc_release(UIDALLOC_SINGLE, singles[i], me);
 	for (int i = 0; i < NRANGE; i++)
 		(void)uidalloc_release(UIDALLOC_RANGE, ranges[i], me);
 	s.n = 0;
-	C(uidalloc_foreach(count_mine, &s) == 0 && s.n == 0, "%d slots left", s.n);
+	CHECK(uidalloc_foreach(count_mine, &s) == 0 && s.n == 0, "%d slots left", s.n);
 }
 
 /* A space-vmm stand-in: records its arguments, reports a setup failure on the ready fd (3). */
@@ -184,7 +177,7 @@ static uint32_t started_uid(struct sbx *x, const char *args_path, char *status_a
 	char snap[128];
 	snprintf(snap, sizeof(snap), "%s/no-snapshot", x->state);
 	int r = vm_backend_start(x->ctx, &x->row, "h", 0, snap, &ji, &ai);
-	C(r < 0 && strstr(space_ctx_last_error(x->ctx), "stand-in"), "stand-in VMM: %d %s", r,
+	CHECK(r < 0 && strstr(space_ctx_last_error(x->ctx), "stand-in"), "stand-in VMM: %d %s", r,
 	  space_ctx_last_error(x->ctx));
 	_cleanup_free_ char *args = NULL;
 	if (util_read_file(args_path, 65536, &args, NULL) < 0)
@@ -198,11 +191,11 @@ static uint32_t started_uid(struct sbx *x, const char *args_path, char *status_a
 static void test_vmm_uid(void)
 {
 	char dir[] = "/tmp/space-fakevmm-XXXXXX";
-	C(mkdtemp(dir) != NULL, "mkdtemp");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	char vmm[128], args[128];
 	snprintf(vmm, sizeof(vmm), "%s/space-vmm", dir);
 	snprintf(args, sizeof(args), "%s/args", dir);
-	C(util_write_file_atomic(vmm, fake_vmm, strlen(fake_vmm), 0755) == 0, "write stand-in");
+	CHECK(util_write_file_atomic(vmm, fake_vmm, strlen(fake_vmm), 0755) == 0, "write stand-in");
 	setenv("SPACE_VMM_PATH", vmm, 1);
 	setenv("FAKE_VMM_ARGS", args, 1);
 	unsetenv("SPACE_VM_JAIL");
@@ -210,63 +203,63 @@ static void test_vmm_uid(void)
 	/* The same sandbox id in two state directories: still two different uids. */
 	struct sbx a, b;
 	int r = sandbox_new(&a, "sb-uidtestuidtest00");
-	C(r == 0, "sandbox a: %s (%s)", strerror(-r), a.ctx ? space_ctx_last_error(a.ctx) : "");
+	CHECK(r == 0, "sandbox a: %s (%s)", strerror(-r), a.ctx ? space_ctx_last_error(a.ctx) : "");
 	r = sandbox_new(&b, "sb-uidtestuidtest00");
-	C(r == 0, "sandbox b: %s (%s)", strerror(-r), b.ctx ? space_ctx_last_error(b.ctx) : "");
+	CHECK(r == 0, "sandbox b: %s (%s)", strerror(-r), b.ctx ? space_ctx_last_error(b.ctx) : "");
 	char st[256], owner[300];
 	uint32_t ua = started_uid(&a, args, st, sizeof(st));
-	C(ua == a.row.host_uid && ua >= 0x90000000u, "space-vmm of a runs as %u, its slot is %u", ua, a.row.host_uid);
+	CHECK(ua == a.row.host_uid && ua >= 0x90000000u, "space-vmm of a runs as %u, its slot is %u", ua, a.row.host_uid);
 	char want[600];
 	snprintf(want, sizeof(want), "%s/vmm.status", a.row.runtime_dir);
-	C(!strcmp(st, want), "space-vmm --status '%s', wanted '%s'", st, want);
+	CHECK(!strcmp(st, want), "space-vmm --status '%s', wanted '%s'", st, want);
 	uint32_t ub = started_uid(&b, args, st, sizeof(st));
-	C(ub == b.row.host_uid && ub != ua, "space-vmm of b runs as %u (a: %u)", ub, ua);
+	CHECK(ub == b.row.host_uid && ub != ua, "space-vmm of b runs as %u (a: %u)", ub, ua);
 	snprintf(want, sizeof(want), "%s %s vmm", a.state, a.row.info.id);
-	C(uidalloc_owner(UIDALLOC_SINGLE, ua, owner, sizeof(owner)) == 0 && !strcmp(owner, want), "owner of %u: '%s'",
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, ua, owner, sizeof(owner)) == 0 && !strcmp(owner, want), "owner of %u: '%s'",
 	  ua, owner);
 	/* A restart takes the same uid again. */
 	struct sandbox_row again = a.row;
-	C(uids_reclaim(a.ctx, &again) == 0 && again.host_uid == ua, "reclaim: %u, had %u", again.host_uid, ua);
+	CHECK(uids_reclaim(a.ctx, &again) == 0 && again.host_uid == ua, "reclaim: %u, had %u", again.host_uid, ua);
 
 #if HAVE_TEST_SWITCHES
 	/* The test switch: no jail, no uid of its own (test builds only; release builds do not read it). */
 	setenv("SPACE_VM_JAIL", "0", 1);
-	C(started_uid(&a, args, st, sizeof(st)) == 0, "SPACE_VM_JAIL=0 in a test build still jailed the VMM");
+	CHECK(started_uid(&a, args, st, sizeof(st)) == 0, "SPACE_VM_JAIL=0 in a test build still jailed the VMM");
 	unsetenv("SPACE_VM_JAIL");
 #else
 	setenv("SPACE_VM_JAIL", "0", 1);
-	C(started_uid(&a, args, st, sizeof(st)) == ua, "SPACE_VM_JAIL=0 unjailed the VMM of a release build");
+	CHECK(started_uid(&a, args, st, sizeof(st)) == ua, "SPACE_VM_JAIL=0 unjailed the VMM of a release build");
 	unsetenv("SPACE_VM_JAIL");
 #endif
 
 	/* A helper's uid (the gateway's) is owned like the sandbox's own. */
 	uint32_t gw = 0;
-	C(uids_helper_acquire(a.ctx, a.row.info.id, "gateway", &gw) == 0 && gw >= 0x90000000u && gw != ua && gw != ub,
+	CHECK(uids_helper_acquire(a.ctx, a.row.info.id, "gateway", &gw) == 0 && gw >= 0x90000000u && gw != ua && gw != ub,
 	  "gateway uid %u", gw);
 	snprintf(want, sizeof(want), "%s %s gateway", a.state, a.row.info.id);
-	C(uidalloc_owner(UIDALLOC_SINGLE, gw, owner, sizeof(owner)) == 0 && !strcmp(owner, want), "gateway owner '%s'",
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, gw, owner, sizeof(owner)) == 0 && !strcmp(owner, want), "gateway owner '%s'",
 	  owner);
 
 	/* Stale slots: a's row destroyed frees a's two; b's row (another state directory) keeps b's until
 	 * that state directory's store is gone. */
 	struct store *sa;
-	C(ctx_store(a.ctx, &sa) == 0 && store_exec(sa, "UPDATE sandboxes SET status = 'destroyed'") == 0, "destroy a");
+	CHECK(ctx_store(a.ctx, &sa) == 0 && store_exec(sa, "UPDATE sandboxes SET status = 'destroyed'") == 0, "destroy a");
 	int freed = uids_reap_stale(a.ctx);
-	C(freed >= 2, "reaped %d", freed);
-	C(uidalloc_owner(UIDALLOC_SINGLE, ua, owner, sizeof(owner)) == -ENOENT, "slot of destroyed a kept");
-	C(uidalloc_owner(UIDALLOC_SINGLE, gw, owner, sizeof(owner)) == -ENOENT, "gateway slot of destroyed a kept");
-	C(uidalloc_owner(UIDALLOC_SINGLE, ub, owner, sizeof(owner)) == 0, "slot of live b (other state dir) freed");
+	CHECK(freed >= 2, "reaped %d", freed);
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, ua, owner, sizeof(owner)) == -ENOENT, "slot of destroyed a kept");
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, gw, owner, sizeof(owner)) == -ENOENT, "gateway slot of destroyed a kept");
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, ub, owner, sizeof(owner)) == 0, "slot of live b (other state dir) freed");
 	char dbb[128];
 	snprintf(dbb, sizeof(dbb), "%s/space.db", b.state);
 	space_ctx_free(b.ctx);
 	b.ctx = NULL;
 	unlink(dbb);
-	C(uids_reap_stale(a.ctx) >= 1 && uidalloc_owner(UIDALLOC_SINGLE, ub, owner, sizeof(owner)) == -ENOENT,
+	CHECK(uids_reap_stale(a.ctx) >= 1 && uidalloc_owner(UIDALLOC_SINGLE, ub, owner, sizeof(owner)) == -ENOENT,
 	  "slot of b kept after its state directory's store went away");
 
 	uids_release(a.ctx, &a.row);
-	C(uidalloc_owner(UIDALLOC_SINGLE, ua, owner, sizeof(owner)) == -ENOENT, "slot of a still held");
-	C(uidalloc_owner(UIDALLOC_SINGLE, ub, owner, sizeof(owner)) == -ENOENT, "slot of b still held");
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, ua, owner, sizeof(owner)) == -ENOENT, "slot of a still held");
+	CHECK(uidalloc_owner(UIDALLOC_SINGLE, ub, owner, sizeof(owner)) == -ENOENT, "slot of b still held");
 	space_ctx_free(a.ctx);
 	space_ctx_free(b.ctx);
 	util_rm_rf(a.state);
@@ -295,41 +288,41 @@ static int jail_go(const char *img, const char *id, bool allow, struct jail_info
 static void test_jail(void)
 {
 	char dir[] = "/var/tmp/space-test-uidjail-XXXXXX", img[256], err[512], owner[300], want[64];
-	C(mkdtemp(dir) != NULL, "mkdtemp");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
 	if (access("/bin/busybox", X_OK) < 0 || make_image(dir, img, sizeof(img)) < 0) {
-		C(0, "no busybox image (busybox-static and e2fsprogs are test dependencies)");
+		CHECK(0, "no busybox image (busybox-static and e2fsprogs are test dependencies)");
 		util_rm_rf(dir);
 		return;
 	}
 	struct jail_info ji;
 	int r = jail_go(img, "sb-uidjailtest0001", false, &ji, err, sizeof(err));
-	C(r == 0 && ji.uid_base >= 0x40000000u && ji.uid_slot == ji.uid_base, "own range: %d %s (base %u, slot %u)", r,
+	CHECK(r == 0 && ji.uid_base >= 0x40000000u && ji.uid_slot == ji.uid_base, "own range: %d %s (base %u, slot %u)", r,
 	  err, ji.uid_base, ji.uid_slot);
 	snprintf(want, sizeof(want), "pid %d %llu jail", (int)ji.pid, (unsigned long long)ji.start_time);
-	C(r == 0 && uidalloc_owner(UIDALLOC_RANGE, ji.uid_slot, owner, sizeof(owner)) == 0 && !strcmp(owner, want),
+	CHECK(r == 0 && uidalloc_owner(UIDALLOC_RANGE, ji.uid_slot, owner, sizeof(owner)) == 0 && !strcmp(owner, want),
 	  "owner of the jail's own range: '%s', wanted '%s'", owner, want);
 	if (r == 0) {
-		C(jail_kill(&ji, 5000) == 0, "kill");
-		C(uidalloc_owner(UIDALLOC_RANGE, ji.uid_slot, owner, sizeof(owner)) == -ENOENT, "jail_kill kept the range");
+		CHECK(jail_kill(&ji, 5000) == 0, "kill");
+		CHECK(uidalloc_owner(UIDALLOC_RANGE, ji.uid_slot, owner, sizeof(owner)) == -ENOENT, "jail_kill kept the range");
 	}
 
 	setenv("SPACE_TEST_JAIL_NO_IDMAP", "1", 1);
 #if HAVE_TEST_SWITCHES
 	r = jail_go(img, "sb-uidjailtest0002", false, &ji, err, sizeof(err));
-	C(r == -EOPNOTSUPP && strstr(err, "refusing the identity uid map"), "no idmap: %d '%s'", r, err);
+	CHECK(r == -EOPNOTSUPP && strstr(err, "refusing the identity uid map"), "no idmap: %d '%s'", r, err);
 	/* Refused: no cgroup left, nor its range (held in this process's name: main counts them). */
-	C(system("find /sys/fs/cgroup -name '*uidjailtest0002*' | grep -q .") != 0, "cgroup left by a refused jail");
+	CHECK(system("find /sys/fs/cgroup -name '*uidjailtest0002*' | grep -q .") != 0, "cgroup left by a refused jail");
 	r = jail_go(img, "sb-uidjailtest0003", true, &ji, err, sizeof(err));
-	C(r == 0 && ji.uid_base == 0 && ji.uid_slot == 0, "allowed identity fallback: %d %s (base %u, slot %u)", r, err,
+	CHECK(r == 0 && ji.uid_base == 0 && ji.uid_slot == 0, "allowed identity fallback: %d %s (base %u, slot %u)", r, err,
 	  ji.uid_base, ji.uid_slot);
 	if (r == 0)
-		C(jail_kill(&ji, 5000) == 0, "kill");
+		CHECK(jail_kill(&ji, 5000) == 0, "kill");
 #else
 	r = jail_go(img, "sb-uidjailtest0002", false, &ji, err, sizeof(err));
-	C(r == 0 && ji.uid_base >= 0x40000000u, "a release build obeyed SPACE_TEST_JAIL_NO_IDMAP: %d %s (base %u)", r,
+	CHECK(r == 0 && ji.uid_base >= 0x40000000u, "a release build obeyed SPACE_TEST_JAIL_NO_IDMAP: %d %s (base %u)", r,
 	  err, ji.uid_base);
 	if (r == 0)
-		C(jail_kill(&ji, 5000) == 0, "kill");
+		CHECK(jail_kill(&ji, 5000) == 0, "kill");
 #endif
 	unsetenv("SPACE_TEST_JAIL_NO_IDMAP");
 	util_rm_rf(dir);
@@ -360,7 +353,7 @@ int main(int argc, char **argv)
 	if (!strcmp(which, "all") || !strcmp(which, "jail"))
 		test_jail();
 	int left = 0;
-	C(uidalloc_foreach(count_test_slots, &left) == 0 && left == 0, "%d slots of this test left", left);
-	printf("uid slots: %d checks\n", checks);
+	CHECK(uidalloc_foreach(count_test_slots, &left) == 0 && left == 0, "%d slots of this test left", left);
+	printf("uid slots: %d checks\n", check_count);
 	return check_exit();
 }

@@ -12,16 +12,8 @@
 #include <string.h>
 
 #include "net/gw_http.h"
+#include "../../check.h"
 
-static int failures, checks;
-#define CHECK(c)                                                                              \
-	do {                                                                                  \
-		checks++;                                                                     \
-		if (!(c)) {                                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                           \
-		}                                                                             \
-	} while (0)
 
 /* What the checker forwarded, and what it removed. */
 struct sink {
@@ -371,10 +363,5 @@ int main(void)
 	test_fields();
 	test_bodies();
 	test_connection();
-	if (failures) {
-		fprintf(stderr, "net-http: %d of %d checks failed\n", failures, checks);
-		return 1;
-	}
-	printf("net-http: %d checks passed\n", checks);
-	return 0;
+	return check_summary("net-http");
 }

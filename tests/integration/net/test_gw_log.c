@@ -20,16 +20,8 @@
 #include "net/net.h"
 #include "store/db.h"
 #include "util/util.h"
+#include "../../check.h"
 
-static int failures, checks;
-#define CHECK(c)                                                                              \
-	do {                                                                                  \
-		checks++;                                                                     \
-		if (!(c)) {                                                                   \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-			failures++;                                                           \
-		}                                                                             \
-	} while (0)
 
 static char dir[] = "/tmp/space-gwlog-XXXXXX";
 
@@ -246,6 +238,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
-	printf("gw-log: %d checks, %d failed\n", checks, failures);
-	return failures ? 1 : 0;
+	return check_summary("gw-log");
 }

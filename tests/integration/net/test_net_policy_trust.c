@@ -19,16 +19,8 @@
 
 #include "net/net.h"
 #include "net/secrets.h"
+#include "../../check.h"
 
-static int failures, checks;
-#define CHECK(c)                                                                                    \
-	do {                                                                                        \
-		checks++;                                                                           \
-		if (!(c)) {                                                                         \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);       \
-			failures++;                                                                 \
-		}                                                                                   \
-	} while (0)
 
 #define HOSTFILE_TEXT "host-file-content-7f3a"
 #define ENV_TEXT "server-env-secret-91c2"
@@ -255,6 +247,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
-	printf("policy trust: %d checks, %d failed\n", checks, failures);
-	return failures ? 1 : 0;
+	return check_summary("policy trust");
 }

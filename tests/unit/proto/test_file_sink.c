@@ -13,17 +13,8 @@
 #include <unistd.h>
 
 #include "proto/file_sink.h"
+#include "../../check.h"
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                      \
-	do {                                                                                             \
-		checks++;                                                                                \
-		if (!(cond)) {                                                                           \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
-			failures++;                                                                      \
-		}                                                                                        \
-	} while (0)
 
 static char dir[] = "/tmp/space-file-sink-XXXXXX";
 
@@ -176,10 +167,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
-	if (failures) {
-		fprintf(stderr, "%d of %d checks failed\n", failures, checks);
-		return 1;
-	}
-	printf("file-sink: %d checks passed\n", checks);
-	return 0;
+	return check_summary("file-sink");
 }

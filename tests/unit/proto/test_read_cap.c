@@ -18,17 +18,8 @@
 
 #include "proto/agent_client.h"
 #include "proto/proto.h"
+#include "../../check.h"
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                      \
-	do {                                                                                             \
-		checks++;                                                                                \
-		if (!(cond)) {                                                                           \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
-			failures++;                                                                      \
-		}                                                                                        \
-	} while (0)
 
 struct liar {
 	int fd;
@@ -138,10 +129,5 @@ int main(void)
 	r = read_from_liar(AGENT_READ_MAX_DEFAULT + 1, 0, 0, true, &st, &err, &size);
 	CHECK(r == -EFBIG && size == 0);
 
-	if (failures) {
-		fprintf(stderr, "%d of %d checks failed\n", failures, checks);
-		return 1;
-	}
-	printf("read-cap: %d checks passed\n", checks);
-	return 0;
+	return check_summary("read-cap");
 }

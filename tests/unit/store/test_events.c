@@ -11,16 +11,8 @@
 
 #include "store/db.h"
 #include "util/util.h"
+#include "../../check.h"
 
-static int failures, checks;
-#define CHECK(cond)                                                                                 \
-	do {                                                                                        \
-		checks++;                                                                           \
-		if (!(cond)) {                                                                      \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-			failures++;                                                                 \
-		}                                                                                   \
-	} while (0)
 
 static char dir[] = "/tmp/space-test-events-XXXXXX";
 
@@ -210,6 +202,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "cannot remove %s\n", dir);
-	printf("events: %d checks, %d failed\n", checks, failures);
-	return failures ? 1 : 0;
+	return check_summary("events");
 }
