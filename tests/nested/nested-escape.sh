@@ -108,7 +108,8 @@ threading.Event().wait()
 PY
 pids="\$pids \$!"
 # Each sandbox's log (console + space-vmm) is copied out while it exists.
-( while sleep 2; do for f in "\$S"/run/*/sandbox.log; do [ -f "\$f" ] && cp "\$f" "\$W/sb-\$(basename "\$(dirname "\$f")").log"; done; done ) &
+# The log rotates (sandbox.log.1 holds the older half): both parts, older first.
+( while sleep 2; do for f in "\$S"/run/*/sandbox.log; do [ -f "\$f" ] && cat "\$f.1" "\$f" > "\$W/sb-\$(basename "\$(dirname "\$f")").log" 2>/dev/null; done; done ) &
 pids="\$pids \$!"
 host_addrs=\$(ip -o -4 addr show | awk '{ split(\$4, a, "/"); print a[1] }')
 mem_before=\$(awk '/MemAvailable/ {print \$2}' /proc/meminfo)
@@ -116,8 +117,17 @@ mem_before=\$(awk '/MemAvailable/ {print \$2}' /proc/meminfo)
 # ---- three VM sandboxes, booted side by side ----
 t0=\$(date +%s)
 creates=
+# A's log gets the smallest cap, so its console flood can pass it within the emulator's time (each byte
+# is an exit: about 3 KB/s here); B and C keep the default.
+create_vm() { # n
+	if [ \$1 = a ]; then
+		SPACE_SANDBOX_LOG_MAX=8K SP create --isolation vm --template base --memory 320
+	else
+		SP create --isolation vm --template base --memory 320
+	fi
+}
 for n in a b c; do
-	SP create --isolation vm --template base --memory 320 > \$W/id-\$n 2> \$W/create-\$n.err &
+	create_vm \$n > \$W/id-\$n 2> \$W/create-\$n.err &
 	creates="\$creates \$!"
 	sleep 3 # staggered: the store's writers queue rather than collide
 done
@@ -125,7 +135,7 @@ wait \$creates
 for n in a b c; do
 	if [ ! -s \$W/id-\$n ]; then
 		# A collision in the store: once more, alone.
-		SP create --isolation vm --template base --memory 320 > \$W/id-\$n 2>> \$W/create-\$n.err
+		create_vm \$n > \$W/id-\$n 2>> \$W/create-\$n.err
 	fi
 	[ -s \$W/id-\$n ] || { fail "space create --isolation vm (\$n): \$(tail -n 5 \$W/create-\$n.err)"; exit 1; }
 done
@@ -274,6 +284,25 @@ kill \$bomb 2>/dev/null; wait \$bomb 2>/dev/null # timeout passes the signal on 
 echo "bombs: \$((\$(date +%s) - t0)) s" >> \$W/timing.log
 mem_after=\$(cat \$W/memmin)
 
+# ---- A floods its serial console: the host keeps at most A's log cap (8 KiB, both parts) ----
+t0=\$(date +%s)
+timeout -s KILL 150 '$space' --state "\$S" exec \$A -- sh -c 'head -c 40000 /dev/zero | tr "\\0" A > /dev/ttyS0; echo flooded' > \$W/a-console.log 2>&1
+logs=\$(ls "\$S"/run/\$A/sandbox.log* 2>/dev/null)
+held=\$(cat \$logs 2>/dev/null | wc -c)
+grep -q flooded \$W/a-console.log && [ -n "\$logs" ] && [ "\$held" -le \$((8 * 1024)) ] &&
+	blocked "console flood of 40000 bytes from A: the host holds \$held bytes of its log (cap 8 KiB)" ||
+	escaped "console flood from A: the host holds \$held bytes (\$(tail -n 1 \$W/a-console.log))"
+echo "console flood: \$((\$(date +%s) - t0)) s" >> \$W/timing.log
+
+# ---- B writes a forged VMM failure reason to its console, then powers off: it must not be believed ----
+SP exec \$B -- sh -c 'for i in 1 2 3; do echo "space-vmm: FORGED-BY-GUEST"; done > /dev/ttyS0; sync; echo o > /proc/sysrq-trigger' > /dev/null 2>&1
+sleep 5
+reason=\$(SP ls --json 2>/dev/null | python3 -c "import json,sys; print([s.get('reason') or '' for s in json.load(sys.stdin) if s['id']=='\$B'][0])" 2>&1)
+case "\$reason" in
+*FORGED*) escaped "a guest's console line became B's failure reason: \$reason" ;;
+*) blocked "a forged 'space-vmm:' console line is not taken as the reason (B: '\$reason')" ;;
+esac
+
 # ---- no seccomp violation in any space-vmm (the device threads narrowed and kept working) ----
 v=\$(grep -h 'seccomp violation' \$W/sb-*.log 2>/dev/null | head -n 3)
 [ -z "\$v" ] && pass "no seccomp violation in any space-vmm (vCPU, device and control threads)" || fail "seccomp: \$v"
@@ -309,9 +338,10 @@ rm -rf "$work/tree"
 cat "$work/timing.log" 2>/dev/null
 [ -f "$work/result.txt" ] && cat "$work/result.txt"
 # The other checks by the completion record; the attacks by their count in it, by the lines, and by the
-# floor: the attacks this suite makes (README: 163 on 2026-12-02). A run that lost some (a probe that
-# died half way, an attack that could not start) falls below it. Raise it with the attacks you add.
-min_attacks=163
+# floor: the attacks this suite makes (165: 163 on 2026-12-02, then the console flood and the forged
+# reason). A run that lost some (a probe that died half way, an attack that could not start) falls below
+# it. Raise it with the attacks you add.
+min_attacks=165
 fails=0
 nested_judge "$work" "$run_rc" || fails=1
 attacks=$(grep -c -e '^blocked: ' -e '^ESCAPED: ' "$work/result.txt" 2>/dev/null)
