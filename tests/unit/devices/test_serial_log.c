@@ -237,7 +237,13 @@ int main(void)
 	RUN(test_cap_holds);
 	RUN(test_oversized_at_start);
 	RUN(test_refusals);
+	/* The sanitizers' runtime makes calls of its own (it maps shadow memory, writes reports) that the
+	 * five-call filter refuses; the unsanitized build runs this check. */
+#if !defined(__SANITIZE_ADDRESS__)
 	RUN(test_under_seccomp);
+#else
+	(void)test_under_seccomp;
+#endif
 	RUN(test_uncapped);
 	char cmd[128];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
