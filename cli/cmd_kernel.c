@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "core/vm_assets.h"
 
 static int print_kernel(struct cli *cli, cJSON *arr, const char *kind, const char *kernel, const char *moddir,
 			const char *kver)
@@ -33,10 +32,10 @@ struct ls_state {
 	cJSON *arr;
 };
 
-static int ls_one(const char *kind, const char *kernel, const char *moddir, const char *kver, void *userdata)
+static int ls_one(const struct space_kernel_info *k, void *userdata)
 {
 	struct ls_state *s = userdata;
-	print_kernel(s->cli, s->arr, kind, kernel, moddir, kver);
+	print_kernel(s->cli, s->arr, k->kind, k->kernel, k->modules, k->release);
 	return 0;
 }
 
@@ -47,7 +46,7 @@ static int kernel_ls(struct cli *cli, const struct cli_command *cmd, int argc, c
 	struct ls_state s = { cli, cli->json ? cJSON_CreateArray() : NULL };
 	if (!cli->json)
 		printf("%-8s %-24s %s\n", "KIND", "RELEASE", "KERNEL");
-	int r = vm_kernel_list(cli_ctx(cli), ls_one, &s);
+	int r = space_kernel_list(cli_ctx(cli), ls_one, &s);
 	if (r < 0) {
 		cJSON_Delete(s.arr);
 		return cli_fail(cli, r, "list kernels");
@@ -59,11 +58,13 @@ static int kernel_fetch(struct cli *cli, const struct cli_command *cmd, int argc
 {
 	if (argc > 1)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[1]);
-	char kernel[PATH_MAX], moddir[PATH_MAX], kver[128];
-	int r = vm_kernel_fetch(cli_ctx(cli), kernel, moddir, kver);
+	struct space_kernel_info *k;
+	int r = space_kernel_fetch(cli_ctx(cli), &k);
 	if (r < 0)
 		return cli_fail(cli, r, "fetch a kernel");
-	return print_kernel(cli, NULL, "fetched", kernel, moddir, kver);
+	r = print_kernel(cli, NULL, k->kind, k->kernel, k->modules, k->release);
+	space_kernel_info_free(k);
+	return r;
 }
 
 static int kernel_prepare(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
@@ -75,32 +76,30 @@ static int kernel_prepare(struct cli *cli, const struct cli_command *cmd, int ar
 		else
 			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
 	}
-	space_ctx *ctx = cli_ctx(cli);
+	/* --template takes a template directory as well as a name: the library reads any argument holding a
+	 * '/' as a directory, so a directory named like a template gets one. */
 	char path[PATH_MAX] = "";
 	struct stat st;
-	if (tpl && stat(tpl, &st) == 0 && S_ISDIR(st.st_mode)) {
-		snprintf(path, sizeof(path), "%s", tpl);
-	} else if (tpl) {
-		struct space_template_info t;
-		int r = space_template_get(ctx, tpl, &t);
-		if (r < 0)
-			return cli_fail(cli, r, "template %s", tpl);
-		snprintf(path, sizeof(path), "%s", t.path);
+	if (tpl && !strchr(tpl, '/') && stat(tpl, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(path, sizeof(path), "./%s", tpl);
+		tpl = path;
 	}
-	struct vm_assets a;
-	int r = vm_assets_prepare(ctx, *path ? path : NULL, &a);
+	struct space_boot_assets *a;
+	int r = space_kernel_prepare(cli_ctx(cli), tpl, &a);
 	if (r < 0)
-		return cli_fail(cli, r, "prepare the VM boot assets");
+		return cli_fail(cli, r, "prepare the VM boot assets%s%s", tpl ? " of " : "", tpl ? tpl : "");
 	if (cli->json) {
 		cJSON *j = cJSON_CreateObject();
-		cJSON_AddStringToObject(j, "kernel", a.kernel);
-		cJSON_AddStringToObject(j, "initrd", a.initrd);
-		cJSON_AddStringToObject(j, "cmdline", a.cmdline);
-		cJSON_AddStringToObject(j, "release", a.kver);
+		cJSON_AddStringToObject(j, "kernel", a->kernel);
+		cJSON_AddStringToObject(j, "initrd", a->initrd);
+		cJSON_AddStringToObject(j, "cmdline", a->cmdline);
+		cJSON_AddStringToObject(j, "release", a->release);
+		space_boot_assets_free(a);
 		return cli_print_json(j);
 	}
-	printf("kernel   %s\ninitrd   %s\ncmdline  %s\nrelease  %s\n", a.kernel, a.initrd, a.cmdline,
-	       *a.kver ? a.kver : "-");
+	printf("kernel   %s\ninitrd   %s\ncmdline  %s\nrelease  %s\n", a->kernel, a->initrd, a->cmdline,
+	       *a->release ? a->release : "-");
+	space_boot_assets_free(a);
 	return EXIT_OK;
 }
 

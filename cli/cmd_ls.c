@@ -45,6 +45,8 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[1]);
 	struct space_sandbox_info *list;
 	size_t n;
+	/* Listing writes nothing: expired sandboxes are destroyed and dead ones recorded failed first. */
+	(void)space_sandbox_reap(cli_ctx(cli));
 	int r = space_sandbox_list(cli_ctx(cli), &list, &n);
 	if (r < 0)
 		return cli_fail(cli, r, "list sandboxes");

@@ -217,6 +217,7 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 	eo.timeout_ms = o->exec_timeout_ms;
 	eo.output = to_fd;
 	eo.stdin_fd = o->interactive || o->tty ? STDIN_FILENO : -1;
+	eo.flags = eo.stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0; /* options version 2: a stdin only with the flag */
 	bool tty = o->tty && isatty(STDIN_FILENO);
 	if (tty) {
 		struct winsize ws;

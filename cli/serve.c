@@ -15,8 +15,7 @@
 #include "serve.h"
 #include "serve_pool.h"
 #include "serve_e2b.h"
-#include "net/net.h" /* net_cidr4_parse */
-#include "store/db.h"
+#include "util/cidr.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -310,11 +309,11 @@ static void *reaper_thread(void *arg)
 			int n = space_sandbox_reap(ctx);
 			if (n > 0)
 				fprintf(stderr, "space serve: reaped %d expired sandbox%s\n", n, n == 1 ? "" : "es");
+			pthread_mutex_lock(&rp->srv->store_lock);
+			serve_metadata_prune(rp->srv->store, ctx);
+			pthread_mutex_unlock(&rp->srv->store_lock);
 			space_ctx_free(ctx);
 		}
-		pthread_mutex_lock(&rp->srv->store_lock);
-		serve_metadata_prune(rp->srv->store);
-		pthread_mutex_unlock(&rp->srv->store_lock);
 		pthread_mutex_lock(&rp->lock);
 	}
 	pthread_mutex_unlock(&rp->lock);
@@ -374,7 +373,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		} else if (!strcmp(argv[i], "--allow-resolve") && i + 1 < argc) {
 			/* a local range API callers' policies may point names at (docs/network.md) */
 			uint32_t net, mask;
-			if (net_cidr4_parse(argv[++i], &net, &mask) < 0)
+			if (util_cidr4_parse(argv[++i], &net, &mask) < 0)
 				return cli_usage_error(cmd, "bad --allow-resolve '%s' (want an IPv4 CIDR, A.B.C.D/N)", argv[i]);
 			if (n_allow == SERVE_ALLOW_RESOLVE_MAX)
 				return cli_usage_error(cmd, "too many --allow-resolve (at most %d)", SERVE_ALLOW_RESOLVE_MAX);
@@ -416,7 +415,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		MHD_OPTION_END);
 	if (!d) {
 		fprintf(stderr, "space: serve: cannot listen on %s: %s\n", listen, strerror(errno));
-		store_close(srv.store);
+		serve_store_close(srv.store);
 		return EXIT_FAIL;
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -452,7 +451,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	}
 	serve_pool_stop(pool);
 	MHD_stop_daemon(d);
-	store_close(srv.store);
+	serve_store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);
 	pthread_mutex_destroy(&srv.metrics.lock);
 	return EXIT_OK;

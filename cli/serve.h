@@ -18,7 +18,7 @@
 
 #include "space.h"
 
-struct store;
+struct serve_store;
 
 #define SERVE_JSON_BODY_MAX (1u << 20)            /* JSON request bodies */
 #define SERVE_UPLOAD_MAX_DEFAULT (1ull << 30)     /* file uploads (--max-upload) */
@@ -45,8 +45,8 @@ struct serve {
 	/* --allow-resolve: IPv4 CIDRs API callers' policies may point resolve entries into although they are
 	 * local (docs/network.md); NULL-terminated. API callers' policies are always untrusted. */
 	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1];
-	pthread_mutex_t store_lock;   /* guards store (API keys, sandbox metadata) */
-	struct store *store;
+	pthread_mutex_t store_lock;   /* guards store (API keys, tokens, sandbox metadata) */
+	struct serve_store *store;    /* <state_dir>/serve.db (serve_store.c) */
 	struct serve_metrics metrics;
 };
 
@@ -202,29 +202,38 @@ enum MHD_Result serve_v1_file_stat(struct serve_req *r);
 enum MHD_Result serve_v1_file_list(struct serve_req *r);
 enum MHD_Result serve_v1_mkdir(struct serve_req *r);
 
+/* --- serve_store.c: the server's own store, <state_dir>/serve.db (0600) --- */
+
+/* Opens (creating and migrating) the server's store of ctx's state directory; on first creation, imports
+ * the server's rows an older space.db holds. -ENOENT when the state directory is not initialized. On
+ * failure a message is left in err. */
+int serve_store_open(space_ctx *ctx, struct serve_store **ret, char *err, size_t errlen);
+void serve_store_close(struct serve_store *s);
+struct sqlite3;
+struct sqlite3 *serve_store_db(struct serve_store *s);
+const char *serve_store_errmsg(struct serve_store *s);
+/* An SQLite result code as -errno (SQLITE_BUSY -> -EBUSY, ...). */
+int serve_store_errno(int rc);
+
 /* --- serve_apikey.c: API keys --- */
 
-/* Opens the state directory's store (for the server's keys and metadata). */
-int serve_store_open(space_ctx *ctx, struct store **ret, char *err, size_t errlen);
 /* 0 if key is a known API key (updates its last use), -EACCES if not, other -errno on store errors. */
-int serve_apikey_check(struct store *s, const char *key);
+int serve_apikey_check(struct serve_store *s, const char *key);
 
 /* How many API keys exist, or -errno. */
-int serve_apikey_count(struct store *s);
+int serve_apikey_count(struct serve_store *s);
 
 /* Client metadata of sandboxes (JSON object text) kept by the server. set with json NULL deletes; get:
- * NULL when none; prune drops the rows of sandboxes that are gone. */
-int serve_metadata_set(struct store *s, const char *id, const char *json);
-char *serve_metadata_get(struct store *s, const char *id);
-int serve_metadata_prune(struct store *s);
+ * NULL when none; prune drops the metadata of sandboxes that are destroyed or gone, and the tokens of
+ * those whose row is gone (asking ctx, the library, which sandboxes exist). */
+int serve_metadata_set(struct serve_store *s, const char *id, const char *json);
+char *serve_metadata_get(struct serve_store *s, const char *id);
+int serve_metadata_prune(struct serve_store *s, space_ctx *ctx);
 
 /* E2B envd access tokens: random, handed out once (at create or connect), kept as SHA-256 hashes, each
  * valid for one sandbox only. */
 #define SERVE_TOKEN_SIZE 72           /* "sbt_" + 64 hex digits + NUL */
 /* A new token for sandbox id into ret. */
-int serve_token_create(struct store *s, const char *id, char ret[SERVE_TOKEN_SIZE]);
+int serve_token_create(struct serve_store *s, const char *id, char ret[SERVE_TOKEN_SIZE]);
 /* The sandbox the token belongs to into ret_id; -EACCES for an unknown token. */
-int serve_token_check(struct store *s, const char *token, char ret_id[32]);
-/* The events of the store, oldest first, with seq > after (of one sandbox if id is not NULL), at most
- * limit: a JSON array. */
-int serve_events(struct store *s, const char *id, int64_t after, unsigned limit, cJSON **ret);
+int serve_token_check(struct serve_store *s, const char *token, char ret_id[32]);

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * API keys of `space serve` (`space apikey create|ls|rm`) and the server's rows in the store: sandbox
- * metadata, envd access tokens (hashed like the keys), the event log.
+ * API keys of `space serve` (`space apikey create|ls|rm`) and the server's rows in its own store
+ * (serve_store.c, serve.db): sandbox metadata, envd access tokens (hashed like the keys).
  *
  * A key is "e2b_" + 64 lowercase hex digits (32 random bytes): the form every 2.x E2B SDK accepts, some
  * of which check /^e2b_[0-9a-f]+$/. Only its SHA-256 is stored; checks compare hashes in constant time.
  */
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "serve.h"
-#include "store/db.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
 #include "util/util.h"
@@ -95,28 +95,12 @@ static void hex(const unsigned char *b, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* --- The store --- */
-
-int serve_store_open(space_ctx *ctx, struct store **ret, char *err, size_t errlen)
-{
-	char path[4096];
-	if (snprintf(path, sizeof(path), "%s/space.db", space_ctx_state_dir(ctx)) >= (int)sizeof(path)) {
-		snprintf(err, errlen, "state directory path too long");
-		return -ENAMETOOLONG;
-	}
-	int e = store_open(path, false, ret, err, errlen);
-	if (e == -ENOENT)
-		snprintf(err, errlen, "%s is not initialized (run `space init --state %s`)", space_ctx_state_dir(ctx),
-			 space_ctx_state_dir(ctx));
-	return e;
-}
-
-int serve_apikey_check(struct store *s, const char *key)
+int serve_apikey_check(struct serve_store *s, const char *key)
 {
 	unsigned char want[32];
 	sha256(key, strlen(key), want);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT id, hash FROM api_keys", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT id, hash FROM api_keys", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	char found[64] = "";
 	int rc;
@@ -132,11 +116,11 @@ int serve_apikey_check(struct store *s, const char *key)
 			snprintf(found, sizeof(found), "%s", (const char *)sqlite3_column_text(st, 0));
 	}
 	if (rc != SQLITE_DONE)
-		return store_errno(rc);
+		return serve_store_errno(rc);
 	if (!found[0])
 		return -EACCES;
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *up = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "UPDATE api_keys SET last_used_ms = ? WHERE id = ?", -1, &up, NULL) ==
+	if (sqlite3_prepare_v2(serve_store_db(s), "UPDATE api_keys SET last_used_ms = ? WHERE id = ?", -1, &up, NULL) ==
 	    SQLITE_OK) {
 		sqlite3_bind_int64(up, 1, util_wall_ms());
 		sqlite3_bind_text(up, 2, found, -1, SQLITE_TRANSIENT);
@@ -145,19 +129,19 @@ int serve_apikey_check(struct store *s, const char *key)
 	return 0;
 }
 
-int serve_apikey_count(struct store *s)
+int serve_apikey_count(struct serve_store *s)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT count(*) FROM api_keys", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT count(*) FROM api_keys", -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	int rc = sqlite3_step(st);
-	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : store_errno(rc);
+	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : serve_store_errno(rc);
 }
 
-int serve_metadata_set(struct store *s, const char *id, const char *json)
+int serve_metadata_set(struct serve_store *s, const char *id, const char *json)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s),
+	if (sqlite3_prepare_v2(serve_store_db(s),
 			       json ? "INSERT OR REPLACE INTO sandbox_metadata (sandbox_id, metadata) VALUES (?1, ?2)"
 				    : "DELETE FROM sandbox_metadata WHERE sandbox_id = ?1",
 			       -1, &st, NULL) != SQLITE_OK)
@@ -166,13 +150,13 @@ int serve_metadata_set(struct store *s, const char *id, const char *json)
 	if (json)
 		sqlite3_bind_text(st, 2, json, -1, SQLITE_TRANSIENT);
 	int rc = sqlite3_step(st);
-	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+	return rc == SQLITE_DONE ? 0 : serve_store_errno(rc);
 }
 
-char *serve_metadata_get(struct store *s, const char *id)
+char *serve_metadata_get(struct serve_store *s, const char *id)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT metadata FROM sandbox_metadata WHERE sandbox_id = ?", -1, &st,
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT metadata FROM sandbox_metadata WHERE sandbox_id = ?", -1, &st,
 			       NULL) != SQLITE_OK)
 		return NULL;
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
@@ -181,20 +165,68 @@ char *serve_metadata_get(struct store *s, const char *id)
 	return strdup((const char *)sqlite3_column_text(st, 0));
 }
 
-int serve_metadata_prune(struct store *s)
+/* Deletes the rows of sandbox id from table; -errno when the store refuses. */
+static int prune_rows(struct serve_store *s, const char *table, const char *id)
 {
-	return store_exec(s, "DELETE FROM sandbox_metadata WHERE sandbox_id NOT IN "
-			     "(SELECT id FROM sandboxes WHERE status != 'destroyed');"
-			     /* Tokens stay while their sandbox's row does: a destroyed sandbox's token still
-			      * authenticates, and the envd plane answers 502 for it like E2B's proxy. */
-			     "DELETE FROM sandbox_tokens WHERE sandbox_id NOT IN (SELECT id FROM sandboxes)");
+	char sql[96];
+	snprintf(sql, sizeof(sql), "DELETE FROM %s WHERE sandbox_id = ?", table);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(serve_store_db(s), sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return serve_store_errno(rc);
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : serve_store_errno(rc);
+}
+
+/* The sandboxes the server keeps rows of, at most max of them (the rest wait for the next round). */
+#define PRUNE_BATCH 1024
+static int prune_candidates(struct serve_store *s, char (*ids)[32], size_t max, size_t *ret_n)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(serve_store_db(s),
+				    "SELECT sandbox_id FROM sandbox_metadata UNION SELECT sandbox_id FROM sandbox_tokens",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return serve_store_errno(rc);
+	size_t n = 0;
+	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+		if (id && strlen(id) < sizeof(ids[0]))
+			memcpy(ids[n++], id, strlen(id) + 1);
+	}
+	*ret_n = n;
+	return n == max || rc == SQLITE_DONE ? 0 : serve_store_errno(rc);
+}
+
+int serve_metadata_prune(struct serve_store *s, space_ctx *ctx)
+{
+	/* Read first, then ask the library and delete: no statement of ours stays open across either. */
+	_cleanup_free_ char(*ids)[32] = calloc(PRUNE_BATCH, sizeof(*ids));
+	size_t n = 0;
+	if (!ids)
+		return -ENOMEM;
+	int r = prune_candidates(s, ids, PRUNE_BATCH, &n);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		enum space_sandbox_status status = SPACE_SANDBOX_CREATING;
+		int e = space_sandbox_status_get(ctx, ids[i], &status);
+		if (e < 0 && e != -ENOENT)
+			continue; /* the library's store is busy: keep the rows for now */
+		if (e == -ENOENT || status == SPACE_SANDBOX_DESTROYED)
+			r = prune_rows(s, "sandbox_metadata", ids[i]);
+		/* Tokens stay while their sandbox's row does: a destroyed sandbox's token still authenticates,
+		 * and the envd plane answers 502 for it like E2B's proxy. */
+		if (r == 0 && e == -ENOENT)
+			r = prune_rows(s, "sandbox_tokens", ids[i]);
+	}
+	return r;
 }
 
 /* --- envd access tokens --- */
 
 #define TOKEN_PREFIX "sbt_"
 
-int serve_token_create(struct store *s, const char *id, char ret[SERVE_TOKEN_SIZE])
+int serve_token_create(struct serve_store *s, const char *id, char ret[SERVE_TOKEN_SIZE])
 {
 	unsigned char raw[32], hash[32];
 	char token[SERVE_TOKEN_SIZE];
@@ -205,7 +237,7 @@ int serve_token_create(struct store *s, const char *id, char ret[SERVE_TOKEN_SIZ
 	explicit_bzero(raw, sizeof(raw));
 	sha256(token, strlen(token), hash);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "INSERT INTO sandbox_tokens (hash, sandbox_id, created_ms) VALUES (?, ?, ?)",
+	if (sqlite3_prepare_v2(serve_store_db(s), "INSERT INTO sandbox_tokens (hash, sandbox_id, created_ms) VALUES (?, ?, ?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_blob(st, 1, hash, sizeof(hash), SQLITE_TRANSIENT);
@@ -213,18 +245,18 @@ int serve_token_create(struct store *s, const char *id, char ret[SERVE_TOKEN_SIZ
 	sqlite3_bind_int64(st, 3, util_wall_ms());
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
-		return store_errno(rc);
+		return serve_store_errno(rc);
 	memcpy(ret, token, sizeof(token));
 	return 0;
 }
 
-int serve_token_check(struct store *s, const char *token, char ret_id[32])
+int serve_token_check(struct serve_store *s, const char *token, char ret_id[32])
 {
 	/* The lookup is by the hash of a 256-bit random value: timing can tell nothing useful about it. */
 	unsigned char hash[32];
 	sha256(token, strlen(token), hash);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT sandbox_id FROM sandbox_tokens WHERE hash = ?", -1, &st, NULL) !=
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT sandbox_id FROM sandbox_tokens WHERE hash = ?", -1, &st, NULL) !=
 	    SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_blob(st, 1, hash, sizeof(hash), SQLITE_TRANSIENT);
@@ -232,60 +264,14 @@ int serve_token_check(struct store *s, const char *token, char ret_id[32])
 	if (rc == SQLITE_DONE)
 		return -EACCES;
 	if (rc != SQLITE_ROW)
-		return store_errno(rc);
+		return serve_store_errno(rc);
 	snprintf(ret_id, 32, "%s", (const char *)sqlite3_column_text(st, 0));
-	return 0;
-}
-
-/* --- events --- */
-
-int serve_events(struct store *s, const char *id, int64_t after, unsigned limit, cJSON **ret)
-{
-	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT seq, ts_ms, sandbox_id, kind, detail FROM events WHERE seq > ?1"
-			       " AND (?2 IS NULL OR sandbox_id = ?2) ORDER BY seq LIMIT ?3",
-			       -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	sqlite3_bind_int64(st, 1, after);
-	if (id)
-		sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(st, 2);
-	sqlite3_bind_int64(st, 3, limit);
-	cJSON *a = cJSON_CreateArray();
-	int rc = SQLITE_DONE;
-	while (a && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		cJSON *e = cJSON_CreateObject();
-		cJSON_AddNumberToObject(e, "seq", (double)sqlite3_column_int64(st, 0));
-		cJSON_AddNumberToObject(e, "ts_ms", (double)sqlite3_column_int64(st, 1));
-		for (int c = 2; c <= 4; c++) {
-			static const char *const names[] = { "sandbox", "kind", "detail" };
-			const char *v = (const char *)sqlite3_column_text(st, c);
-			/* Details quote the sandbox (DNS names, Host headers): valid UTF-8 for JSON, at most the
-			 * store's cap (rows of older stores were not cut). */
-			_cleanup_free_ char *clean =
-				v ? util_utf8_sanitize(v, strnlen(v, STORE_EVENT_DETAIL_MAX)) : NULL;
-			if (v && clean)
-				cJSON_AddStringToObject(e, names[c - 2], clean);
-			else
-				cJSON_AddNullToObject(e, names[c - 2]);
-		}
-		cJSON_AddItemToArray(a, e);
-	}
-	if (!a)
-		return -ENOMEM;
-	if (rc != SQLITE_DONE) {
-		cJSON_Delete(a);
-		return store_errno(rc);
-	}
-	*ret = a;
 	return 0;
 }
 
 /* --- `space apikey` --- */
 
-static int apikey_create(struct cli *cli, struct store *s, const char *name)
+static int apikey_create(struct cli *cli, struct serve_store *s, const char *name)
 {
 	unsigned char raw[APIKEY_RANDOM_BYTES], hash[32], idb[5];
 	char key[sizeof(APIKEY_PREFIX) + 2 * APIKEY_RANDOM_BYTES], id[16];
@@ -297,15 +283,15 @@ static int apikey_create(struct cli *cli, struct store *s, const char *name)
 	strcpy(id, "key-");
 	hex(idb, sizeof(idb), id + 4);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "INSERT INTO api_keys (id, name, hash, created_ms) VALUES (?, ?, ?, ?)",
+	if (sqlite3_prepare_v2(serve_store_db(s), "INSERT INTO api_keys (id, name, hash, created_ms) VALUES (?, ?, ?, ?)",
 			       -1, &st, NULL) != SQLITE_OK)
-		return cli_fail(cli, -EIO, "apikey create: %s", store_errmsg(s));
+		return cli_fail(cli, -EIO, "apikey create: %s", serve_store_errmsg(s));
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, name ? name : "", -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 3, hash, sizeof(hash), SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, util_wall_ms());
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return cli_fail(cli, -EIO, "apikey create: %s", store_errmsg(s));
+		return cli_fail(cli, -EIO, "apikey create: %s", serve_store_errmsg(s));
 	if (cli->json) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "id", id);
@@ -318,12 +304,12 @@ static int apikey_create(struct cli *cli, struct store *s, const char *name)
 	return EXIT_OK;
 }
 
-static int apikey_ls(struct cli *cli, struct store *s)
+static int apikey_ls(struct cli *cli, struct serve_store *s)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "SELECT id, name, created_ms, last_used_ms FROM api_keys ORDER BY created_ms",
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT id, name, created_ms, last_used_ms FROM api_keys ORDER BY created_ms",
 			       -1, &st, NULL) != SQLITE_OK)
-		return cli_fail(cli, -EIO, "apikey ls: %s", store_errmsg(s));
+		return cli_fail(cli, -EIO, "apikey ls: %s", serve_store_errmsg(s));
 	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
 	if (!cli->json)
 		printf("%-14s %-20s %-19s  %s\n", "ID", "NAME", "CREATED", "LAST USED");
@@ -349,15 +335,15 @@ static int apikey_ls(struct cli *cli, struct store *s)
 	return a ? cli_print_json(a) : EXIT_OK;
 }
 
-static int apikey_rm(struct cli *cli, struct store *s, const char *id)
+static int apikey_rm(struct cli *cli, struct serve_store *s, const char *id)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(store_db(s), "DELETE FROM api_keys WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
-		return cli_fail(cli, -EIO, "apikey rm: %s", store_errmsg(s));
+	if (sqlite3_prepare_v2(serve_store_db(s), "DELETE FROM api_keys WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+		return cli_fail(cli, -EIO, "apikey rm: %s", serve_store_errmsg(s));
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return cli_fail(cli, -EIO, "apikey rm: %s", store_errmsg(s));
-	if (sqlite3_changes(store_db(s)) == 0) {
+		return cli_fail(cli, -EIO, "apikey rm: %s", serve_store_errmsg(s));
+	if (sqlite3_changes(serve_store_db(s)) == 0) {
 		fprintf(stderr, "space: apikey rm: no API key '%s'\n", id);
 		return EXIT_FAIL;
 	}
@@ -385,7 +371,7 @@ int cmd_apikey(struct cli *cli, int argc, char **argv)
 	} else if ((ls && argc != 2) || (rm && argc != 3)) {
 		return cli_usage_error(cmd, rm ? "apikey rm needs one ID" : "apikey ls takes no arguments");
 	}
-	struct store *s = NULL;
+	struct serve_store *s = NULL;
 	char err[512];
 	int e = serve_store_open(cli_ctx(cli), &s, err, sizeof(err));
 	if (e < 0) {
@@ -393,6 +379,6 @@ int cmd_apikey(struct cli *cli, int argc, char **argv)
 		return EXIT_FAIL;
 	}
 	int rc = create ? apikey_create(cli, s, name) : ls ? apikey_ls(cli, s) : apikey_rm(cli, s, argv[2]);
-	store_close(s);
+	serve_store_close(s);
 	return rc;
 }

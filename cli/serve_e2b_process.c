@@ -221,7 +221,8 @@ static void start_producer(struct serve_producer *pr)
 	o.rows = s->rows;
 	o.cols = s->cols;
 	o.timeout_ms = s->timeout_ms;
-	o.stdin_fd = s->stdin_open ? 0 : -1;
+	o.stdin_fd = -1;
+	o.flags = s->stdin_open ? SPACE_EXEC_STDIN : 0; /* fed through space_process_write_stdin */
 	o.output = stream_output;
 	o.userdata = s;
 	space_process *sp = NULL;

@@ -2,13 +2,11 @@
 /* GET /v1/metrics: Prometheus text exposition of the server and the state it serves. */
 #include <errno.h>
 #include <stdarg.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve.h"
-#include "store/db.h"
 #include "util/cleanup.h"
 
 /* Upper bounds (seconds) of the create latency histogram's buckets; +Inf is implied. */
@@ -74,21 +72,13 @@ static void text_add(struct text *t, const char *fmt, ...)
 	}
 }
 
-/* Gateway events of one kind recorded in the store. */
-static int64_t count_events(struct serve *srv, const char *kind)
+/* Gateway events of one kind in the state directory's event log, or -1 when it cannot be read. */
+static int64_t count_events(space_ctx *ctx, const char *kind)
 {
-	int64_t n = -1;
-	sqlite3_stmt *st = NULL;
-	pthread_mutex_lock(&srv->store_lock);
-	if (sqlite3_prepare_v2(store_db(srv->store), "SELECT COUNT(*) FROM events WHERE kind = ?", -1, &st, NULL) ==
-	    SQLITE_OK) {
-		sqlite3_bind_text(st, 1, kind, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int64(st, 0);
-	}
-	sqlite3_finalize(st);
-	pthread_mutex_unlock(&srv->store_lock);
-	return n;
+	struct space_event_query q = SPACE_EVENT_QUERY_INIT;
+	q.kind = kind;
+	uint64_t n;
+	return space_event_count(ctx, &q, &n) < 0 ? -1 : (int64_t)n;
 }
 
 enum MHD_Result serve_metrics_handler(struct serve_req *r)
@@ -131,7 +121,7 @@ enum MHD_Result serve_metrics_handler(struct serve_req *r)
 	text_add(&t, "# HELP space_exec_total Processes started through this server.\n"
 		     "# TYPE space_exec_total counter\nspace_exec_total %llu\n",
 		 (unsigned long long)m.exec_count);
-	int64_t denied = count_events(r->srv, "egress-denied");
+	int64_t denied = count_events(ctx, "egress-denied");
 	text_add(&t, "# HELP space_gateway_denials_total Egress attempts the gateways refused (all sandboxes).\n"
 		     "# TYPE space_gateway_denials_total counter\nspace_gateway_denials_total %lld\n",
 		 (long long)(denied < 0 ? 0 : denied));

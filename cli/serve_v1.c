@@ -406,6 +406,7 @@ static void exec_options(struct exec_req *x, space_output_fn output, void *userd
 	o->cwd = x->cwd;
 	o->timeout_ms = x->timeout_ms;
 	o->stdin_fd = x->stdin_fd;
+	o->flags = x->stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0;
 }
 
 static void result_json(cJSON *j, const struct space_exec_result *res)

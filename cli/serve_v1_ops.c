@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "serve.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 #include "util/util.h"
 
 #define EVENTS_LIMIT_DEFAULT 100
@@ -194,6 +195,36 @@ enum MHD_Result serve_v1_fork(struct serve_req *r)
 
 /* --- events --- */
 
+struct v1_events {
+	cJSON *arr;
+	int64_t last;                 /* the seq of the last event, the cursor of the next page */
+};
+
+/* One event as JSON. Its strings may quote the sandbox (DNS names, Host headers): valid UTF-8 for JSON,
+ * null when absent. */
+static int v1_event_json(const struct space_event *ev, void *userdata)
+{
+	struct v1_events *o = userdata;
+	cJSON *e = cJSON_CreateObject();
+	if (!e || !cJSON_AddItemToArray(o->arr, e)) {
+		cJSON_Delete(e);
+		return -ENOMEM;
+	}
+	cJSON_AddNumberToObject(e, "seq", (double)ev->seq);
+	cJSON_AddNumberToObject(e, "ts_ms", (double)ev->ts_ms);
+	const char *const names[] = { "sandbox", "kind", "detail" };
+	const char *const values[] = { ev->sandbox_id, ev->kind, ev->detail };
+	for (size_t i = 0; i < 3; i++) {
+		_cleanup_free_ char *clean = values[i] ? util_utf8_sanitize(values[i], strlen(values[i])) : NULL;
+		if (clean)
+			cJSON_AddStringToObject(e, names[i], clean);
+		else
+			cJSON_AddNullToObject(e, names[i]);
+	}
+	o->last = ev->seq;
+	return 0;
+}
+
 /* GET /v1/events?sandbox=ID&after=SEQ&limit=N: the event log, oldest first; next_after continues it. */
 enum MHD_Result serve_v1_events(struct serve_req *r)
 {
@@ -204,17 +235,22 @@ enum MHD_Result serve_v1_events(struct serve_req *r)
 		return serve_reply_error(r, 400, "invalid", "'after' must be an event sequence number");
 	if (limit_s && util_parse_uint(limit_s, 1, EVENTS_LIMIT_MAX, &limit) < 0)
 		return serve_reply_error(r, 400, "invalid", "'limit' must be from 1 to %d", EVENTS_LIMIT_MAX);
-	cJSON *a = NULL;
-	pthread_mutex_lock(&r->srv->store_lock);
-	int e = serve_events(r->srv->store, id && *id ? id : NULL, (int64_t)after, (unsigned)limit, &a);
-	pthread_mutex_unlock(&r->srv->store_lock);
-	if (e < 0)
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	struct space_event_query q = SPACE_EVENT_QUERY_INIT;
+	q.sandbox_id = id && *id ? id : NULL;
+	q.after_seq = (int64_t)after;
+	q.limit = (uint32_t)limit;
+	struct v1_events ev = { cJSON_CreateArray(), (int64_t)after };
+	int e = ev.arr ? space_event_list(ctx, &q, v1_event_json, &ev) : -ENOMEM;
+	if (e < 0) {
+		cJSON_Delete(ev.arr);
 		return serve_reply_error(r, 500, "internal", "read events: %s", space_strerror(e));
+	}
 	cJSON *j = cJSON_CreateObject();
-	int n = cJSON_GetArraySize(a);
-	const cJSON *last = n ? cJSON_GetArrayItem(a, n - 1) : NULL;
-	cJSON_AddNumberToObject(j, "next_after",
-				last ? cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(last, "seq")) : (double)after);
+	cJSON_AddNumberToObject(j, "next_after", (double)ev.last);
+	cJSON *a = ev.arr;
 	cJSON_AddItemToObject(j, "events", a);
 	return serve_reply_json(r, 200, j);
 }

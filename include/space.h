@@ -9,18 +9,36 @@
  *
  * Conventions (they hold for every function below unless its comment says otherwise):
  *  - Functions returning int return 0 (or a non-negative count) on success and a negative errno-style
- *    code on failure. space_strerror() names the code; space_ctx_last_error() gives the detail of the
- *    last failure on that context ("what failed: why").
+ *    code on failure. space_strerror() names the code; space_last_error() gives the detail of the
+ *    calling thread's last failure on that context ("what failed: why"); every call clears it first.
  *  - Output parameters are named ret_* and are written only on success.
  *  - Strings passed in are copied; the caller keeps ownership. Objects returned through ret_* are owned
  *    by the caller and freed with the matching *_free() function; *_free(NULL) is a no-op.
- *  - Option structs carry a version field first; initialize them with their *_INIT macro so that later
- *    versions of the library can add fields without breaking callers.
+ *  - Option structs carry a version field first; initialize them with their *_INIT macro or their
+ *    space_*_options_init(opts, VERSION) function (the safe defaults; zero means "none" or "the default"
+ *    for every field of the current versions), so that later versions of the library can add fields
+ *    without breaking callers. A struct of an older version keeps the meaning it had; version 0 (a struct
+ *    nobody initialized) and a version newer than the linked library are refused with -EINVAL. Fields
+ *    are only ever added at the end, with a new version number; a changed signature gets a new _v2 name.
  *
  * Thread safety: a space_ctx and the objects obtained from it may be used by one thread at a time.
  * Different contexts are independent and may be used concurrently, from several threads or several
  * processes sharing one state directory (the store serializes writers; every lifecycle change is one
- * transaction).
+ * transaction). space_last_error() may be called from any thread: each thread sees its own last error.
+ *
+ * Processes, fork and signals: the library never installs a signal handler, leaves the calling thread's
+ * signal mask and the process umask as it found them, and never reaps children it did not start (it waits
+ * only for its own, by pid: never wait(), waitpid(-1) or a SIGCHLD handler). Calls that start helpers (space-vmm, the jail's first
+ * process, space-gateway, space-snapd, space-logcap, mkfs and friends) fork or posix_spawn a short-lived
+ * child and wait for it before returning; the long-lived processes of a sandbox are detached (own session,
+ * reparented away from the caller), so they never become the caller's zombies, never send it SIGCHLD after
+ * the call returns, and outlive it. Callers may install a SIGCHLD handler, but while a library call runs
+ * it must not reap children it does not know (no wait(), waitpid(-1, ...)), and SIGCHLD must not be
+ * SIG_IGN nor SA_NOCLDWAIT (the library would lose its children's exit status and fail with -ECHILD).
+ * Writes to a peer that hung up use MSG_NOSIGNAL: the library raises no SIGPIPE. After fork(), the child
+ * must not use a space_ctx (or any object from it) made by the parent (its database connection and
+ * descriptors are the parent's): create a new context in the child, or exec. The library registers no
+ * pthread_atfork handlers, and all its descriptors are close-on-exec.
  */
 #ifndef SPACE_H
 #define SPACE_H
@@ -49,7 +67,9 @@ extern "C" {
 /* Single number for comparisons: 0x00MMmmpp. */
 #define SPACE_VERSION_NUMBER ((SPACE_VERSION_MAJOR << 16) | (SPACE_VERSION_MINOR << 8) | SPACE_VERSION_PATCH)
 
-/* The version of the library actually linked, e.g. "0.1.0". Static string. */
+/* The version of the library actually linked, e.g. "0.1.0". Static string. The shared library's soname
+ * is libspace.so.1: ABI 1, the one deliberate break (issue 15); from then on fields and functions are only
+ * added. */
 SPACE_API const char *space_version(void);
 
 /* ---------------------------------------------------------------------------------------------------
@@ -95,6 +115,14 @@ struct space_ctx_options {
 #define SPACE_CTX_OPTIONS_INIT { .version = SPACE_CTX_OPTIONS_VERSION }
 
 /*
+ * The space_*_options_init() functions fill opts with the defaults of that version of the struct (the
+ * same as its _INIT macro with that version): pass the SPACE_*_OPTIONS_VERSION your program was built
+ * with. Only that version's fields are written (a program built against an older header has a smaller
+ * struct). 0 or -EINVAL for version 0, a version newer than the library or a NULL opts.
+ */
+SPACE_API int space_ctx_options_init(struct space_ctx_options *opts, uint32_t version);
+
+/*
  * Creates a context over a state directory. Touches nothing on disk: the store is opened on first use.
  * opts may be NULL for defaults. On success *ret_ctx is owned by the caller (space_ctx_free).
  */
@@ -103,8 +131,17 @@ SPACE_API int space_ctx_new(const struct space_ctx_options *opts, space_ctx **re
 /* Frees the context. Sandboxes it created keep running (they outlive the process); see destroy. */
 SPACE_API void space_ctx_free(space_ctx *ctx);
 
-/* Detail of the last failure on ctx ("open store: database is locked"), or "" if none. Valid until the
- * next call on ctx. */
+/*
+ * Detail of the calling thread's last failure on ctx ("open store: database is locked"), or "". Every
+ * call that takes ctx, a sandbox or a process of it clears it first, so after a failed call it says why
+ * that call failed (after a successful one it is usually "", but may hold a failure the call recovered
+ * from: read it only after a failure). Each thread sees its own: a call of another thread on the same ctx neither clears nor overwrites it
+ * (kept for the 8 threads that used ctx most recently). May be called from any thread. The string is
+ * the thread's own copy, valid until the thread's next call of space_last_error or space_ctx_last_error.
+ */
+SPACE_API const char *space_last_error(const space_ctx *ctx);
+
+/* The same as space_last_error (its older name). */
 SPACE_API const char *space_ctx_last_error(const space_ctx *ctx);
 
 /* The state directory this context uses. Valid for the context's lifetime. */
@@ -135,6 +172,7 @@ struct space_init_options {
 #define SPACE_IDENTITY_MAP_ALLOW 1
 #define SPACE_IDENTITY_MAP_REFUSE (-1)
 #define SPACE_INIT_OPTIONS_INIT { .version = SPACE_INIT_OPTIONS_VERSION }
+SPACE_API int space_init_options_init(struct space_init_options *opts, uint32_t version);
 
 /*
  * Prepares the state directory: creates it, the store (or migrates an older schema), and the pool.
@@ -202,6 +240,7 @@ struct space_template_import_options {
 	const char *modules_dir;
 };
 #define SPACE_TEMPLATE_IMPORT_OPTIONS_INIT { .version = SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION }
+SPACE_API int space_template_import_options_init(struct space_template_import_options *opts, uint32_t version);
 
 /* Imports a template. On any failure nothing of it remains (no subvolume, no row). -EEXIST if the name
  * is taken, -EINVAL for a bad name or a rootfs that is neither directory, tarball nor ext4 image. */
@@ -258,9 +297,12 @@ struct space_sandbox_info {
 	char path[4096];          /* the sandbox's subvolume */
 };
 
-/* Lists sandboxes that are not destroyed, oldest first. Before answering, checks that the processes of
- * running sandboxes are alive and marks the dead ones failed, so the listing tells the truth after a
- * crash of whatever created them. *ret_list is one allocation: free it with free(). */
+/* Lists sandboxes that are not destroyed, oldest first. Writes nothing: a sandbox whose process is gone
+ * is shown failed (with the reason), as space_sandbox_reap() would mark it, and one past its lifetime is
+ * left out, so the listing tells the truth after a crash of whatever created them. A pid recorded in
+ * another pid namespace is not judged: such a sandbox is shown as stored. Call space_sandbox_reap()
+ * first to record those changes and reclaim what they leave. *ret_list is one allocation: free it with
+ * free(). */
 SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret_list, size_t *ret_count);
 
 /* ---------------------------------------------------------------------------------------------------
@@ -312,6 +354,7 @@ struct space_sandbox_options {
 	                             none. Copied; -EINVAL for one that is not a CIDR. */
 };
 #define SPACE_SANDBOX_OPTIONS_INIT { .version = SPACE_SANDBOX_OPTIONS_VERSION }
+SPACE_API int space_sandbox_options_init(struct space_sandbox_options *opts, uint32_t version);
 
 /*
  * Creates a sandbox and returns once its agent answers. On failure nothing of it is left running or on
@@ -357,7 +400,8 @@ SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned f
 SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from_now);
 
 /* Destroys every sandbox whose lifetime has ended, and marks dead ones failed. Returns how many it
- * destroyed. Long-running hosts (space serve) call it periodically; listings call it too. */
+ * destroyed. Long-running hosts (space serve) call it periodically, `space ls` before listing;
+ * space_sandbox_list does not (it only shows what this would do). */
 SPACE_API int space_sandbox_reap(space_ctx *ctx);
 
 /* ---------------------------------------------------------------------------------------------------
@@ -368,7 +412,7 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx);
  * errno to stop (the process is then killed). */
 typedef int (*space_output_fn)(int stream, const void *data, size_t len, void *userdata);
 
-#define SPACE_EXEC_OPTIONS_VERSION 1
+#define SPACE_EXEC_OPTIONS_VERSION 2 /* 2 added flags: a stdin only with SPACE_EXEC_STDIN */
 struct space_exec_options {
 	uint32_t version;         /* SPACE_EXEC_OPTIONS_VERSION */
 	const char *const *argv;  /* NULL-terminated; argv[0] is looked up in the sandbox's PATH */
@@ -378,13 +422,24 @@ struct space_exec_options {
 	bool pty;                 /* run on a terminal (stdout and stderr merge into stream 1) */
 	uint16_t rows, cols;      /* terminal size when pty (0: 24x80) */
 	uint32_t timeout_ms;      /* kill the process group after this long; 0: no limit */
-	int stdin_fd;             /* space_sandbox_exec: read to EOF and fed to the process; -1: no stdin.
-	                             space_process_start: -1 = no stdin, else stdin is fed through
-	                             space_process_write_stdin() */
+	int stdin_fd;             /* Version 2: used only with SPACE_EXEC_STDIN in flags (then
+	                             space_sandbox_exec reads it to EOF and feeds it to the process; 0 is the
+	                             caller's own stdin); without the flag 0 and -1 mean no stdin, and a
+	                             descriptor above 0 is refused (-EINVAL: the flag was forgotten).
+	                             Version 1: space_sandbox_exec: -1 = no stdin, any other value (0, the
+	                             host's stdin, included) is read to EOF; space_process_start: -1 = no
+	                             stdin, else stdin is fed through space_process_write_stdin() */
 	space_output_fn output;   /* may be NULL: output discarded */
 	void *userdata;
+	/* Version 2. SPACE_EXEC_* flags; 0: no stdin (a zero-filled struct never reads the caller's stdin). */
+	uint32_t flags;
 };
+/* The process has a stdin: space_sandbox_exec reads stdin_fd (>= 0) to EOF and feeds it; for
+ * space_process_start it is fed through space_process_write_stdin() (stdin_fd is not used). */
+#define SPACE_EXEC_STDIN 1u
 #define SPACE_EXEC_OPTIONS_INIT { .version = SPACE_EXEC_OPTIONS_VERSION, .stdin_fd = -1 }
+/* The version's defaults; stdin_fd is -1. */
+SPACE_API int space_exec_options_init(struct space_exec_options *opts, uint32_t version);
 
 struct space_exec_result {
 	bool exited;              /* exited normally: exit_code is valid */
@@ -410,7 +465,8 @@ SPACE_API int space_process_fd(space_process *p);
 SPACE_API bool space_process_pending(space_process *p);
 /* The process id inside the sandbox. */
 SPACE_API int space_process_pid(space_process *p);
-/* Feeds stdin (needs opts.stdin_fd != -1 at start); len 0 closes it. */
+/* Feeds stdin (needs SPACE_EXEC_STDIN, or with version 1 options stdin_fd != -1, at start); len 0 closes
+ * it. */
 SPACE_API int space_process_write_stdin(space_process *p, const void *data, size_t len);
 SPACE_API int space_process_signal(space_process *p, int sig);
 SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t cols);
@@ -455,6 +511,7 @@ struct space_read_options {
 	void *progress_userdata;
 };
 #define SPACE_READ_OPTIONS_INIT { .version = SPACE_READ_OPTIONS_VERSION }
+SPACE_API int space_read_options_init(struct space_read_options *opts, uint32_t version);
 
 /*
  * Streams the file at path in the sandbox into dst_fd, at most opts->max_bytes (opts may be NULL: the
@@ -489,7 +546,9 @@ SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb);
  *
  * For jail sandboxes a checkpoint is a crash-consistent snapshot of the disk (the filesystem is synced
  * and frozen, the processes are frozen, the subvolume is snapshotted read-only), not of memory: a
- * rollback or a fork starts fresh processes on that disk. VM sandboxes answer -EOPNOTSUPP for now.
+ * rollback or a fork starts fresh processes on that disk. For VM sandboxes a checkpoint is "full": the
+ * disk and the whole machine (memory, vCPU and device state, taken while its vCPUs are paused), so a
+ * rollback or a fork continues the same processes from that instant (docs/checkpoints.md).
  * Checkpoints outlive their sandbox (they are separate subvolumes) until space_checkpoint_remove().
  */
 
@@ -662,6 +721,118 @@ SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info **ret_l
  * policy naming it is refused from then on: a fork of such a sandbox fails, and a rollback leaves it
  * without egress. */
 SPACE_API int space_secret_remove(space_ctx *ctx, const char *name);
+
+/* ---------------------------------------------------------------------------------------------------
+ * The event log, kernels, recorded status (what the CLI and space serve need, like any client)
+ *
+ * The outputs below are structs the library allocates and fills, never the caller: each starts with
+ * size, the sizeof of the struct the library filled, so a caller built against a later header reads a
+ * field only when size says the library has it (offsetof(struct, field) < size). Their strings are
+ * owned by the library: valid during the callback, or until the matching *_free().
+ */
+
+/* The caps of an event's kind and detail (longer text is cut when the event is recorded). */
+#define SPACE_EVENT_KIND_MAX 64
+#define SPACE_EVENT_DETAIL_MAX 1024
+
+/*
+ * One event of a state directory's log: lifecycle steps ("creating", "running", "destroyed", ...) and
+ * what a sandbox's gateway refused ("egress-denied", ...). kind and detail may quote text the sandbox
+ * made (DNS names, Host headers): they are raw bytes, not valid UTF-8 nor free of control characters;
+ * escape them before showing them to a terminal or putting them in JSON.
+ */
+struct space_event {
+	uint32_t size;            /* sizeof(struct space_event) as the library filled it */
+	int64_t seq;              /* the log's order, increasing: a cursor for space_event_query.after_seq */
+	int64_t ts_ms;            /* when it happened, Unix time in milliseconds */
+	const char *sandbox_id;   /* NULL for an event of no sandbox */
+	const char *kind;         /* at most SPACE_EVENT_KIND_MAX bytes */
+	const char *detail;       /* at most SPACE_EVENT_DETAIL_MAX bytes; NULL when none */
+};
+
+/* Receives one event (valid during the call only). Return 0 to go on, or a negative errno to stop: the
+ * listing then returns it. */
+typedef int (*space_event_fn)(const struct space_event *event, void *userdata);
+
+#define SPACE_EVENT_QUERY_VERSION 1
+struct space_event_query {
+	uint32_t version;         /* SPACE_EVENT_QUERY_VERSION */
+	const char *sandbox_id;   /* NULL: the events of every sandbox (and of none) */
+	const char *kind;         /* NULL: every kind */
+	int64_t after_seq;        /* only events with a larger seq: 0 for all, the last seq seen to follow */
+	uint32_t limit;           /* at most this many; 0: no limit */
+};
+#define SPACE_EVENT_QUERY_INIT { .version = SPACE_EVENT_QUERY_VERSION }
+/* Like the space_*_options_init() functions: query gets the defaults of that version (everything, from the
+ * start, no limit). -EINVAL for version 0, a version newer than the library or a NULL query. */
+SPACE_API int space_event_query_init(struct space_event_query *query, uint32_t version);
+
+/*
+ * Calls fn for each event matching query (NULL: every event), oldest first (by seq). First moves what the
+ * egress gateways have spooled (of the query's sandbox, or of all) into the log, so a refusal shows as
+ * soon as the gateway wrote it; nothing is reaped. A sandbox's events go with it when it is removed (space_sandbox_remove_v2 can keep
+ * them), and the log's retention prunes old ones (docs/architecture.md). -ENOMEDIUM when the state
+ * directory is not initialized; -EINVAL for a query of version 0 or from a later library.
+ */
+SPACE_API int space_event_list(space_ctx *ctx, const struct space_event_query *query, space_event_fn fn,
+			       void *userdata);
+
+/* How many events match query (its limit is ignored) into *ret_count, after collecting the spools like
+ * space_event_list. Errors as space_event_list. */
+SPACE_API int space_event_count(space_ctx *ctx, const struct space_event_query *query, uint64_t *ret_count);
+
+/*
+ * The status recorded for sandbox id, destroyed sandboxes included while their row remains (a sandbox
+ * whose create failed, or that was destroyed by its lifetime or space_sandbox_destroy). Read-only: unlike
+ * space_sandbox_list and space_sandbox_get_info, the sandbox's process is not checked, so a sandbox that
+ * died and was not reaped yet still reads running. -ENOENT when there is no row for id.
+ */
+SPACE_API int space_sandbox_status_get(space_ctx *ctx, const char *id, enum space_sandbox_status *ret_status);
+
+/* A kernel VM sandboxes can boot (docs/kernels.md). */
+struct space_kernel_info {
+	uint32_t size;            /* sizeof(struct space_kernel_info) as the library filled it */
+	const char *kind;         /* "template", "host" or "fetched" */
+	const char *kernel;       /* the image: bzImage or vmlinux */
+	const char *modules;      /* its modules directory, "" if none */
+	const char *release;      /* "6.1.0-28-cloud-amd64", "" if unknown */
+};
+
+/* Receives one kernel (valid during the call only); a negative return stops the listing with it. */
+typedef int (*space_kernel_fn)(const struct space_kernel_info *kernel, void *userdata);
+
+/* Calls fn for the host's kernel (/boot/vmlinuz-$(uname -r), when readable) and for each kernel fetched
+ * under <state>/kernels/. Needs no initialized state directory. */
+SPACE_API int space_kernel_list(space_ctx *ctx, space_kernel_fn fn, void *userdata);
+
+/*
+ * Fetches Debian's cloud kernel (linux-image-cloud-amd64: apt-get download and dpkg-deb -x into
+ * <state>/kernels/, never installed) unless it is there already. *ret_kernel (kind "fetched") is the
+ * caller's: space_kernel_info_free(). -ENOENT with a message saying what to do when it cannot be fetched.
+ */
+SPACE_API int space_kernel_fetch(space_ctx *ctx, struct space_kernel_info **ret_kernel);
+SPACE_API void space_kernel_info_free(struct space_kernel_info *kernel);
+
+/* What a VM sandbox boots: a kernel, the initramfs libspace generated for it, the base command line. */
+struct space_boot_assets {
+	uint32_t size;            /* sizeof(struct space_boot_assets) as the library filled it */
+	const char *kernel;       /* bzImage or vmlinux */
+	const char *initrd;       /* the generated initramfs (cached under <state>/kernels/), or the
+	                             template's own */
+	const char *cmdline;      /* base kernel command line (space.* parameters are added per sandbox) */
+	const char *release;      /* kernel release, "" if unknown */
+};
+
+/*
+ * Picks the kernel a VM sandbox of template would boot (the template's own; else the host's with its
+ * modules; else a fetched Debian kernel, fetching one when there is none) and builds, or reuses, its
+ * initramfs: what a create would do, ahead of time. template: a template name, a path to a template
+ * directory (any string holding '/'), or NULL for no template. *ret_assets is the caller's:
+ * space_boot_assets_free(). -ENOENT for an unknown template, or (with a message saying what to do) when
+ * no kernel can be found or fetched.
+ */
+SPACE_API int space_kernel_prepare(space_ctx *ctx, const char *template_name, struct space_boot_assets **ret_assets);
+SPACE_API void space_boot_assets_free(struct space_boot_assets *assets);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,8 @@
 
 #include "core/autosnap.h"
 #include "core/sandbox.h"
-#include "core/vm_backend.h"
+#include "core/backend.h"
+#include "core/vm_backend.h" /* VM_SNAPSHOT_FILE, VM_SNAPSHOT_META */
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
@@ -399,8 +400,9 @@ static int strip_vm_state(const char *snap)
 	return r < 0 ? r : t;
 }
 
-/* A VM's disk alone: its guest flushes its filesystems, then the subvolume is snapshotted. */
-static int vm_disk_snapshot(space_sandbox *sb, const struct sandbox_row *row, const char *name,
+/* A sandbox's disk alone, without its memory: its guest flushes its filesystems, then the subvolume is
+ * snapshotted (a VM keeps running). */
+static int disk_only_snapshot(space_sandbox *sb, const struct sandbox_row *row, const char *name,
 			    char ret_id[SPACE_CHECKPOINT_ID_MAX])
 {
 	space_ctx *ctx = sandbox_ctx(sb);
@@ -470,10 +472,11 @@ int autosnap_take(space_ctx *ctx, const char *id, uint32_t keep, char ret_id[SPA
 	}
 	char name[32];
 	snprintf(name, sizeof(name), AUTO_PREFIX "%lld", (long long)(util_wall_ms() / 1000));
-	if (!strcmp(row.info.isolation, "vm"))
-		r = vm_disk_snapshot(sb, &row, name, ret_id);
-	else
-		r = space_checkpoint_create(sb, name, ret_id);
+	/* A back-end whose checkpoints save memory (a VM's pause and RAM dump) would make each periodic
+	 * snapshot costly: those take the disk alone; the others' checkpoints are of the disk already. */
+	const struct backend_ops *ops;
+	if ((r = backend_for_row(ctx, &row, &ops)) == 0)
+		r = ops->snapshot ? disk_only_snapshot(sb, &row, name, ret_id) : space_checkpoint_create(sb, name, ret_id);
 	sandbox_row_clear(&row);
 	space_sandbox_free(sb);
 	if (r < 0)

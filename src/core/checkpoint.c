@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Pause/resume, checkpoints, rollback and fork.
+ * Pause/resume, checkpoints, rollback and fork, through the sandbox's back-end (core/backend.h).
  *
  * A vm checkpoint (kind "full") is a read-only btrfs snapshot of the sandbox's subvolume taken while the VM
  * is paused, after space-vmm saved the VM's memory, vCPU and device state into vmstate.snap in that
@@ -26,8 +26,7 @@
 #include "core/autosnap.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
-#include "core/vm_backend.h"
-#include "jail/jail.h"
+#include "core/backend.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
@@ -35,17 +34,19 @@
 
 #define FORK_MAX 64
 
-/* Loads the row of a handle and checks that it is a live sandbox (running or paused). */
-static int load_live_row(space_sandbox *sb, const char *what, struct sandbox_row *row)
+/* Loads the row of a handle and its back-end, and checks that it is a live sandbox (running or paused). */
+static int load_live_row(space_sandbox *sb, const char *what, struct sandbox_row *row,
+			 const struct backend_ops **ret_ops)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	int r = sandbox_row_load(ctx, space_sandbox_id(sb), row);
 	if (r < 0)
 		return r;
-	if (row->info.status != SPACE_SANDBOX_RUNNING && row->info.status != SPACE_SANDBOX_PAUSED)
+	r = backend_for_row(ctx, row, ret_ops);
+	if (r == 0 && row->info.status != SPACE_SANDBOX_RUNNING && row->info.status != SPACE_SANDBOX_PAUSED)
 		r = ctx_error_msg(ctx, -ESRCH, "cannot %s sandbox %s: it is %s", what, row->info.id,
 				  space_sandbox_status_name(row->info.status));
-	else if (!core_process_alive(row->info.pid, row->pid_start))
+	else if (r == 0 && !(*ret_ops)->alive(row))
 		r = ctx_error_msg(ctx, -ESRCH, "cannot %s sandbox %s: it has died (its process %d is gone)", what,
 				  row->info.id, row->info.pid);
 	if (r < 0)
@@ -59,12 +60,13 @@ static int set_paused(space_sandbox *sb, bool pause)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	struct sandbox_row row;
-	int r = load_live_row(sb, pause ? "pause" : "resume", &row);
+	const struct backend_ops *ops;
+	int r = load_live_row(sb, pause ? "pause" : "resume", &row, &ops);
 	if (r < 0)
 		return r;
 	enum space_sandbox_status want = pause ? SPACE_SANDBOX_PAUSED : SPACE_SANDBOX_RUNNING;
 	if (row.info.status != want) {
-		r = sandbox_iso_pause(ctx, &row, pause);
+		r = ops->pause(ctx, &row, pause);
 		if (r == 0 && (r = core_sandbox_set_status(ctx, row.info.id, want, NULL)) < 0)
 			ctx_error(ctx, r, "store");
 	}
@@ -237,32 +239,27 @@ static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, con
 }
 
 /*
- * The vm part of a checkpoint: pause, save the VM into the sandbox's subvolume, snapshot the subvolume
- * read-only at c->path, take the state files out of the live subvolume again, resume. Whatever fails,
- * the VM runs on as before (paused if it was).
+ * A checkpoint with memory (a back-end with snapshot: the vm): pause, save the state into the sandbox's
+ * subvolume, snapshot the subvolume read-only at c->path, take the state files out of the live subvolume
+ * again, resume. Whatever fails, the sandbox runs on as before (paused if it was).
  */
-static int checkpoint_vm(space_ctx *ctx, const struct sandbox_row *row, struct space_checkpoint_info *c)
+static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row,
+			   struct space_checkpoint_info *c)
 {
-	snprintf(c->kind, sizeof(c->kind), "full");
+	snprintf(c->kind, sizeof(c->kind), "%s", ops->checkpoint_kind);
 	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
-	char snap[PATH_MAX], meta[PATH_MAX];
-	snprintf(snap, sizeof(snap), "%s/%s", row->info.path, VM_SNAPSHOT_FILE);
-	snprintf(meta, sizeof(meta), "%s/%s", row->info.path, VM_SNAPSHOT_META);
-	int r = running ? sandbox_iso_pause(ctx, row, true) : 0;
+	int r = running ? ops->pause(ctx, row, true) : 0;
 	if (r < 0)
 		return r;
 	c->created_ms = util_wall_ms();
 	uint64_t t0 = util_now_ns();
-	r = vm_backend_snapshot(ctx, row, snap);
-	if (r == 0 && (r = vm_backend_snapshot_meta_write(row->info.path, row->info.cpus, row->info.memory_mib)) < 0)
-		ctx_error(ctx, r, "write %s", meta);
+	r = ops->snapshot(ctx, row);
 	uint64_t t1 = util_now_ns();
 	if (r == 0 && (r = store_btrfs_snapshot(row->info.path, c->path, true)) < 0)
 		ctx_error(ctx, r, "snapshot %s", row->info.path);
-	(void)unlink(snap);
-	(void)unlink(meta);
+	backend_snapshot_files_drop(row->info.path);
 	if (running) {
-		int t = sandbox_iso_pause(ctx, row, false);
+		int t = ops->pause(ctx, row, false);
 		if (t < 0 && r == 0)
 			r = t;
 	}
@@ -296,7 +293,8 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 		return ctx_error(ctx, r, "create %s", dir);
 
 	struct sandbox_row row;
-	r = load_live_row(sb, "checkpoint", &row);
+	const struct backend_ops *ops;
+	r = load_live_row(sb, "checkpoint", &row, &ops);
 	if (r < 0)
 		return r;
 	snprintf(c.sandbox_id, sizeof(c.sandbox_id), "%s", row.info.id);
@@ -304,14 +302,13 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 	snprintf(c.name, sizeof(c.name), "%s", name ? name : "");
 	snprintf(c.kind, sizeof(c.kind), "disk");
 	snprintf(c.path, sizeof(c.path), "%s/%s", dir, c.id);
-	if (!strcmp(row.info.isolation, "vm")) {
-		r = checkpoint_vm(ctx, &row, &c);
+	if (ops->snapshot) {
+		r = checkpoint_full(ctx, ops, &row, &c);
 		goto done;
 	}
 
+	/* The disk alone (a jail), taken frozen. */
 	bool running = row.info.status == SPACE_SANDBOX_RUNNING;
-	struct jail_info ji;
-	sandbox_jail_info(&row, &ji);
 	if (running) {
 		/* Flush what the processes wrote before they stop; the freeze below makes it consistent. */
 		struct agent_error aerr = { 0 };
@@ -320,7 +317,7 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 			ctx_error_msg(ctx, r, "sync sandbox %s: %s", row.info.id, aerr.msg[0] ? aerr.msg : space_strerror(r));
 			goto out;
 		}
-		r = jail_freeze(&ji, true);
+		r = ops->pause(ctx, &row, true);
 		if (r < 0) {
 			ctx_error(ctx, r, "freeze sandbox %s", row.info.id);
 			goto out;
@@ -329,7 +326,7 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 	c.created_ms = util_wall_ms();
 	r = snapshot_frozen_fs(ctx, &row, c.path);
 	if (running) {
-		int t = jail_freeze(&ji, false);
+		int t = ops->pause(ctx, &row, false);
 		if (t < 0 && r == 0)
 			r = ctx_error(ctx, t, "thaw sandbox %s", row.info.id);
 	}
@@ -382,7 +379,8 @@ SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_i
 		return ctx_error_msg(ctx, -EOPNOTSUPP, "checkpoint %s is of kind %s, which this build cannot restore",
 				     c.id, c.kind);
 	struct sandbox_row row;
-	r = load_live_row(sb, "rollback", &row);
+	const struct backend_ops *ops;
+	r = load_live_row(sb, "rollback", &row, &ops);
 	if (r < 0)
 		return r;
 	sandbox_row_clear(&row);
@@ -407,7 +405,8 @@ SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, u
 	o.template_name = c.template_name;
 	/* A full checkpoint forks VMs restored from it (its vCPUs and RAM); a disk one the isolation of the
 	 * sandbox it was taken of. */
-	o.isolation = strcmp(c.kind, "full") ? "jail" : "vm";
+	const struct backend_ops *by_kind = backend_for_checkpoint_kind(c.kind);
+	o.isolation = by_kind ? by_kind->name : NULL;
 	char **env = NULL, **allow = NULL;
 	char iso[16] = "";
 	_cleanup_free_ char *policy = NULL;

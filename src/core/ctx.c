@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +38,144 @@ SPACE_API const char *space_strerror(int err)
 	}
 }
 
-SPACE_API int space_ctx_new(const struct space_ctx_options *opts, space_ctx **ret_ctx)
+/*
+ * Last errors, per thread and context. ctx->last_error is written in place by the calls of the thread that
+ * entered ctx last (its owner); when another thread enters, the owner's text moves to a small table kept
+ * with the context, where space_last_error finds it for that thread. The library's own code keeps writing
+ * ctx->last_error directly, and a context is used by one thread at a time, so only the hand-over and the
+ * readers take the lock.
+ */
+#define CTX_KEPT_ERRORS 8
+
+struct ctx_kept_error {
+	uint64_t thread;            /* 0: free */
+	uint64_t seq;               /* when kept: the oldest goes first */
+	char msg[sizeof(((space_ctx *)0)->last_error)];
+};
+
+struct ctx_errors {
+	pthread_mutex_t lock;
+	uint64_t owner;             /* the thread whose error ctx->last_error is; 0: none */
+	uint64_t seq;
+	struct ctx_kept_error kept[CTX_KEPT_ERRORS];
+};
+
+static _Thread_local uint64_t ctx_thread_id;
+static _Thread_local unsigned ctx_depth;           /* public calls this thread is inside */
+static _Thread_local const space_ctx *ctx_outer;   /* the ctx of the outermost one */
+static _Thread_local char ctx_error_copy[sizeof(((space_ctx *)0)->last_error)];
+
+/* Numbers that are never reused, unlike pthread_t or tids of exited threads. */
+static uint64_t ctx_thread(void)
 {
-	if (!ret_ctx || (opts && opts->version == 0))
+	static atomic_uint_fast64_t next = 1;
+	if (!ctx_thread_id)
+		ctx_thread_id = atomic_fetch_add(&next, 1);
+	return ctx_thread_id;
+}
+
+static struct ctx_kept_error *ctx_kept_find(struct ctx_errors *e, uint64_t thread)
+{
+	for (size_t i = 0; i < CTX_KEPT_ERRORS; i++)
+		if (e->kept[i].thread == thread)
+			return &e->kept[i];
+	return NULL;
+}
+
+/* A slot for thread's kept error: its own, a free one, else the one kept longest ago. */
+static struct ctx_kept_error *ctx_kept_slot(struct ctx_errors *e, uint64_t thread)
+{
+	struct ctx_kept_error *k = ctx_kept_find(e, thread);
+	if (!k)
+		k = ctx_kept_find(e, 0);
+	if (k)
+		return k;
+	k = &e->kept[0];
+	for (size_t i = 1; i < CTX_KEPT_ERRORS; i++)
+		if (e->kept[i].seq < k->seq)
+			k = &e->kept[i];
+	return k;
+}
+
+/* Makes the calling thread the owner of ctx->last_error (under e->lock), keeping the previous owner's
+ * error for it. clear: the caller starts a call, its error starts empty. */
+static void ctx_errors_claim(space_ctx *ctx, bool clear)
+{
+	struct ctx_errors *e = ctx->errors;
+	uint64_t me = ctx_thread();
+	if (e->owner != me) {
+		if (e->owner && ctx->last_error[0]) {
+			struct ctx_kept_error *k = ctx_kept_slot(e, e->owner);
+			k->thread = e->owner;
+			k->seq = ++e->seq;
+			snprintf(k->msg, sizeof(k->msg), "%s", ctx->last_error);
+		}
+		/* Without clear, a new error of ours follows at once: what we had kept is replaced. */
+		struct ctx_kept_error *mine = ctx_kept_find(e, me);
+		if (mine)
+			mine->thread = 0;
+		e->owner = me;
+		ctx->last_error[0] = '\0';
+	}
+	if (clear)
+		ctx->last_error[0] = '\0';
+}
+
+struct ctx_call ctx_enter(space_ctx *ctx)
+{
+	if (!ctx)
+		return (struct ctx_call){ NULL };
+	/* A public function the library calls from inside another on the same ctx keeps the outer error. */
+	if (ctx_depth == 0 || ctx_outer != ctx) {
+		pthread_mutex_lock(&ctx->errors->lock);
+		ctx_errors_claim(ctx, true);
+		pthread_mutex_unlock(&ctx->errors->lock);
+	}
+	if (ctx_depth++ == 0)
+		ctx_outer = ctx;
+	return (struct ctx_call){ ctx };
+}
+
+void ctx_leave(struct ctx_call *call)
+{
+	if (call->ctx && ctx_depth > 0 && --ctx_depth == 0)
+		ctx_outer = NULL;
+}
+
+SPACE_API const char *space_last_error(const space_ctx *ctx)
+{
+	ctx_error_copy[0] = '\0';
+	if (!ctx)
+		return ctx_error_copy;
+	struct ctx_errors *e = ctx->errors;
+	uint64_t me = ctx_thread();
+	pthread_mutex_lock(&e->lock);
+	const struct ctx_kept_error *k = e->owner == me ? NULL : ctx_kept_find(e, me);
+	if (e->owner == me)
+		snprintf(ctx_error_copy, sizeof(ctx_error_copy), "%s", ctx->last_error);
+	else if (k)
+		snprintf(ctx_error_copy, sizeof(ctx_error_copy), "%s", k->msg);
+	pthread_mutex_unlock(&e->lock);
+	return ctx_error_copy;
+}
+
+SPACE_API int space_ctx_new(const struct space_ctx_options *opts_in, space_ctx **ret_ctx)
+{
+	if (!ret_ctx)
 		return -EINVAL;
+	struct space_ctx_options o = SPACE_CTX_OPTIONS_INIT;
+	const struct space_ctx_options *opts = NULL;
+	if (opts_in) {
+		int r = opts_ctx_load(opts_in, &o);
+		if (r < 0)
+			return r;
+		opts = &o;
+	}
 	_cleanup_free_ space_ctx *ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
+		return -ENOMEM;
+	_cleanup_free_ struct ctx_errors *errors = calloc(1, sizeof(*errors));
+	if (!errors || pthread_mutex_init(&errors->lock, NULL) != 0)
 		return -ENOMEM;
 	/* Operator settings from the environment are read with secure_getenv: a setuid or otherwise
 	 * AT_SECURE process ignores them (docs/configuration.md lists them all). */
@@ -74,6 +208,7 @@ SPACE_API int space_ctx_new(const struct space_ctx_options *opts, space_ctx **re
 	}
 	if (!ctx->log_level)
 		ctx->log_level = SPACE_LOG_INFO;
+	ctx->errors = TAKE_PTR(errors);
 	*ret_ctx = TAKE_PTR(ctx);
 	return 0;
 }
@@ -85,12 +220,14 @@ SPACE_API void space_ctx_free(space_ctx *ctx)
 	store_close(ctx->store);
 	free(ctx->state_dir);
 	free(ctx->libexec_dir);
+	pthread_mutex_destroy(&ctx->errors->lock);
+	free(ctx->errors);
 	free(ctx);
 }
 
 SPACE_API const char *space_ctx_last_error(const space_ctx *ctx)
 {
-	return ctx ? ctx->last_error : "";
+	return space_last_error(ctx);
 }
 
 SPACE_API const char *space_ctx_state_dir(const space_ctx *ctx)
@@ -100,6 +237,12 @@ SPACE_API const char *space_ctx_state_dir(const space_ctx *ctx)
 
 static int ctx_verror(space_ctx *ctx, int err, bool add_why, const char *fmt, va_list ap)
 {
+	if (!ctx)
+		return err;
+	/* A call not (yet) marked with CTX_ENTER still files its error under its own thread. */
+	pthread_mutex_lock(&ctx->errors->lock);
+	ctx_errors_claim(ctx, false);
+	pthread_mutex_unlock(&ctx->errors->lock);
 	char what[768];
 	vsnprintf(what, sizeof(what), fmt, ap);
 	if (add_why)

@@ -26,7 +26,7 @@
 #include "config.h"
 #include "core/doctor.h"
 #include "core/internal.h"
-#include "jail/jail.h"
+#include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -390,7 +390,7 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 		add_check(checks, "tap", LVL_OK, "TAP devices (/dev/net/tun)", NULL);
 	}
 
-	int cg = jail_cgroup_version();
+	int cg = util_cgroup_version();
 	if (cg < 0) {
 		add_check(checks, "cgroups", LVL_FAIL, "neither a cgroup v2 tree nor v1 pids+freezer hierarchies",
 			  "mount cgroup2 at /sys/fs/cgroup (or v1 pids, freezer, memory, cpu)");

@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/backend.h"
 #include "core/internal.h"
 #include "core/uids.h"
 #include "store/btrfs.h"
@@ -93,12 +94,16 @@ static int init_loop_pool(space_ctx *ctx, const struct space_init_options *o, ch
 	return 0;
 }
 
-SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *o)
+SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts)
 {
-	if (!ctx || !o || o->version == 0)
+	CTX_ENTER(ctx);
+	struct space_init_options full; /* later fields of an older caller's version read as zero */
+	if (!ctx || !opts || opts_init_load(ctx, opts, &full) < 0)
 		return -EINVAL;
-	if (o->isolation && strcmp(o->isolation, "vm") && strcmp(o->isolation, "jail"))
-		return ctx_error_msg(ctx, -EINVAL, "unknown isolation '%s': use vm or jail", o->isolation);
+	const struct space_init_options *o = &full;
+	const struct backend_ops *chosen;
+	if (o->isolation && backend_by_name(ctx, o->isolation, &chosen) < 0)
+		return -EINVAL; /* a name this build does not know is never stored */
 	if (o->pool_path && o->loop_pool_size)
 		return ctx_error_msg(ctx, -EINVAL, "give either a pool path or a loop pool size, not both");
 	int idmap = o->version >= 2 ? o->identity_map : 0; /* version 1 callers have no such field */
@@ -232,7 +237,7 @@ SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)
 	if (store_meta_get(ctx->store, "loop_image", &image) == 0)
 		snprintf(info.loop_image, sizeof(info.loop_image), "%s", image);
 	snprintf(info.isolation, sizeof(info.isolation), "%s",
-		 store_meta_get(ctx->store, "isolation", &iso) == 0 ? iso : "vm");
+		 store_meta_get(ctx->store, "isolation", &iso) == 0 ? iso : backend_of(BACKEND_DEFAULT)->name);
 	struct statvfs sv;
 	if (statvfs(root, &sv) == 0) {
 		info.total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;

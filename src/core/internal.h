@@ -19,8 +19,36 @@ struct space_ctx {
 	char pool_root[PATH_MAX];   /* "" until the pool is known */
 	bool vm_usable;             /* doctor_vm_usable() said yes once: hardware does not change */
 	bool sync_confined;         /* space-snapd: agent SYNC only through a confined child (autosnap_sync) */
-	char last_error[1024];
+	char last_error[1024];      /* the error of the thread that entered last (ctx.c: ctx_errors) */
+	struct ctx_errors *errors;  /* which thread owns last_error; other threads' kept errors */
 };
+
+/*
+ * Every public function that takes a ctx, a sandbox or a process starts with CTX_ENTER(ctx) (ctx may be
+ * NULL): the calling thread's last error on ctx is cleared, unless the thread is already inside a call on
+ * the same ctx (a public function the library calls itself keeps the outer call's error). It marks the
+ * call for the rest of the enclosing block.
+ */
+struct ctx_call {
+	space_ctx *ctx;
+};
+struct ctx_call ctx_enter(space_ctx *ctx);
+void ctx_leave(struct ctx_call *call);
+#define CTX_ENTER(ctx) __attribute__((cleanup(ctx_leave), unused)) struct ctx_call ctx_call_ = ctx_enter(ctx)
+
+/* Versioned options (options.c): a caller's struct of any known version into the current layout, later
+ * fields zero; -EINVAL (with a message on ctx, which may be NULL) for version 0 or one newer than ours. */
+int opts_copy(space_ctx *ctx, const char *what, void *dst, size_t full, const void *src, const size_t *sizes,
+	      size_t nsizes);
+int opts_ctx_load(const struct space_ctx_options *src, struct space_ctx_options *dst);
+int opts_init_load(space_ctx *ctx, const struct space_init_options *src, struct space_init_options *dst);
+int opts_template_import_load(space_ctx *ctx, const struct space_template_import_options *src,
+			      struct space_template_import_options *dst);
+int opts_sandbox_load(space_ctx *ctx, const struct space_sandbox_options *src, struct space_sandbox_options *dst);
+int opts_read_load(space_ctx *ctx, const struct space_read_options *src, struct space_read_options *dst);
+/* Also checks the stdin fields; dst->flags has SPACE_EXEC_STDIN exactly when the process gets a stdin,
+ * whatever the caller's version (process: for space_process_start, which needs no stdin_fd). */
+int opts_exec_load(space_ctx *ctx, const struct space_exec_options *src, bool process, struct space_exec_options *dst);
 
 /*
  * Records "<what>: <why>" as the context's last error, where why is strerror(-err) unless the formatted
@@ -62,6 +90,26 @@ int core_new_id(const char *prefix, char *buf, size_t len);
 int core_status_parse(const char *name);
 uint64_t core_process_start_time(int pid);
 bool core_process_alive(int pid, uint64_t start_time);
+/* Moves a sandbox to status along the state machine (store/sandboxes.h) from whatever status may precede
+ * it, with its event; -ESTALE (with a message) when its current status may not, -ENOENT when no row. */
 int core_sandbox_set_status(space_ctx *ctx, const char *id, enum space_sandbox_status status, const char *reason);
+/* The same from the statuses in `from` only (a STORE_ST() set; 0: every allowed predecessor). */
+int core_sandbox_transition(space_ctx *ctx, const char *id, unsigned from, enum space_sandbox_status to,
+			    const char *reason);
+/* Takes the sandbox's lock (store/lock.h) for a multi-step operation: *ret_fd holds it until
+ * store_lock_release(). -EBUSY with a message when another operation kept it for the whole wait. */
+int core_sandbox_lock(space_ctx *ctx, const char *id, int *ret_fd);
+struct store_sandbox;
+/* The public view of a row, as stored. */
+void core_sandbox_info(const struct store_sandbox *row, struct space_sandbox_info *ret);
+/* The public view of a row as a reap would leave it: a live status whose process is gone (judged only
+ * from the pid namespace it was recorded in) reads failed, with the reason. Writes nothing; true when
+ * it differs from the row. */
+bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struct space_sandbox_info *ret);
+/* Marks failed every user sandbox whose process is gone (compare-and-set from the status seen, so a
+ * sandbox destroyed meanwhile stays destroyed). Returns how many, or -errno. space_sandbox_reap's half
+ * for the dead; lifetimes are its other half. */
+int core_sandbox_reap_dead(space_ctx *ctx);
+/* Transitional (until core/sandbox.c reads rows through store/sandboxes.h): the legacy row SELECT. */
 const char *core_sandbox_select(void);
 void core_sandbox_row(sqlite3_stmt *st, struct space_sandbox_info *b, uint64_t *ret_pid_start);

@@ -12,10 +12,9 @@
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "proto/agent_client.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/util.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
 
 /* The agent's alarm for a deadline in the store (0: none); at least 1 s for one already due. */
 static uint32_t seconds_until(int64_t expires_ms)
@@ -36,18 +35,8 @@ static int store_expires(space_ctx *ctx, const char *id, int64_t expires_ms, con
 	r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	r = store_errno(sqlite3_prepare_v2(store_db(s),
-					   "UPDATE sandboxes SET expires_ms = ?, updated_ms = ? WHERE id = ?"
-					   " AND status = 'running'",
-					   -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_int64(st, 1, expires_ms);
-		sqlite3_bind_int64(st, 2, util_wall_ms());
-		sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-	}
-	if (r == 0 && sqlite3_changes(store_db(s)) != 1) {
+	r = store_sandbox_set_expires(s, id, STORE_ST(STORE_RUNNING), expires_ms);
+	if (r == -ESTALE || r == -ENOENT) {
 		store_rollback(s);
 		return ctx_error_msg(ctx, -ESRCH, "sandbox %s stopped while its lifetime was being changed", id);
 	}

@@ -70,7 +70,7 @@ static struct agent_exec_req exec_req(const struct space_exec_options *o, const 
 		.cwd = o->cwd,
 		.uid = o->uid,
 		.gid = o->gid,
-		.stdin_pipe = o->stdin_fd >= 0,
+		.stdin_pipe = (o->flags & SPACE_EXEC_STDIN) != 0,
 		.pty = o->pty,
 		.rows = o->rows,
 		.cols = o->cols,
@@ -78,12 +78,19 @@ static struct agent_exec_req exec_req(const struct space_exec_options *o, const 
 	};
 }
 
-/* Checks the options and the sandbox's state; *ret_env: defaults, the sandbox's and the call's entries. */
-static int exec_prepare(space_sandbox *sb, const struct space_exec_options *o, const char ***ret_env)
+/* Reads the caller's options (*o: the current version's layout, SPACE_EXEC_STDIN set exactly when there is
+ * a stdin) and checks them and the sandbox's state; *ret_env: defaults, the sandbox's and the call's. */
+static int exec_prepare(space_sandbox *sb, const struct space_exec_options *in, bool process,
+			struct space_exec_options *o, const char ***ret_env)
 {
-	if (!sb || !o || o->version == 0 || !o->argv || !o->argv[0])
+	if (!sb || !in)
 		return -EINVAL;
-	int r = sandbox_usable(sb);
+	int r = opts_exec_load(sandbox_ctx(sb), in, process, o);
+	if (r < 0)
+		return r;
+	if (!o->argv || !o->argv[0])
+		return -EINVAL;
+	r = sandbox_usable(sb);
 	if (r < 0)
 		return r;
 	*ret_env = merge_env(sandbox_env(sb), o->env);
@@ -113,27 +120,29 @@ static int deliver(int stream, const void *buf, size_t len, void *userdata)
 	return p->output ? p->output(stream, buf, len, p->userdata) : 0;
 }
 
-SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_options *o, space_process **ret)
+SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_options *opts, space_process **ret)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!ret)
 		return -EINVAL;
 	_cleanup_free_ const char **env = NULL;
-	int r = exec_prepare(sb, o, &env);
+	struct space_exec_options o;
+	int r = exec_prepare(sb, opts, true, &o, &env);
 	if (r < 0)
 		return r;
 	space_ctx *ctx = sandbox_ctx(sb);
-	struct agent_exec_req req = exec_req(o, env);
+	struct agent_exec_req req = exec_req(&o, env);
 	struct space_process *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->ctx = ctx;
-	p->output = o->output;
-	p->userdata = o->userdata;
+	p->output = o.output;
+	p->userdata = o.userdata;
 	struct agent_error err = { 0 };
 	r = agent_exec_start(sandbox_addr(sb), &req, &p->x, &err);
 	if (r < 0) {
 		free(p);
-		return agent_fail(ctx, r, &err, "run", o->argv[0]);
+		return agent_fail(ctx, r, &err, "run", o.argv[0]);
 	}
 	*ret = p;
 	return 0;
@@ -141,36 +150,57 @@ SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_opt
 
 SPACE_API int space_process_fd(space_process *p)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return -EINVAL;
 	return agent_exec_fd(p->x);
 }
 
 SPACE_API bool space_process_pending(space_process *p)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return false;
 	return agent_exec_pending(p->x);
 }
 
 SPACE_API int space_process_pid(space_process *p)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return -EINVAL;
 	return agent_exec_pid(p->x);
 }
 
 SPACE_API int space_process_write_stdin(space_process *p, const void *data, size_t len)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return -EINVAL;
 	return agent_exec_write_stdin(p->x, data, len);
 }
 
 SPACE_API int space_process_signal(space_process *p, int sig)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return -EINVAL;
 	return agent_exec_signal(p->x, sig);
 }
 
 SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t cols)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return -EINVAL;
 	return agent_exec_resize(p->x, rows, cols);
 }
 
 SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret)
 {
+	CTX_ENTER(p ? p->ctx : NULL);
+	if (!p)
+		return -EINVAL;
 	struct agent_exit ex;
 	int r = agent_exec_pump(p->x, deliver, p, &ex);
 	if (r < 0)
@@ -188,21 +218,24 @@ SPACE_API void space_process_free(space_process *p)
 	free(p);
 }
 
-SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_options *o,
+SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_options *opts,
 				 struct space_exec_result *ret)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	_cleanup_free_ const char **env = NULL;
-	int r = exec_prepare(sb, o, &env);
+	struct space_exec_options o;
+	int r = exec_prepare(sb, opts, false, &o, &env);
 	if (r < 0)
 		return r;
 	space_ctx *ctx = sandbox_ctx(sb);
-	struct agent_exec_req req = exec_req(o, env);
-	struct space_process p = { .ctx = ctx, .output = o->output, .userdata = o->userdata };
+	struct agent_exec_req req = exec_req(&o, env);
+	struct space_process p = { .ctx = ctx, .output = o.output, .userdata = o.userdata };
 	struct agent_exit ex;
 	struct agent_error err = { 0 };
-	r = agent_exec_run(sandbox_addr(sb), &req, o->stdin_fd, deliver, &p, &ex, &err);
+	int stdin_fd = o.flags & SPACE_EXEC_STDIN ? o.stdin_fd : -1;
+	r = agent_exec_run(sandbox_addr(sb), &req, stdin_fd, deliver, &p, &ex, &err);
 	if (r < 0)
-		return agent_fail(ctx, r, &err, "run", o->argv[0]);
+		return agent_fail(ctx, r, &err, "run", o.argv[0]);
 	if (ret)
 		result_from(&ex, ret);
 	return 0;
@@ -212,6 +245,7 @@ SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_opti
 
 SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int src_fd, uint32_t mode)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path || src_fd < 0)
 		return -EINVAL;
 	struct agent_error err = { 0 };
@@ -242,11 +276,13 @@ static void read_progress(uint64_t done, uint64_t total, void *userdata)
 SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, int dst_fd,
 					 const struct space_read_options *opts, struct space_file_stat *ret_stat)
 {
-	if (!sb || !path || dst_fd < 0 || (opts && opts->version == 0))
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
+	if (!sb || !path || dst_fd < 0)
 		return -EINVAL;
 	struct space_read_options o = SPACE_READ_OPTIONS_INIT;
-	if (opts)
-		o = *opts; /* version 1 is the only one so far: every field is there */
+	int r = opts ? opts_read_load(sandbox_ctx(sb), opts, &o) : 0;
+	if (r < 0)
+		return r;
 	struct read_progress rp = { o.progress, o.progress_userdata };
 	struct agent_read_opts ao = {
 		.max_bytes = o.max_bytes ? o.max_bytes : SPACE_READ_MAX_DEFAULT,
@@ -255,7 +291,7 @@ SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, in
 	};
 	struct agent_error err = { 0 };
 	struct agent_stat st;
-	int r = agent_file_read_opts(sandbox_addr(sb), path, dst_fd, &ao, &st, &err);
+	r = agent_file_read_opts(sandbox_addr(sb), path, dst_fd, &ao, &st, &err);
 	if (r < 0)
 		return agent_fail(sandbox_ctx(sb), r, &err, "read", path);
 	if (ret_stat)
@@ -265,11 +301,13 @@ SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, in
 
 SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	return space_sandbox_read_file_v2(sb, path, dst_fd, NULL, NULL);
 }
 
 SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path || !ret)
 		return -EINVAL;
 	struct agent_error err = { 0 };
@@ -296,6 +334,7 @@ static int list_entry(const char *name, const struct agent_stat *st, void *userd
 
 SPACE_API int space_sandbox_list_dir(space_sandbox *sb, const char *path, space_dirent_fn fn, void *userdata)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path || !fn)
 		return -EINVAL;
 	struct agent_error err = { 0 };
@@ -306,6 +345,7 @@ SPACE_API int space_sandbox_list_dir(space_sandbox *sb, const char *path, space_
 
 SPACE_API int space_sandbox_mkdir(space_sandbox *sb, const char *path, uint32_t mode, bool parents)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path)
 		return -EINVAL;
 	struct agent_error err = { 0 };
@@ -315,6 +355,7 @@ SPACE_API int space_sandbox_mkdir(space_sandbox *sb, const char *path, uint32_t 
 
 SPACE_API int space_sandbox_remove_path(space_sandbox *sb, const char *path, bool recursive)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path)
 		return -EINVAL;
 	struct agent_error err = { 0 };
@@ -324,6 +365,7 @@ SPACE_API int space_sandbox_remove_path(space_sandbox *sb, const char *path, boo
 
 SPACE_API int space_sandbox_rename(space_sandbox *sb, const char *from, const char *to)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !from || !to)
 		return -EINVAL;
 	struct agent_error err = { 0 };

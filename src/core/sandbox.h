@@ -4,6 +4,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/internal.h"
 
@@ -26,25 +27,19 @@ const char *sandbox_addr(const space_sandbox *sb);
 space_ctx *sandbox_ctx(const space_sandbox *sb);
 char *const *sandbox_env(const space_sandbox *sb);
 
-struct jail_info;
-
-/* The jail_info a sandbox row describes. */
-void sandbox_jail_info(const struct sandbox_row *row, struct jail_info *ji);
-
 /* space_sandbox_create with the disk snapshotted from disk_src (a subvolume holding rootfs.ext4) instead
  * of the template's; NULL = the template's. */
 int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
 			space_sandbox **ret);
 
-/* Stops the sandbox's jail, replaces its subvolume with a writable snapshot of disk_src and starts the jail
- * again with the same id, hostname, limits and environment (processes inside are lost). why goes to the
- * event log. On failure after the old jail is gone the sandbox is marked failed. */
+/* Stops the sandbox (jail or VM), replaces its subvolume with a writable snapshot of disk_src and starts it
+ * again with the same id, hostname, limits and environment (processes inside are lost; a VM restores the
+ * memory disk_src carries, if any). why goes to the event log. On failure after the old one is gone the
+ * sandbox is marked failed. (core/sandbox_restart.c) */
 int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *why);
 
-/* Pauses (vCPUs parked / cgroup frozen) or resumes the sandbox a row describes, whatever its isolation. */
-int sandbox_iso_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause);
-
-/* Why a sandbox whose process is gone ended, for its failure reason (vm: from space-vmm's log). */
+/* Why a sandbox whose process is gone ended, for its failure reason (its back-end's death_reason; vm:
+ * from space-vmm's status file). */
 void sandbox_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len);
 
 /* 0 if the sandbox runs; -EBUSY (paused) or -ESRCH with a message otherwise. */
@@ -69,3 +64,46 @@ int sandbox_policy_to_meta(struct cJSON *meta, const struct space_sandbox_option
 /* The trust stored with a row's policy (untrusted when the metadata says nothing), and its allowed
  * resolve ranges as a NULL-terminated list (free with sandbox_strv_free). */
 int sandbox_policy_from_meta(const struct cJSON *meta, bool *ret_trusted, char ***ret_allow_resolve);
+
+/* ---- the lifecycle's own (sandbox.c, sandbox_create.c, sandbox_restart.c) ---- */
+
+struct backend_ops;
+struct backend_proc;
+
+/* How long a stop and the release of a jail's loop device may take. */
+#define SANDBOX_KILL_TIMEOUT_MS 10000
+
+/* One "UPDATE sandboxes SET <sql_set>, updated_ms = ?1 WHERE id = ?2" (bind fills ?3...) and the event,
+ * in one transaction. */
+int sandbox_row_update(space_ctx *ctx, const char *id, const char *sql_set, const char *event, const char *detail,
+		       int (*bind)(sqlite3_stmt *st, void *ud), void *ud);
+
+/* Sets a row's status and reason (an event of that status's name). */
+int sandbox_mark(space_ctx *ctx, const char *id, enum space_sandbox_status status, const char *reason);
+
+/* A handle for a row (its metadata moves into the handle). */
+int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **ret);
+
+/* Replaces the row a handle holds (row's metadata moves into the handle). */
+void sandbox_handle_set_row(space_sandbox *sb, struct sandbox_row *row);
+
+/* Removes what a sandbox has on disk: its subvolume and runtime directory. */
+int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row);
+
+/* Records a started sandbox in the row (status running, its process, the metadata meta, which the row
+ * then owns) and in the in-memory copy. */
+int sandbox_row_set_running(space_ctx *ctx, struct sandbox_row *row, const struct backend_proc *proc, char *meta,
+			    const char *event, const char *detail);
+
+/*
+ * The memory snapshot a sandbox of back-end ops made from disk_src restores instead of booting, when
+ * disk_src (a VM checkpoint, a template with a snapshot) carries one and o asks for its vCPUs and RAM or
+ * for none: fills snap and the sizes and returns true.
+ */
+bool sandbox_restore_source(space_ctx *ctx, const struct backend_ops *ops, const char *disk_src,
+			    const struct space_sandbox_options *o, char *snap, size_t len, uint32_t *cpus,
+			    uint32_t *memory_mib);
+
+/* The sandbox's egress gateway (src/net, docs/network.md) through its back-end, with the policy and trust. */
+int sandbox_net_attach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid,
+		       const char *policy, bool trusted, const char *const *allow_resolve);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Listing sandboxes, with the liveness check that keeps the listing true after a crash. */
+/* Sandbox statuses (the state machine of store/sandboxes.h), locks, and the read-only listing with the
+ * liveness check that keeps it true after a crash; reaping dead ones is core_sandbox_reap_dead. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,8 +8,10 @@
 
 #include "core/internal.h"
 #include "core/sandbox.h"
-#include "core/warm_pool.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/util.h"
 
 SPACE_API const char *space_sandbox_status_name(enum space_sandbox_status status)
@@ -31,72 +34,127 @@ int core_status_parse(const char *name)
 	return -EINVAL;
 }
 
-/* Start time (field 22 of /proc/PID/stat) and state (field 3) of pid; 0 when it does not exist. */
-static uint64_t process_stat(int pid, char *ret_state)
-{
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	_cleanup_free_ char *buf = NULL;
-	*ret_state = '?';
-	if (pid <= 0 || util_read_file(path, 4096, &buf, NULL) < 0)
-		return 0;
-	/* comm (field 2) may hold spaces and parentheses: fields after it start after the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 0;
-	*ret_state = p[2];
-	p++;
-	/* Start time is field 22, i.e. the 20th after the ')'. */
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return 0;
-	}
-	return strtoull(p + 1, NULL, 10);
-}
+_Static_assert(SPACE_SANDBOX_CREATING == (int)STORE_CREATING && SPACE_SANDBOX_RUNNING == (int)STORE_RUNNING &&
+		       SPACE_SANDBOX_PAUSED == (int)STORE_PAUSED && SPACE_SANDBOX_STOPPED == (int)STORE_STOPPED &&
+		       SPACE_SANDBOX_FAILED == (int)STORE_FAILED && SPACE_SANDBOX_DESTROYED == (int)STORE_DESTROYED,
+	       "store/sandboxes.h mirrors space.h's statuses");
 
 uint64_t core_process_start_time(int pid)
 {
-	char state;
-	return process_stat(pid, &state);
+	return util_proc_start_time(pid);
 }
 
 bool core_process_alive(int pid, uint64_t start_time)
 {
-	/* A zombie has ended: only its parent has not collected it yet (a VMM's jail waiter may be a few
-	 * milliseconds behind). */
-	char state;
-	uint64_t now = process_stat(pid, &state);
-	return now != 0 && (start_time == 0 || now == start_time) && state != 'Z' && state != 'X';
+	return util_proc_alive(pid, start_time);
 }
 
-int core_sandbox_set_status(space_ctx *ctx, const char *id, enum space_sandbox_status status,
+int core_sandbox_set_status(space_ctx *ctx, const char *id, enum space_sandbox_status status, const char *reason)
+{
+	return core_sandbox_transition(ctx, id, 0, status, reason);
+}
+
+int core_sandbox_transition(space_ctx *ctx, const char *id, unsigned from, enum space_sandbox_status to,
 			    const char *reason)
 {
-	struct store *s = ctx->store;
-	int r = store_begin(s);
+	struct store *s;
+	int r = ctx_store(ctx, &s);
 	if (r < 0)
 		return r;
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s),
-					   "UPDATE sandboxes SET status = ?, reason = ?, updated_ms = ? WHERE id = ?",
-					   -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, space_sandbox_status_name(status), -1, SQLITE_STATIC);
-		if (reason)
-			sqlite3_bind_text(st, 2, reason, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, util_wall_ms());
-		sqlite3_bind_text(st, 4, id, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
-	if (r == 0)
-		r = store_event(s, id, space_sandbox_status_name(status), reason);
-	if (r == 0)
-		r = store_commit(s);
-	if (r < 0)
+	if ((r = store_begin(s)) < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	enum store_status cur = STORE_FAILED;
+	r = store_sandbox_transition(s, id, from, (enum store_status)to, reason, &cur);
+	if (r == -ESTALE || r == -ENOENT) {
 		store_rollback(s);
-	return r;
+		if (r == -ENOENT)
+			return ctx_error_msg(ctx, r, "no sandbox %s (see `space ls`)", id);
+		return ctx_error_msg(ctx, r, "sandbox %s is %s: it cannot become %s", id, store_status_name(cur),
+				     space_sandbox_status_name(to));
+	}
+	return ctx_store_finish(ctx, s, r, id, space_sandbox_status_name(to), reason);
+}
+
+int core_sandbox_lock(space_ctx *ctx, const char *id, int *ret_fd)
+{
+	int fd = store_lock_take(ctx->state_dir, id, STORE_LOCK_WAIT_MS_DEFAULT);
+	if (fd == -EBUSY)
+		return ctx_error_msg(ctx, -EBUSY,
+				     "sandbox %s is busy: another operation on it (in this or another process) did not "
+				     "finish within %u s; try again",
+				     id, STORE_LOCK_WAIT_MS_DEFAULT / 1000);
+	if (fd < 0)
+		return ctx_error(ctx, fd, "lock sandbox %s", id);
+	*ret_fd = fd;
+	return 0;
+}
+
+void core_sandbox_info(const struct store_sandbox *row, struct space_sandbox_info *b)
+{
+	memset(b, 0, sizeof(*b));
+	snprintf(b->id, sizeof(b->id), "%s", row->id);
+	snprintf(b->template_name, sizeof(b->template_name), "%s", row->template_name);
+	snprintf(b->isolation, sizeof(b->isolation), "%s", row->isolation);
+	b->status = (enum space_sandbox_status)row->status;
+	snprintf(b->reason, sizeof(b->reason), "%s", row->reason);
+	b->pid = row->proc.pid;
+	b->cpus = row->cpus;
+	b->memory_mib = row->memory_mib;
+	b->created_ms = row->created_ms;
+	b->updated_ms = row->updated_ms;
+	b->expires_ms = row->expires_ms;
+	snprintf(b->path, sizeof(b->path), "%s", row->path);
+}
+
+bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struct space_sandbox_info *b)
+{
+	core_sandbox_info(row, b);
+	if (row->status != STORE_RUNNING && row->status != STORE_PAUSED && row->status != STORE_CREATING)
+		return false;
+	/* Another pid namespace cannot judge the pid (UNKNOWN): the row stays as it is. */
+	if (util_proc_liveness(row->proc.pid, row->proc.start_time, row->proc.pidns) != UTIL_PROC_DEAD)
+		return false;
+	/* A creating row names its creator's process: gone means the creation was interrupted. */
+	if (row->status == STORE_CREATING)
+		snprintf(b->reason, sizeof(b->reason), "creation interrupted: its process died");
+	else
+		sandbox_death_reason(ctx, b, b->reason, sizeof(b->reason));
+	b->status = SPACE_SANDBOX_FAILED;
+	return true;
+}
+
+/* User sandboxes that are not destroyed (pooled ones are not user sandboxes: core/warm_pool.h). */
+static int live_rows(space_ctx *ctx, struct store_sandbox **ret, size_t *ret_n)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	struct store_sandbox_filter f = { .statuses = STORE_ST_ANY & ~STORE_ST(STORE_DESTROYED) };
+	r = store_sandbox_list(s, &f, ret, ret_n);
+	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
+}
+
+int core_sandbox_reap_dead(space_ctx *ctx)
+{
+	struct store_sandbox *rows = NULL;
+	size_t n = 0;
+	int r = live_rows(ctx, &rows, &n);
+	if (r < 0)
+		return r;
+	int done = 0;
+	struct space_sandbox_info *b = malloc(sizeof(*b));
+	for (size_t i = 0; b && i < n; i++) {
+		if (!core_sandbox_observe(ctx, &rows[i], b))
+			continue;
+		/* From the status just seen only: whatever happened since (a destroy) is not undone. */
+		if (core_sandbox_transition(ctx, rows[i].id, STORE_ST(rows[i].status), SPACE_SANDBOX_FAILED, b->reason) ==
+		    0)
+			done++;
+	}
+	free(b);
+	store_sandbox_list_free(rows, n);
+	return done;
 }
 
 static const char SANDBOX_SELECT[] =
@@ -133,67 +191,27 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 {
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
-	struct store *s;
-	int r = ctx_store(ctx, &s);
-	if (r < 0)
-		return r;
-	/* Sandboxes past their lifetime go first, so the listing never shows them. */
-	(void)space_sandbox_reap(ctx);
-	/* Pooled sandboxes (core/warm_pool.h) are not user sandboxes: left out. */
-	char sql[sizeof(SANDBOX_SELECT) + sizeof(WARM_POOL_NOT_POOLED) + 64];
-	snprintf(sql, sizeof(sql), "%s WHERE status != 'destroyed' AND %s ORDER BY created_ms, id", SANDBOX_SELECT,
-		 WARM_POOL_NOT_POOLED);
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
-	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	struct space_sandbox_info *list = NULL;
-	uint64_t *starts = NULL;
+	/* Read-only: what a reap (space_sandbox_reap) would make of each row is shown, nothing is written. */
+	struct store_sandbox *rows = NULL;
 	size_t n = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct space_sandbox_info *nl = realloc(list, (n + 1) * sizeof(*list));
-		uint64_t *ns = nl ? realloc(starts, (n + 1) * sizeof(*starts)) : NULL;
-		if (nl)
-			list = nl;
-		if (ns)
-			starts = ns;
-		if (!nl || !ns) {
-			r = -ENOMEM;
-			break;
-		}
-		core_sandbox_row(st, &list[n], &starts[n]);
-		n++;
-	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
-	sqlite3_finalize(st);
-	if (r < 0) {
-		free(list);
-		free(starts);
+	int r = live_rows(ctx, &rows, &n);
+	if (r < 0)
 		return r;
+	struct space_sandbox_info *list = n ? calloc(n, sizeof(*list)) : NULL;
+	if (n && !list) {
+		store_sandbox_list_free(rows, n);
+		return -ENOMEM;
 	}
-	/* A sandbox whose process is gone is no longer running, whatever the row says. */
+	int64_t now = util_wall_ms();
+	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct space_sandbox_info *b = &list[i];
-		if (b->status != SPACE_SANDBOX_RUNNING && b->status != SPACE_SANDBOX_PAUSED &&
-		    b->status != SPACE_SANDBOX_CREATING)
+		/* Past its lifetime it is as good as gone: the next reap destroys it. */
+		if (rows[i].expires_ms > 0 && rows[i].expires_ms <= now)
 			continue;
-		if (core_process_alive(b->pid, starts[i]))
-			continue;
-		/* A creating row names its creator's process: gone means the creation was interrupted. */
-		char why[sizeof(b->reason)];
-		if (b->status == SPACE_SANDBOX_CREATING)
-			snprintf(why, sizeof(why), "creation interrupted: its process died");
-		else
-			sandbox_death_reason(ctx, b, why, sizeof(why));
-		if (core_sandbox_set_status(ctx, b->id, SPACE_SANDBOX_FAILED, why) == 0) {
-			b->status = SPACE_SANDBOX_FAILED;
-			snprintf(b->reason, sizeof(b->reason), "%s", why);
-		}
+		(void)core_sandbox_observe(ctx, &rows[i], &list[k++]);
 	}
-	free(starts);
+	store_sandbox_list_free(rows, n);
 	*ret_list = list;
-	*ret_count = n;
+	*ret_count = k;
 	return 0;
 }

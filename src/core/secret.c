@@ -39,6 +39,7 @@ static int secret_error(space_ctx *ctx, int r, const char *name, const char *dir
 
 SPACE_API int space_secret_set(space_ctx *ctx, const char *name, const void *value, size_t len)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name || (!value && len))
 		return -EINVAL;
 	if (!util_name_valid(name))
@@ -60,6 +61,7 @@ SPACE_API int space_secret_set(space_ctx *ctx, const char *name, const void *val
 
 SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info **ret_list, size_t *ret_count)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
 	char dir[PATH_MAX];
@@ -72,6 +74,7 @@ SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info **ret_l
 
 SPACE_API int space_secret_remove(space_ctx *ctx, const char *name)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name)
 		return -EINVAL;
 	if (!util_name_valid(name))

@@ -19,6 +19,7 @@
 #include "core/vm_assets.h"
 #include "core/warm_pool.h"
 #include "store/btrfs.h"
+#include "store/templates.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -194,17 +195,6 @@ static int write_manifest(const char *dir, const char *name, const char *source,
 	return r;
 }
 
-static int template_exists(struct store *s, const char *name)
-{
-	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(store_db(s), "SELECT 1 FROM templates WHERE name = ?", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_errno(rc);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : store_errno(rc);
-}
 
 /* The modules the template's kernel needs in a VM sandbox, copied into <tmp>/modules. */
 static int copy_modules(space_ctx *ctx, const struct space_template_import_options *o, const char *tmp)
@@ -298,12 +288,14 @@ static int stage_template(space_ctx *ctx, const struct space_template_import_opt
 
 SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts)
 {
-	if (!ctx || !opts || opts->version == 0 || !opts->rootfs)
+	CTX_ENTER(ctx);
+	if (!ctx || !opts || !opts->rootfs)
 		return -EINVAL;
 	/* Callers built against version 1 of the options have no modules_dir field. */
-	struct space_template_import_options full = { 0 };
-	memcpy(&full, opts,
-	       opts->version >= 2 ? sizeof(full) : offsetof(struct space_template_import_options, modules_dir));
+	struct space_template_import_options full;
+	int r = opts_template_import_load(ctx, opts, &full);
+	if (r < 0)
+		return r;
 	const struct space_template_import_options *o = &full;
 	if (!util_name_valid(o->name))
 		return ctx_error_msg(ctx, -EINVAL,
@@ -311,7 +303,7 @@ SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_
 				     "not starting with '.' or '-'",
 				     o->name ? o->name : "");
 	enum rootfs_kind kind;
-	int r = detect_rootfs(o->rootfs, &kind);
+	r = detect_rootfs(o->rootfs, &kind);
 	if (r == -EINVAL)
 		return ctx_error_msg(ctx, r, "rootfs %s is neither a directory, a tarball nor an ext4 image",
 				     o->rootfs);
@@ -339,7 +331,7 @@ SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_
 	if (r < 0)
 		return r;
 	struct store *s = ctx->store;
-	r = template_exists(s, o->name);
+	r = store_template_exists(s, o->name);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
 	if (r > 0)
@@ -373,28 +365,22 @@ SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_
 		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
 		goto fail;
 	}
-	if (template_exists(s, o->name) != 0) {
+	if (store_template_exists(s, o->name) != 0) {
 		store_rollback(s);
 		r = ctx_error_msg(ctx, -EEXIST, "template %s already exists", o->name);
 		goto fail;
 	}
-	sqlite3_stmt *ins;
-	r = store_errno(sqlite3_prepare_v2(store_db(s),
-					   "INSERT INTO templates(name, path, rootfs_bytes, kernel, initrd, created_ms)"
-					   " VALUES (?, ?, ?, ?, ?, ?)",
-					   -1, &ins, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(ins, 1, o->name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(ins, 2, dst, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 3, st.st_size);
-		if (o->kernel)
-			sqlite3_bind_text(ins, 4, "kernel", -1, SQLITE_STATIC);
-		if (o->initrd)
-			sqlite3_bind_text(ins, 5, "initrd", -1, SQLITE_STATIC);
-		sqlite3_bind_int64(ins, 6, util_wall_ms());
-		r = store_errno(sqlite3_step(ins));
-		sqlite3_finalize(ins);
+	struct store_template *row = calloc(1, sizeof(*row));
+	if (row) {
+		snprintf(row->name, sizeof(row->name), "%s", o->name);
+		snprintf(row->path, sizeof(row->path), "%s", dst);
+		row->rootfs_bytes = (uint64_t)st.st_size;
+		row->has_kernel = o->kernel != NULL;
+		row->has_initrd = o->initrd != NULL;
+		row->created_ms = util_wall_ms();
 	}
+	r = row ? store_template_insert(s, row) : -ENOMEM;
+	free(row);
 	if (r == 0)
 		r = store_event(s, NULL, "template.import", o->name);
 	if (r < 0) {
@@ -423,67 +409,41 @@ fail:
 	return r;
 }
 
-static const char TEMPLATE_SELECT[] =
-	"SELECT t.name, t.path, t.rootfs_bytes, t.kernel IS NOT NULL, t.initrd IS NOT NULL, t.created_ms,"
-	" (SELECT count(*) FROM sandboxes s WHERE s.template = t.name AND s.status != 'destroyed'"
-	"  AND " WARM_POOL_NOT_POOLED "),"
-	" (SELECT count(*) FROM checkpoints c WHERE c.template = t.name)"
-	" FROM templates t";
-
-static void template_row(sqlite3_stmt *st, struct space_template_info *t)
+static void template_info(const struct store_template *t, struct space_template_info *ret)
 {
-	memset(t, 0, sizeof(*t));
-	snprintf(t->name, sizeof(t->name), "%s", (const char *)sqlite3_column_text(st, 0));
-	snprintf(t->path, sizeof(t->path), "%s", (const char *)sqlite3_column_text(st, 1));
-	t->rootfs_bytes = (uint64_t)sqlite3_column_int64(st, 2);
-	t->has_kernel = sqlite3_column_int(st, 3);
-	t->has_initrd = sqlite3_column_int(st, 4);
-	t->created_ms = sqlite3_column_int64(st, 5);
-	t->sandboxes = (uint32_t)sqlite3_column_int(st, 6);
-	t->checkpoints = (uint32_t)sqlite3_column_int(st, 7);
-}
-
-/* Prepares TEMPLATE_SELECT + tail on a store whose pool is mounted (paths in answers must exist). */
-static int template_query(space_ctx *ctx, const char *tail, sqlite3_stmt **ret)
-{
-	const char *root;
-	int r = ctx_pool(ctx, &root);
-	if (r < 0)
-		return r;
-	struct store *s = ctx->store;
-	char sql[sizeof(TEMPLATE_SELECT) + 32];
-	snprintf(sql, sizeof(sql), "%s %s", TEMPLATE_SELECT, tail);
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, ret, NULL));
-	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->name, sizeof(ret->name), "%s", t->name);
+	snprintf(ret->path, sizeof(ret->path), "%s", t->path);
+	ret->rootfs_bytes = t->rootfs_bytes;
+	ret->has_kernel = t->has_kernel;
+	ret->has_initrd = t->has_initrd;
+	ret->created_ms = t->created_ms;
+	ret->sandboxes = t->sandboxes;
+	ret->checkpoints = t->checkpoints;
 }
 
 SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count)
 {
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
-	sqlite3_stmt *st;
-	int r = template_query(ctx, "ORDER BY t.name", &st);
+	/* A store whose pool is mounted: paths in answers must exist. */
+	const char *root;
+	int r = ctx_pool(ctx, &root);
 	if (r < 0)
 		return r;
-	struct space_template_info *list = NULL;
+	struct store_template *rows = NULL;
 	size_t n = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct space_template_info *nl = realloc(list, (n + 1) * sizeof(*list));
-		if (!nl) {
-			r = -ENOMEM;
-			break;
-		}
-		list = nl;
-		template_row(st, &list[n++]);
+	r = store_template_list(ctx->store, &rows, &n);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store));
+	struct space_template_info *list = n ? calloc(n, sizeof(*list)) : NULL;
+	if (n && !list) {
+		free(rows);
+		return -ENOMEM;
 	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(ctx->store));
-	sqlite3_finalize(st);
-	if (r < 0) {
-		free(list);
-		return r;
-	}
+	for (size_t i = 0; i < n; i++)
+		template_info(&rows[i], &list[i]);
+	free(rows);
 	*ret_list = list;
 	*ret_count = n;
 	return 0;
@@ -493,20 +453,20 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
 {
 	if (!ctx || !name || !ret)
 		return -EINVAL;
-	sqlite3_stmt *st;
-	int r = template_query(ctx, "WHERE t.name = ?", &st);
+	const char *root;
+	int r = ctx_pool(ctx, &root);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		template_row(st, ret);
-	else if (rc == SQLITE_DONE)
-		r = ctx_error_msg(ctx, -ENOENT, "no template named %s (see `space template ls`)", name);
-	else
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(ctx->store));
-	sqlite3_finalize(st);
-	return r;
+	_cleanup_free_ struct store_template *t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	r = store_template_get(ctx->store, name, t);
+	if (r == -ENOENT)
+		return ctx_error_msg(ctx, -ENOENT, "no template named %s (see `space template ls`)", name);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store));
+	template_info(t, ret);
+	return 0;
 }
 
 SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force)
@@ -539,13 +499,7 @@ SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force
 		return ctx_error(ctx, r, "delete subvolume %s", t.path);
 	struct store *s = ctx->store;
 	r = store_begin(s);
-	sqlite3_stmt *st = NULL;
 	if (r == 0)
-		r = store_errno(sqlite3_prepare_v2(store_db(s), "DELETE FROM templates WHERE name = ?", -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-	}
-	sqlite3_finalize(st);
+		r = store_template_delete(s, name);
 	return ctx_store_finish(ctx, s, r, NULL, force ? "template.remove.force" : "template.remove", name);
 }

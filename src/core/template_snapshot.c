@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/backend.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/vm_backend.h"
@@ -31,7 +32,9 @@ SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct s
 	struct space_template_warm_info w = { 0 };
 	char snap[PATH_MAX];
 	struct stat st;
-	if (vm_backend_snapshot_find(t.path, snap, sizeof(snap), &w.snapshot_cpus, &w.snapshot_memory_mib) == 0 &&
+	/* Template snapshots are the vm back-end's (the only one that restores memory). */
+	if (backend_of(BACKEND_VM)->snapshot_find(t.path, snap, sizeof(snap), &w.snapshot_cpus,
+						 &w.snapshot_memory_mib) == 0 &&
 	    stat(snap, &st) == 0) {
 		w.has_snapshot = true;
 		w.snapshot_created_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
@@ -145,7 +148,9 @@ SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t
 {
 	if (!ctx || !name)
 		return -EINVAL;
-	int r = vm_backend_available(ctx);
+	/* A template snapshot is a booted VM's memory: always the vm back-end. */
+	const struct backend_ops *vm = backend_of(BACKEND_VM);
+	int r = vm->available(ctx);
 	if (r < 0)
 		return ctx_error_msg(ctx, r, "template snapshots need vm isolation: %s", ctx->last_error);
 	struct space_template_info t;
@@ -164,7 +169,7 @@ SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t
 
 	struct space_sandbox_options o = SPACE_SANDBOX_OPTIONS_INIT;
 	o.template_name = name;
-	o.isolation = "vm";
+	o.isolation = vm->name;
 	o.cpus = cpus;
 	o.memory_mib = memory_mib;
 	space_sandbox *sb = NULL;

@@ -8,25 +8,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/backend.h"
 #include "core/sandbox.h"
 #include "util/cleanup.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
-static bool row_is_vm(const struct sandbox_row *row)
+/* The row's back-end, which says what slot its sandboxes hold (a VMM's single uid, a jail's range), and
+ * the slot's owner text. */
+static int row_owner(space_ctx *ctx, const struct sandbox_row *row, const struct backend_ops **ret_ops, char *buf,
+		     size_t len)
 {
-	return !strcmp(row->info.isolation, "vm");
-}
-
-static enum uidalloc_kind row_kind(const struct sandbox_row *row)
-{
-	return row_is_vm(row) ? UIDALLOC_SINGLE : UIDALLOC_RANGE;
-}
-
-static int owner_text(space_ctx *ctx, const struct sandbox_row *row, char *buf, size_t len)
-{
-	int n = snprintf(buf, len, "%s %s %s", ctx->state_dir, row->info.id, row_is_vm(row) ? "vmm" : "jail");
-	return n < 0 || (size_t)n >= len || n > UIDALLOC_OWNER_MAX ? -ENAMETOOLONG : 0;
+	int r = backend_for_row(ctx, row, ret_ops);
+	if (r < 0)
+		return r;
+	int n = snprintf(buf, len, "%s %s %s", ctx->state_dir, row->info.id, (*ret_ops)->uid_owner);
+	if (n < 0 || (size_t)n >= len || n > UIDALLOC_OWNER_MAX)
+		return ctx_error_msg(ctx, -ENAMETOOLONG, "state directory path too long for a uid slot owner (%s)",
+				     ctx->state_dir);
+	return 0;
 }
 
 static int record(space_ctx *ctx, const struct sandbox_row *row, uint32_t uid)
@@ -45,21 +45,21 @@ static int record(space_ctx *ctx, const struct sandbox_row *row, uint32_t uid)
 }
 
 /* A new slot for the row, recorded; one pass of stale-slot reclaiming when all are taken. */
-static int take_new(space_ctx *ctx, struct sandbox_row *row, const char *owner)
+static int take_new(space_ctx *ctx, const struct backend_ops *ops, struct sandbox_row *row, const char *owner)
 {
 	uint32_t uid;
-	int r = uidalloc_acquire(row_kind(row), owner, &uid);
+	int r = uidalloc_acquire(ops->uid_kind, owner, &uid);
 	if (r == -ENOSPC && uids_reap_stale(ctx) > 0)
-		r = uidalloc_acquire(row_kind(row), owner, &uid);
+		r = uidalloc_acquire(ops->uid_kind, owner, &uid);
 	if (r == -ENOSPC)
 		return ctx_error_msg(ctx, r,
 				     "no free host uid %s for sandbox %s: every slot under %s is in use (each live "
 				     "sandbox of every state directory on this machine holds one)",
-				     row_is_vm(row) ? "for space-vmm" : "range", row->info.id, UIDALLOC_DIR);
+				     ops->uid_what, row->info.id, UIDALLOC_DIR);
 	if (r < 0)
 		return ctx_error(ctx, r, "allocate a host uid for sandbox %s (%s)", row->info.id, UIDALLOC_DIR);
 	if ((r = record(ctx, row, uid)) < 0) {
-		(void)uidalloc_release(row_kind(row), uid, owner);
+		(void)uidalloc_release(ops->uid_kind, uid, owner);
 		return r;
 	}
 	row->host_uid = uid;
@@ -68,21 +68,21 @@ static int take_new(space_ctx *ctx, struct sandbox_row *row, const char *owner)
 
 int uids_acquire(space_ctx *ctx, struct sandbox_row *row)
 {
+	const struct backend_ops *ops;
 	char owner[UIDALLOC_OWNER_MAX + 1];
-	if (owner_text(ctx, row, owner, sizeof(owner)) < 0)
-		return ctx_error_msg(ctx, -ENAMETOOLONG, "state directory path too long for a uid slot owner (%s)",
-				     ctx->state_dir);
-	return take_new(ctx, row, owner);
+	int r = row_owner(ctx, row, &ops, owner, sizeof(owner));
+	return r < 0 ? r : take_new(ctx, ops, row, owner);
 }
 
 int uids_reclaim(space_ctx *ctx, struct sandbox_row *row)
 {
+	const struct backend_ops *ops;
 	char owner[UIDALLOC_OWNER_MAX + 1];
-	if (owner_text(ctx, row, owner, sizeof(owner)) < 0)
-		return ctx_error_msg(ctx, -ENAMETOOLONG, "state directory path too long for a uid slot owner (%s)",
-				     ctx->state_dir);
+	int r = row_owner(ctx, row, &ops, owner, sizeof(owner));
+	if (r < 0)
+		return r;
 	if (row->host_uid) {
-		int r = uidalloc_claim(row_kind(row), row->host_uid, owner);
+		r = uidalloc_claim(ops->uid_kind, row->host_uid, owner);
 		if (r == 0)
 			return 0;
 		if (r != -EEXIST && r != -EINVAL)
@@ -92,15 +92,16 @@ int uids_reclaim(space_ctx *ctx, struct sandbox_row *row)
 		ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s: host uid %u is no longer its own; taking another",
 			row->info.id, row->host_uid);
 	}
-	return take_new(ctx, row, owner);
+	return take_new(ctx, ops, row, owner);
 }
 
 void uids_release(space_ctx *ctx, const struct sandbox_row *row)
 {
+	const struct backend_ops *ops;
 	char owner[UIDALLOC_OWNER_MAX + 1];
-	if (!row->host_uid || owner_text(ctx, row, owner, sizeof(owner)) < 0)
+	if (!row->host_uid || row_owner(ctx, row, &ops, owner, sizeof(owner)) < 0)
 		return;
-	int r = uidalloc_release(row_kind(row), row->host_uid, owner);
+	int r = uidalloc_release(ops->uid_kind, row->host_uid, owner);
 	if (r < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: free host uid %u: %s (`space init` reclaims it)",
 			row->info.id, row->host_uid, strerror(-r));

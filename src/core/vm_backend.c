@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The vm isolation back-end: space-vmm daemons started, watched, paused and stopped (see vm_backend.h). */
+/* The vm isolation back-end: space-vmm daemons started, watched, paused and stopped (see vm_backend.h);
+ * its ops table (core/backend.h) at the end. */
 #include "core/vm_backend.h"
 
 #include <cjson/cJSON.h>
@@ -23,11 +24,11 @@
 #include "core/logcap.h"
 #include "core/doctor.h"
 #include "core/vm_assets.h"
-#include "jail/jail.h"
-#include "jail/jail_internal.h"
+#include "net/net.h"
 #include "net/netcfg.h"
 #include "proto/agent_client.h"
 #include "util/caplog.h"
+#include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
@@ -290,7 +291,7 @@ static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t s
 		}
 	}
 	if (cgroup && cgroup[0]) {
-		int r = jail_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
+		int r = util_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
 		if (r < 0)
 			return ctx_error(ctx, r, "remove cgroup %s", cgroup);
 	}
@@ -426,7 +427,7 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 	if (e < 0)
 		return ctx_error(ctx, e, "start %s", s->vmm);
 	/* In the cgroup before it forks or touches guest memory; then it may go on. */
-	int r = cgroup[0] ? jail_cgroup_attach(cgroup, pid) : 0;
+	int r = cgroup[0] ? util_cgroup_attach(cgroup, pid) : 0;
 	if (r < 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -508,7 +509,7 @@ int vm_backend_refresh_identity(space_ctx *ctx, const struct sandbox_row *row, c
 }
 
 int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
-		     const char *restore, struct jail_info *ji, struct agent_info *ai)
+		     const char *restore, struct backend_proc *ji, struct agent_info *ai)
 {
 	int r;
 	_cleanup_free_ struct vm_spawn *s = calloc(1, sizeof(*s));
@@ -516,13 +517,13 @@ int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *
 		return -ENOMEM;
 	if ((r = prepare(ctx, row, hostname, lifetime_s, restore, s)) < 0)
 		return r;
-	char cgroup[JAIL_CGROUP_MAX] = "", why[256] = "";
-	struct jail_cgroup_limits lim = {
+	char cgroup[UTIL_CGROUP_SPEC_MAX] = "", why[256] = "";
+	struct util_cgroup_limits lim = {
 		.cpus = row->info.cpus,
 		.memory_bytes = ((uint64_t)row->info.memory_mib + VM_MEM_OVERHEAD_MIB) << 20,
 		.pids_max = VM_PIDS_MAX,
 	};
-	if ((r = jail_cgroup_create(row->info.id, &lim, cgroup, sizeof(cgroup), why, sizeof(why))) < 0)
+	if ((r = util_cgroup_create(row->info.id, &lim, cgroup, sizeof(cgroup), why, sizeof(why))) < 0)
 		return ctx_error_msg(ctx, r, "cgroup for sandbox %s: %s", row->info.id, why[0] ? why : space_strerror(r));
 
 	_cleanup_close_ int mine = -1, theirs = -1;
@@ -554,6 +555,7 @@ int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *
 			r = ctx_error(ctx, r, "space-vmm did not report (see %s)", s->log);
 		goto fail_cgroup; /* the cgroup removal kills whatever is left in it */
 	}
+	memset(ji, 0, sizeof(*ji));
 	ji->pid = pid;
 	ji->start_time = core_process_start_time(pid);
 	ji->uid_base = s->vmm_uid;
@@ -573,7 +575,7 @@ int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *
 fail_cgroup: {
 	char msg[sizeof(ctx->last_error)];
 	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
-	(void)jail_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
+	(void)util_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	return r;
 }
@@ -619,3 +621,60 @@ int vm_backend_snapshot_find(const char *dir, char *snap, size_t len, uint32_t *
 	cJSON_Delete(j);
 	return r;
 }
+
+/* ---- the ops table (core/backend.h) ---- */
+
+static bool vm_ops_alive(const struct sandbox_row *row)
+{
+	return core_process_alive(row->info.pid, row->pid_start);
+}
+
+/* The VM's state into its own subvolume, as the files vm_backend_snapshot_find finds there. */
+static int vm_ops_snapshot(space_ctx *ctx, const struct sandbox_row *row)
+{
+	char snap[PATH_MAX];
+	snprintf(snap, sizeof(snap), "%s/%s", row->info.path, VM_SNAPSHOT_FILE);
+	int r = vm_backend_snapshot(ctx, row, snap);
+	if (r == 0 && (r = vm_backend_snapshot_meta_write(row->info.path, row->info.cpus, row->info.memory_mib)) < 0)
+		ctx_error(ctx, r, "write %s/%s", row->info.path, VM_SNAPSHOT_META);
+	return r;
+}
+
+/* The guest's eth0 is behind the TAP in the VMM's network namespace; the gateway reaches its agent too. */
+static int vm_ops_attach_network(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, const char *policy,
+				 const struct net_policy_trust *t)
+{
+	char agent[PATH_MAX + 64];
+	vm_backend_agent_addr(row->runtime_dir, agent, sizeof(agent));
+	return net_sandbox_attach(ctx, row->info.id, pid, NETCFG_VM_TAP, policy, t, agent);
+}
+
+static void vm_ops_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len)
+{
+	char rd[PATH_MAX];
+	snprintf(rd, sizeof(rd), "%s/run/%s", ctx->state_dir, b->id);
+	vm_backend_death_reason(rd, b->pid, buf, len);
+}
+
+const struct backend_ops backend_vm_ops = {
+	.kind = BACKEND_VM,
+	.name = "vm",
+	.proc_name = "space-vmm",
+	.uid_kind = UIDALLOC_SINGLE,
+	.uid_owner = "vmm",
+	.uid_what = "for space-vmm",
+	.checkpoint_kind = "full",
+	.stop_while_creating = true,
+	.resume_before_restart = false,
+	.available = vm_backend_available,
+	.start = vm_backend_start,
+	.stop = vm_backend_kill,
+	.pause = vm_backend_pause,
+	.alive = vm_ops_alive,
+	.snapshot = vm_ops_snapshot,
+	.snapshot_find = vm_backend_snapshot_find,
+	.refresh_identity = vm_backend_refresh_identity,
+	.agent_addr = vm_backend_agent_addr,
+	.attach_network = vm_ops_attach_network,
+	.death_reason = vm_ops_death_reason,
+};

@@ -2,7 +2,8 @@
 /*
  * The vm isolation back-end: one space-vmm daemon per sandbox (src/vmm/daemon.c), started with
  * posix_spawn, found again by any process through the sandbox row (pid, pid start time, cgroup, runtime
- * directory). Private to the library; sandbox.c calls it behind its iso_* dispatch.
+ * directory). Private to the library; the rest of it calls the back-end through backend_vm_ops
+ * (core/backend.h), apart from the snapshot file helpers below.
  *
  * Runtime directory of a vm sandbox (<state>/run/<id>/):
  *   sandbox.log      serial console of the guest and "space-vmm: ..." lines of the VMM
@@ -17,10 +18,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/backend.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 
-struct jail_info;
 struct agent_info;
 
 /* 0 when this host can run vm sandboxes (/dev/kvm opens, guest ring 0 is not emulated); else -ENODEV
@@ -32,11 +33,11 @@ int vm_backend_available(space_ctx *ctx);
  * template.json, kernel and initrd choose what boots) and waits until its agent answers HELLO
  * (deadline: $SPACE_VM_BOOT_TIMEOUT seconds, default 120). With restore (a snapshot file), the VM is
  * restored from it instead of booted, and its guest gets a fresh identity (vm_backend_refresh_identity).
- * Fills *ji with the daemon's pid, start time,
+ * Fills *ret with the daemon's pid, start time,
  * its uid (uid_base) and cgroup, and *ai with the agent's HELLO. On failure nothing is left running.
  */
 int vm_backend_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
-		     const char *restore, struct jail_info *ji, struct agent_info *ai);
+		     const char *restore, struct backend_proc *ret, struct agent_info *ai);
 
 /*
  * After a restore from a memory snapshot that other sandboxes may share: the guest gets fresh entropy

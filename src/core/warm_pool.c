@@ -10,16 +10,14 @@
 
 #include "core/internal.h"
 #include "core/sandbox.h"
-#include "core/vm_backend.h"
+#include "core/backend.h"
 #include "core/warm_pool.h"
-#include "proto/agent_client.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
 #define POOL_SIZE_MAX 64u
 #define POOL_IDS_MAX 128
 #define TAKE_ATTEMPTS 3
-#define RESEED_BYTES 64
 
 static void pool_key(const char *template_name, char *buf, size_t len)
 {
@@ -156,22 +154,11 @@ static int refresh(space_sandbox *sb)
 	int r = sandbox_row_load(ctx, space_sandbox_id(sb), &row);
 	if (r < 0)
 		return r;
-	if (!strcmp(row.info.isolation, "vm")) {
-		r = vm_backend_refresh_identity(ctx, &row, row.info.id, 0);
-		sandbox_row_clear(&row);
-		return r;
-	}
+	const struct backend_ops *ops;
+	if ((r = backend_for_row(ctx, &row, &ops)) == 0)
+		r = ops->refresh_identity(ctx, &row, row.info.id, 0); /* a jail: fresh entropy alone */
 	sandbox_row_clear(&row);
-	uint8_t seed[RESEED_BYTES];
-	struct agent_error aerr = { 0 };
-	r = util_random_bytes(seed, sizeof(seed));
-	if (r == 0)
-		r = agent_reseed(sandbox_addr(sb), seed, sizeof(seed), &aerr);
-	explicit_bzero(seed, sizeof(seed));
-	if (r < 0)
-		return ctx_error_msg(ctx, r, "reseed sandbox %s: %s", space_sandbox_id(sb),
-				     aerr.msg[0] ? aerr.msg : space_strerror(r));
-	return 0;
+	return r;
 }
 
 int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
@@ -182,13 +169,13 @@ int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_
 	struct store *s;
 	if (ctx_store(ctx, &s) < 0)
 		return 0;
-	_cleanup_free_ char *def_iso = NULL;
-	const char *iso = o->isolation;
-	if (!iso)
-		iso = store_meta_get(s, "isolation", &def_iso) == 0 ? def_iso : "vm";
+	/* An isolation we do not know takes nothing: the create that follows refuses it, saying why. */
+	const struct backend_ops *ops;
+	if ((o->isolation ? backend_by_name(ctx, o->isolation, &ops) : backend_default(ctx, s, &ops)) < 0)
+		return 0;
 	for (int attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
 		char id[32];
-		if (claim(ctx, tname, iso, id) <= 0)
+		if (claim(ctx, tname, ops->name, id) <= 0)
 			return 0;
 		space_sandbox *sb = NULL;
 		int r = space_sandbox_open(ctx, id, &sb);

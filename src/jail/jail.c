@@ -498,7 +498,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 		send_done(out, r, "mount /proc and /sys");
 		goto fail;
 	}
-	r = jail_cgroup_attach(p->cgroup, pid);
+	r = util_cgroup_attach(p->cgroup, pid);
 	if (r < 0) {
 		send_done(out, r, "join cgroup %s", p->cgroup);
 		goto fail;
@@ -673,10 +673,10 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 		p.uid_base = own_uid;
 	}
 
-	const struct jail_cgroup_limits lim = {
+	const struct util_cgroup_limits lim = {
 		.cpus = cfg->cpus, .memory_bytes = cfg->memory_bytes, .pids_max = p.nproc,
 	};
-	r = jail_cgroup_create(cfg->id, &lim, p.cgroup, sizeof(p.cgroup), errbuf, errlen);
+	r = util_cgroup_create(cfg->id, &lim, p.cgroup, sizeof(p.cgroup), errbuf, errlen);
 	if (r < 0)
 		goto fail_slot;
 
@@ -762,7 +762,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	return 0;
 
 fail_cgroup:
-	jail_cgroup_remove(p.cgroup, 2000);
+	util_cgroup_remove(p.cgroup, 2000);
 fail_slot:
 	if (own_slot)
 		(void)uidalloc_release(UIDALLOC_RANGE, own_uid, owner);

@@ -68,7 +68,7 @@ struct jail_config {
 	bool identity_map;
 };
 
-#define JAIL_CGROUP_MAX 256
+#define JAIL_CGROUP_MAX 256 /* = UTIL_CGROUP_SPEC_MAX (src/util/cgroup.h) */
 
 struct jail_info {
 	pid_t pid;                     /* PID 1 of the jail, in the caller's pid namespace */
@@ -108,10 +108,6 @@ int jail_freeze(const struct jail_info *info, bool frozen);
 
 /* One line for users: jail mode shares the host kernel, a weaker boundary than a microVM. */
 const char *jail_describe_boundary(void);
-
-/* Which cgroup back-end this host gives the jail: 2 (unified), 1 (v1 with pids and freezer), or
- * -EOPNOTSUPP. */
-int jail_cgroup_version(void);
 
 /* For tests. */
 

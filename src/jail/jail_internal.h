@@ -27,7 +27,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define JAIL_CGROUP_SPEC_MAX 256
+#include "util/cgroup.h"
+
+#define JAIL_CGROUP_SPEC_MAX UTIL_CGROUP_SPEC_MAX
 
 /* Formats a one-line error into buf (NULL or len 0: nothing). */
 void jail_set_err(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -39,35 +41,7 @@ int jail_proc_stat(pid_t pid, uint64_t *ret_start, char *ret_state);
  * exists): "pid <pid> <start time> jail", which a stale-slot reaper can check against /proc. */
 void jail_slot_owner(pid_t pid, uint64_t start_time, char *buf, size_t len);
 
-/* ---- cgroup.c: v1 (per-controller hierarchies) and v2 (unified) back-ends, chosen at run time ---- */
-
-struct jail_cgroup_limits {
-	unsigned cpus;         /* 0 = no limit */
-	uint64_t memory_bytes; /* 0 = no limit */
-	uint32_t pids_max;     /* > 0 */
-};
-
-/*
- * Creates the sandbox's cgroup(s) for id with the limits and writes a spec ("v1:space/<id>" or
- * "v2:space.slice/<id>") into ret_spec. On failure nothing is left and errbuf says why.
- */
-int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, char *ret_spec, size_t speclen,
-                       char *errbuf, size_t errlen);
-
-/* Moves pid into the cgroup(s) of spec. Child-safe. */
-int jail_cgroup_attach(const char *spec, pid_t pid);
-
-/* Freezes or thaws the cgroup(s) of spec and waits (up to ~2 s) until the state is reached. */
-int jail_cgroup_freeze(const char *spec, bool frozen);
-
-/*
- * Removes the cgroup(s) of spec and any sub-cgroups, retrying while they are still busy until timeout_ms.
- * Missing cgroups are fine. -ETIMEDOUT if something stays.
- */
-int jail_cgroup_remove(const char *spec, int timeout_ms);
-
-/* Reads the first line of <hierarchy>/<rel>/<file> for the given spec ("memory.max" etc.). For tests. */
-int jail_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len);
+/* cgroups: src/util/cgroup.h (util_cgroup_*), shared with the vm back-end. */
 
 /* ---- rootfs.c: rootfs mount (on a util_loop_attach() device), /dev, pivot_root (all child-safe) ---- */
 

@@ -93,7 +93,7 @@ int jail_kill(const struct jail_info *info, int timeout_ms)
 				return -errno;
 			/* A frozen jail cannot act on SIGKILL: thaw it, with the kill already pending. */
 			if (info->cgroup[0])
-				jail_cgroup_freeze(info->cgroup, false);
+				util_cgroup_freeze(info->cgroup, false);
 			for (;;) {
 				uint64_t now = util_now_ns();
 				int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000ULL) + 1;
@@ -114,7 +114,7 @@ int jail_kill(const struct jail_info *info, int timeout_ms)
 	if (info->cgroup[0]) {
 		uint64_t now = util_now_ns();
 		int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000ULL);
-		r = jail_cgroup_remove(info->cgroup, left);
+		r = util_cgroup_remove(info->cgroup, left);
 	}
 	if (r == 0 && info->uid_slot) {
 		/* PID 1 is gone: the range it held (in its name, so no other jail's) is free again. */
@@ -131,5 +131,5 @@ int jail_freeze(const struct jail_info *info, bool frozen)
 		return -EINVAL;
 	if (!jail_alive(info))
 		return -ESRCH;
-	return jail_cgroup_freeze(info->cgroup, frozen);
+	return util_cgroup_freeze(info->cgroup, frozen);
 }

@@ -42,6 +42,7 @@
 #include "net/net.h"
 #include "net/netcfg.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -336,17 +337,11 @@ static void watch_packet(struct gw *g, const uint8_t *p, size_t len, const struc
 
 /* ---- main ------------------------------------------------------------------------------------------ */
 
-/* Field 22 of /proc/self/stat, as the library's core_process_start_time() reads it for any pid: with the
- * pid it names this process in the uid slot's owner text, so a stale slot is recognised after a crash. */
+/* This process's start time (util/procstat.h), as the library reads it for any pid: with the pid it names
+ * this process in the uid slot's owner text, so a stale slot is recognised after a crash. */
 static uint64_t self_start_time(void)
 {
-	_cleanup_free_ char *buf = NULL;
-	if (util_read_file("/proc/self/stat", 4096, &buf, NULL) < 0)
-		return 0;
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 22; field++)
-		p = strchr(p + 1, ' ');
-	return p ? strtoull(p + 1, NULL, 10) : 0;
+	return util_proc_self_start_time();
 }
 
 /* A descriptor number passed by the library, which must be open. */

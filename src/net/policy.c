@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "net/net.h"
+#include "util/cidr.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -244,21 +245,7 @@ static int compile_limits(const cJSON *in, cJSON *out, char *err, size_t len)
 
 int net_cidr4_parse(const char *s, uint32_t *ret_addr, uint32_t *ret_mask)
 {
-	char ip[INET_ADDRSTRLEN];
-	const char *slash = strchr(s, '/');
-	size_t n = slash ? (size_t)(slash - s) : strlen(s);
-	uint64_t bits = 32;
-	struct in_addr a;
-	if (n == 0 || n >= sizeof(ip) || (slash && util_parse_uint(slash + 1, 0, 32, &bits) < 0))
-		return -EINVAL;
-	memcpy(ip, s, n);
-	ip[n] = '\0';
-	if (inet_pton(AF_INET, ip, &a) != 1)
-		return -EINVAL;
-	uint32_t mask = bits ? ~0u << (32 - bits) : 0;
-	*ret_addr = ntohl(a.s_addr) & mask;
-	*ret_mask = mask;
-	return 0;
+	return util_cidr4_parse(s, ret_addr, ret_mask); /* shared with `space serve --allow-resolve` */
 }
 
 /* Why an untrusted policy may not point a name at a (host order), or NULL. Ranges that reach the host,

@@ -2,6 +2,7 @@
 #include "store/db.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
@@ -22,6 +24,18 @@ struct store {
 /* How long a writer waits for the store's lock. Hundreds of sandboxes created at once on a loaded host
  * (each change one short transaction) queue for it longer than ten seconds. */
 #define BUSY_TIMEOUT_MS 60000
+
+/* Schema 7's move of values out of the metadata JSON (j: the JSON, p: the path, dflt: the value when the
+ * key is absent or not of its type). Values are the library's own, still checked for their range. */
+#define STORE_V7_HAS(j, p) "(json_valid(" j ") AND json_type(" j ", '" p "') IS NOT NULL)"
+#define STORE_V7_U32(j, p, dflt)                                                                          \
+	"(CASE WHEN json_type(" j ", '" p "') IN ('integer', 'real') AND json_extract(" j ", '" p "')"    \
+	" BETWEEN 0 AND 4294967295 THEN CAST(json_extract(" j ", '" p "') AS INTEGER) ELSE " dflt " END)"
+#define STORE_V7_U64(j, p, dflt)                                                                          \
+	"(CASE WHEN json_type(" j ", '" p "') IN ('integer', 'real') AND json_extract(" j ", '" p "') >= 0" \
+	" THEN CAST(json_extract(" j ", '" p "') AS INTEGER) ELSE " dflt " END)"
+#define STORE_V7_POOL(j, dflt)                                                                            \
+	"(CASE WHEN json_type(" j ", '$.pool') = 'text' THEN json_extract(" j ", '$.pool') ELSE " dflt " END)"
 
 /*
  * Migrations: index i takes the schema from version i to i + 1. Append only; never edit a released step,
@@ -102,6 +116,60 @@ static const char *const migrations[] = {
 
 	/* 5 -> 6: the event log's retention by age (store_events_prune) finds old rows without a scan. */
 	"CREATE INDEX events_ts ON events(ts_ms);",
+
+	/* 6 -> 7: typed columns for what the library reads back (store/sandboxes.h), until now kept in the
+	 * metadata JSON and read back as doubles: the jail's uid_base, warm-pool membership ("pool"), the
+	 * snapshot helper's pid and start time ("snapshots.pid", "snapshots.pid_start"); and the pid namespace
+	 * each pid was recorded in (util/procstat.h), 0 for pids recorded before.
+	 * Existing values move into the columns. Writers not yet on store/sandboxes.h still put those keys in
+	 * the JSON and readers still read them there: the two triggers copy every such write into the
+	 * columns, so the columns are true whoever wrote. A later step drops the triggers and the keys once
+	 * every writer and reader uses the columns. The third trigger records the writer's pid namespace
+	 * (space_pid_ns(), registered by store_open) with a pid written without one. */
+	"ALTER TABLE sandboxes ADD COLUMN pid_ns INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN uid_base INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN pool TEXT;"
+	"ALTER TABLE sandboxes ADD COLUMN helper_pid INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN helper_pid_start INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE sandboxes ADD COLUMN helper_pid_ns INTEGER NOT NULL DEFAULT 0;"
+	"CREATE INDEX sandboxes_pool ON sandboxes(pool, status) WHERE pool IS NOT NULL;"
+	"UPDATE sandboxes SET"
+	"  uid_base = " STORE_V7_U32("metadata", "$.uid_base", "uid_base") ","
+	"  pool = " STORE_V7_POOL("metadata", "NULL") ","
+	"  helper_pid = " STORE_V7_U32("metadata", "$.snapshots.pid", "0") ","
+	"  helper_pid_start = " STORE_V7_U64("metadata", "$.snapshots.pid_start", "0")
+	" WHERE json_valid(metadata);"
+	"CREATE TRIGGER sandboxes_v6_meta_insert AFTER INSERT ON sandboxes WHEN json_valid(NEW.metadata) BEGIN"
+	"  UPDATE sandboxes SET"
+	"    uid_base = " STORE_V7_U32("NEW.metadata", "$.uid_base", "uid_base") ","
+	"    pool = " STORE_V7_POOL("NEW.metadata", "pool") ","
+	"    helper_pid = " STORE_V7_U32("NEW.metadata", "$.snapshots.pid", "helper_pid") ","
+	"    helper_pid_start = " STORE_V7_U64("NEW.metadata", "$.snapshots.pid_start", "helper_pid_start")
+	"  WHERE id = NEW.id;"
+	" END;"
+	"CREATE TRIGGER sandboxes_v6_meta_update AFTER UPDATE OF metadata ON sandboxes"
+	"  WHEN NEW.metadata IS NOT OLD.metadata BEGIN"
+	"  UPDATE sandboxes SET"
+	"    uid_base = " STORE_V7_U32("NEW.metadata", "$.uid_base", "uid_base") ","
+	/* A key removed (a pooled sandbox handed out, a snapshot helper stopped) clears its column. */
+	"    pool = " STORE_V7_POOL("NEW.metadata",
+				   "CASE WHEN " STORE_V7_HAS("OLD.metadata", "$.pool") " THEN NULL ELSE pool END") ","
+	"    helper_pid = " STORE_V7_U32("NEW.metadata", "$.snapshots.pid",
+					"CASE WHEN " STORE_V7_HAS("OLD.metadata", "$.snapshots.pid")
+					" THEN 0 ELSE helper_pid END") ","
+	"    helper_pid_start = " STORE_V7_U64("NEW.metadata", "$.snapshots.pid_start",
+					      "CASE WHEN " STORE_V7_HAS("OLD.metadata", "$.snapshots.pid_start")
+					      " THEN 0 ELSE helper_pid_start END")
+	"  WHERE id = NEW.id;"
+	" END;"
+	"CREATE TRIGGER sandboxes_pid_ns AFTER UPDATE OF pid ON sandboxes"
+	"  WHEN NEW.pid_ns IS OLD.pid_ns AND NEW.pid IS NOT OLD.pid BEGIN"
+	"  UPDATE sandboxes SET pid_ns = CASE WHEN NEW.pid > 0 THEN space_pid_ns() ELSE 0 END WHERE id = NEW.id;"
+	" END;"
+	"CREATE TRIGGER sandboxes_pid_ns_insert AFTER INSERT ON sandboxes"
+	"  WHEN NEW.pid > 0 AND NEW.pid_ns = 0 BEGIN"
+	"  UPDATE sandboxes SET pid_ns = space_pid_ns() WHERE id = NEW.id;"
+	" END;",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,
@@ -137,6 +205,13 @@ int store_errno(int rc)
 	default:
 		return -EPROTO;
 	}
+}
+
+static void sql_pid_ns(sqlite3_context *c, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	(void)argv;
+	sqlite3_result_int64(c, (sqlite3_int64)util_pidns_self());
 }
 
 int store_schema_version(sqlite3 *db)
@@ -246,16 +321,36 @@ int store_open(const char *path, bool create, struct store **ret, char *errbuf, 
 	}
 	sqlite3 *db = NULL;
 	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-	/* The store holds paths and host state: keep it private to root (or whoever owns the state dir). */
-	mode_t old = umask(077);
+	/* The store holds paths and host state: keep it private to root (or whoever owns the state dir). The
+	 * file is made 0600 here, not under a changed umask: the umask is the whole process's, and another
+	 * thread of the caller would create its files with ours. SQLite gives its -wal and -shm files the
+	 * database file's mode. */
+	if (create) {
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST) {
+			int r = -errno;
+			snprintf(errbuf, errlen, "create store %s: %s", path, strerror(errno));
+			return r;
+		}
+		if (fd >= 0 && fchmod(fd, 0600) < 0) { /* exactly 0600, whatever the umask took away */
+			int r = -errno;
+			close(fd);
+			unlink(path);
+			snprintf(errbuf, errlen, "create store %s: %s", path, strerror(-r));
+			return r;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	int rc = sqlite3_open_v2(path, &db, flags, NULL);
-	umask(old);
 	if (rc != SQLITE_OK) {
 		snprintf(errbuf, errlen, "open store %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
 		sqlite3_close(db);
 		return store_errno(rc);
 	}
 	sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+	/* Schema 7's trigger records the writer's pid namespace with a pid written without one. */
+	sqlite3_create_function(db, "space_pid_ns", 0, SQLITE_UTF8 | SQLITE_INNOCUOUS, NULL, sql_pid_ns, NULL, NULL);
 	sqlite3_extended_result_codes(db, 0);
 	char *msg = NULL;
 	rc = sqlite3_exec(db,
@@ -361,6 +456,18 @@ int store_meta_set(struct store *s, const char *key, const char *value)
 		return store_errno(rc);
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : store_errno(rc);
+}
+
+int store_meta_delete(struct store *s, const char *key)
+{
+	sqlite3_stmt *st;
+	int rc = sqlite3_prepare_v2(s->db, "DELETE FROM meta WHERE key = ?", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_DONE ? 0 : store_errno(rc);

@@ -16,7 +16,7 @@
 struct store;
 
 /* The schema version this build writes. */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /*
  * Opens (with create: creates) the store at path and migrates it to STORE_SCHEMA_VERSION.
@@ -47,6 +47,8 @@ int store_exec(struct store *s, const char *sql);
 /* Key/value settings. get: -ENOENT when missing; *ret is malloc'd. */
 int store_meta_get(struct store *s, const char *key, char **ret);
 int store_meta_set(struct store *s, const char *key, const char *value);
+/* Removes a setting (none: 0 all the same). */
+int store_meta_delete(struct store *s, const char *key);
 
 /*
  * The event log. A sandbox makes rows in it (its gateway's refusals, its lifecycle), so it is bounded:
@@ -86,6 +88,24 @@ int store_events_prune(struct store *s, const char *sandbox_id);
 
 /* Deletes every event of sandbox_id (the sandbox is removed). Returns the number of rows, or -errno. */
 int store_events_remove(struct store *s, const char *sandbox_id);
+
+/* --- events_query.c: read-only queries behind the public event calls (space_event_list/count) --- */
+struct store_events_filter {
+	const char *sandbox_id;       /* NULL: every sandbox */
+	const char *kind;             /* NULL: every kind */
+	int64_t after_seq;            /* rows with seq > this */
+	uint32_t limit;               /* 0: no limit (store_events_count ignores it) */
+};
+/* One row; its strings (cut to the caps above, sandbox_id/detail NULL when the row has none) are valid
+ * during the callback only. */
+struct store_event_row {
+	int64_t seq, ts_ms;
+	const char *sandbox_id, *kind, *detail;
+};
+typedef int (*store_event_fn)(const struct store_event_row *row, void *userdata);
+/* Calls fn for each matching row, by seq; a negative return from fn stops with it. */
+int store_events_query(struct store *s, const struct store_events_filter *f, store_event_fn fn, void *userdata);
+int store_events_count(struct store *s, const struct store_events_filter *f, uint64_t *ret);
 
 /* The last SQLite error message of this connection. */
 const char *store_errmsg(struct store *s);

@@ -341,9 +341,3 @@ void vmm_seccomp_set_report_fd(int fd)
 {
 	report_fd = fd;
 }
-
-int vmm_sandbox_apply(void)
-{
-	char err[256];
-	return vmm_seccomp_apply(VMM_THREAD_MAIN, err, sizeof(err));
-}

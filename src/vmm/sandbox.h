@@ -3,7 +3,7 @@
  * seccomp allowlists of space-vmm, one per thread role (docs/vmm.md, "seccomp").
  *
  * Call order: acquire every resource (KVM fds, guest RAM, disks, sockets, console files), then
- * vmm_seccomp_apply(VMM_THREAD_MAIN) on the main thread (vmm_sandbox_apply() does that), then start the
+ * vmm_seccomp_apply(VMM_THREAD_MAIN) on the main thread (daemon.c does that), then start the
  * vCPU threads. MAIN is the process filter: it is synchronized onto every thread that already exists
  * (TSYNC) and inherited by every thread started later, so it holds the union of all roles' lists plus
  * what only the main thread does (start and join threads). Each other thread then narrows itself with
@@ -61,6 +61,3 @@ const char *vmm_seccomp_role_name(enum vmm_thread_role role);
  * guest cannot write. -1 (the default): stderr only. Call before vmm_seccomp_apply.
  */
 void vmm_seccomp_set_report_fd(int fd);
-
-/* vmm_seccomp_apply(VMM_THREAD_MAIN) with the error as -errno only (the space-vmm boot path). */
-int vmm_sandbox_apply(void);

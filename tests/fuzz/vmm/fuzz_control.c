@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target: the request reader of space-vmm's control socket (src/vmm/daemon.c read_request), which
+ * Fuzz target: the request reader of space-vmm's control socket (src/vmm/control.c read_request), which
  * reads one line from a client of `space-vmm run`. The input is written to one end of a socket pair
  * (closed after), read from the other. Invariants: no sanitizer report; success only with a
  * NUL-terminated line that fits, and the line holds no newline.
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 /* The reader is static: compile the file into the target (its other symbols replace the library's). */
-#include "vmm/daemon.c"
+#include "vmm/control.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -103,7 +103,7 @@ echo "$out" | grep -q "auto-[0-9]" || fail "checkpoints table lacks auto- names:
 # capabilities, with no_new_privs and a seccomp filter. `space doctor --verbose` says the same.
 expect_rc 0 "$SPACE" ls --json "${S[@]}"
 jpid=$(py "[s['pid'] for s in j if s['id']=='$id'][0]")
-# The jail's cgroup (src/jail/cgroup.c): space.slice/<id> on the unified hierarchy, space/<id> on v1.
+# The jail's cgroup (src/util/cgroup.c): space.slice/<id> on the unified hierarchy, space/<id> on v1.
 cg=/sys/fs/cgroup/space.slice/$id
 if [ -w "$cg/cgroup.freeze" ]; then
 	freeze() { echo "$1" >"$cg/cgroup.freeze"; }

@@ -172,7 +172,7 @@ static int sandbox_new(struct sbx *x, const char *id)
 static uint32_t started_uid(struct sbx *x, const char *args_path, char *status_arg, size_t len)
 {
 	unlink(args_path);
-	struct jail_info ji;
+	struct backend_proc ji;
 	struct agent_info ai;
 	char snap[128];
 	snprintf(snap, sizeof(snap), "%s/no-snapshot", x->state);

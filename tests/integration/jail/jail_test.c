@@ -179,11 +179,11 @@ static int test_limits(struct fixture *f)
 	CHECK(jail_alive(&info) == 1, "PID 1 survived the OOM kill and the fork bomb");
 
 	bool v2 = !strncmp(info.cgroup, "v2:", 3);
-	CHECK(jail_cgroup_read(info.cgroup, "memory", v2 ? "memory.max" : "memory.limit_in_bytes", buf,
+	CHECK(util_cgroup_read(info.cgroup, "memory", v2 ? "memory.max" : "memory.limit_in_bytes", buf,
 	                       sizeof(buf)) == 0 && !strcmp(buf, "67108864"), "memory limit file: %s", buf);
-	CHECK(jail_cgroup_read(info.cgroup, "pids", "pids.max", buf, sizeof(buf)) == 0 && !strcmp(buf, "32"),
+	CHECK(util_cgroup_read(info.cgroup, "pids", "pids.max", buf, sizeof(buf)) == 0 && !strcmp(buf, "32"),
 	      "pids.max: %s", buf);
-	CHECK(jail_cgroup_read(info.cgroup, "cpu", v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf)) == 0 &&
+	CHECK(util_cgroup_read(info.cgroup, "cpu", v2 ? "cpu.max" : "cpu.cfs_quota_us", buf, sizeof(buf)) == 0 &&
 	      !strcmp(buf, v2 ? "100000 100000" : "100000"), "cpu quota: %s", buf);
 	printf("cgroup backend: %s\n", info.cgroup);
 

@@ -64,15 +64,15 @@ static int test_cgroup_spec(void)
 	char buf[64];
 	static const char *const bad[] = { "", "v3:space/x", "v1:", "v1:/abs", "v2:space.slice/../../x", "space/x" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		CHECK(jail_cgroup_attach(bad[i], 1) == -EINVAL, "attach '%s'", bad[i]);
-		CHECK(jail_cgroup_remove(bad[i], 0) == -EINVAL, "remove '%s'", bad[i]);
-		CHECK(jail_cgroup_freeze(bad[i], true) == -EINVAL, "freeze '%s'", bad[i]);
-		CHECK(jail_cgroup_read(bad[i], "pids", "pids.max", buf, sizeof(buf)) == -EINVAL, "read '%s'", bad[i]);
+		CHECK(util_cgroup_attach(bad[i], 1) == -EINVAL, "attach '%s'", bad[i]);
+		CHECK(util_cgroup_remove(bad[i], 0) == -EINVAL, "remove '%s'", bad[i]);
+		CHECK(util_cgroup_freeze(bad[i], true) == -EINVAL, "freeze '%s'", bad[i]);
+		CHECK(util_cgroup_read(bad[i], "pids", "pids.max", buf, sizeof(buf)) == -EINVAL, "read '%s'", bad[i]);
 	}
-	CHECK(jail_cgroup_remove(NULL, 0) == -EINVAL, "NULL spec");
+	CHECK(util_cgroup_remove(NULL, 0) == -EINVAL, "NULL spec");
 	/* Removing a cgroup that does not exist is fine (idempotent kill). */
-	CHECK(jail_cgroup_remove("v1:space/sb-unit-never-created", 0) == 0, "missing v1");
-	CHECK(jail_cgroup_remove("v2:space.slice/sb-unit-never-created", 0) == 0, "missing v2");
+	CHECK(util_cgroup_remove("v1:space/sb-unit-never-created", 0) == 0, "missing v1");
+	CHECK(util_cgroup_remove("v2:space.slice/sb-unit-never-created", 0) == 0, "missing v2");
 	return 0;
 }
 

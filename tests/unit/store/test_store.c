@@ -10,16 +10,11 @@
 
 #include "core/internal.h"
 #include "store/db.h"
+#include "util/procstat.h"
 #include "util/util.h"
 
-static int failures;
-#define CHECK(cond)                                                                                 \
-	do {                                                                                        \
-		if (!(cond)) {                                                                      \
-			fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);    \
-			failures++;                                                                 \
-		}                                                                                   \
-	} while (0)
+#include "check.h"
+
 
 static char dir[] = "/tmp/space-test-store-XXXXXX";
 
@@ -90,6 +85,74 @@ static void test_migrations(void)
 		      count(store_db(s), "SELECT 1") == 1);
 		store_close(s);
 	}
+}
+
+/* 6 -> 7: values the library reads back move out of the metadata JSON into typed columns; the old
+ * writers' JSON keeps the columns true through the transitional triggers; a pid gets its namespace. */
+static void test_migration_v7(void)
+{
+	char p[256], err[256];
+	db_path(p, sizeof(p), "mig-v7.db");
+	sqlite3 *db;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+	CHECK(store_migrate(db, 6, err, sizeof(err)) == 0);
+	CHECK(sqlite3_exec(db,
+			   "INSERT INTO sandboxes(id, template, isolation, status, pid, cpus, memory_mib, path,"
+			   " runtime_dir, created_ms, updated_ms, metadata) VALUES"
+			   " ('sb-a', 't', 'jail', 'running', 4242, 1, 256, '/p', '/r', 1, 1,"
+			   "  '{\"env\":[],\"uid_base\":1065536,\"snapshots\":{\"every\":60,\"keep\":5,"
+			   "\"pid\":777,\"pid_start\":123456789012}}'),"
+			   " ('sb-b', 't', 'jail', 'paused', 0, 1, 256, '/p', '/r', 2, 2,"
+			   "  '{\"uid_base\":0,\"pool\":\"t\"}'),"
+			   " ('sb-c', 't', 'jail', 'running', 0, 1, 256, '/p', '/r', 3, 3, 'not json'),"
+			   " ('sb-d', 't', 'jail', 'running', 0, 1, 256, '/p', '/r', 4, 4,"
+			   "  '{\"uid_base\":-5,\"pool\":7,\"snapshots\":{\"pid\":1e12}}');",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	struct store *s;
+	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
+	CHECK(store_schema_version(store_db(s)) == 7);
+	sqlite3 *d = store_db(s);
+	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-a'") == 1065536);
+	CHECK(count(d, "SELECT helper_pid FROM sandboxes WHERE id = 'sb-a'") == 777);
+	CHECK(count(d, "SELECT helper_pid_start = 123456789012 FROM sandboxes WHERE id = 'sb-a'") == 1);
+	CHECK(count(d, "SELECT pool IS NULL FROM sandboxes WHERE id = 'sb-a'") == 1);
+	CHECK(count(d, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-b'") == 1);
+	/* Not recorded before 7: the pid's namespace is unknown (0), never guessed. */
+	CHECK(count(d, "SELECT pid_ns FROM sandboxes WHERE id = 'sb-a'") == 0);
+	/* Rows whose JSON does not parse or holds values out of range get the defaults. */
+	CHECK(count(d, "SELECT uid_base + helper_pid + (pool IS NOT NULL) FROM sandboxes WHERE id = 'sb-c'") == 0);
+	CHECK(count(d, "SELECT uid_base + helper_pid + (pool IS NOT NULL) FROM sandboxes WHERE id = 'sb-d'") == 0);
+	/* The user's part of the metadata is untouched. */
+	CHECK(count(d, "SELECT json_extract(metadata, '$.snapshots.every') FROM sandboxes WHERE id = 'sb-a'") == 60);
+	/* A writer still on the JSON keys (core/warm_pool.c, autosnap.c): the columns follow. */
+	CHECK(store_exec(s, "UPDATE sandboxes SET metadata = json_remove(metadata, '$.pool') WHERE id = 'sb-b'") == 0);
+	CHECK(count(d, "SELECT pool IS NULL FROM sandboxes WHERE id = 'sb-b'") == 1);
+	CHECK(store_exec(s, "UPDATE sandboxes SET metadata = json_set(metadata, '$.pool', 'u') WHERE id = 'sb-b'") ==
+	      0);
+	CHECK(count(d, "SELECT pool = 'u' FROM sandboxes WHERE id = 'sb-b'") == 1);
+	CHECK(store_exec(s, "UPDATE sandboxes SET metadata = json_remove(metadata, '$.snapshots') WHERE id = 'sb-a'") ==
+	      0);
+	CHECK(count(d, "SELECT helper_pid + helper_pid_start FROM sandboxes WHERE id = 'sb-a'") == 0);
+	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-a'") == 1065536);
+	CHECK(store_exec(s, "INSERT INTO sandboxes(id, template, isolation, status, pid, cpus, memory_mib, path,"
+			    " runtime_dir, created_ms, updated_ms, metadata) VALUES ('sb-e', 't', 'vm', 'creating', 99,"
+			    " 1, 256, '/p', '/r', 5, 5, '{\"uid_base\":70000,\"pool\":\"t\"}')") == 0);
+	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-e'") == 70000);
+	CHECK(count(d, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-e'") == 1);
+	/* A pid written without its namespace gets the writer's. */
+	char want[64];
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)util_pidns_self());
+	sqlite3_stmt *st;
+	CHECK(sqlite3_prepare_v2(d, "SELECT pid_ns FROM sandboxes WHERE id = 'sb-e'", -1, &st, NULL) == SQLITE_OK);
+	CHECK(sqlite3_step(st) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), want));
+	sqlite3_finalize(st);
+	CHECK(store_exec(s, "UPDATE sandboxes SET pid = 4343 WHERE id = 'sb-a'") == 0);
+	CHECK(sqlite3_prepare_v2(d, "SELECT pid_ns FROM sandboxes WHERE id = 'sb-a'", -1, &st, NULL) == SQLITE_OK);
+	CHECK(sqlite3_step(st) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), want));
+	sqlite3_finalize(st);
+	CHECK(util_pidns_self() != 0);
+	store_close(s);
 }
 
 static void test_newer_refused(void)
@@ -235,16 +298,11 @@ int main(void)
 	}
 	test_fresh();
 	test_migrations();
+	test_migration_v7();
 	test_newer_refused();
 	test_concurrent_writers();
 	test_crash_mid_transaction();
 	test_ids();
 	test_util();
-	util_rm_rf(dir);
-	if (failures) {
-		fprintf(stderr, "%d check(s) failed\n", failures);
-		return 1;
-	}
-	printf("store: all checks passed\n");
-	return 0;
+	return check_exit("store", dir);
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cgroup limits for a jail, with two back-ends chosen at run time:
- *  - v2: /sys/fs/cgroup is the unified hierarchy; the jail gets space.slice/<id> with memory.max, cpu.max,
+ * cgroup limits for a sandbox's processes (a jail's PID 1, a space-vmm), with two back-ends chosen at run
+ * time (see cgroup.h):
+ *  - v2: /sys/fs/cgroup is the unified hierarchy; the sandbox gets space.slice/<id> with memory.max, cpu.max,
  *    pids.max, and cgroup.freeze for pausing. Controllers are enabled in the parents' subtree_control.
- *  - v1: one hierarchy per controller (/sys/fs/cgroup/{memory,cpu,pids,freezer}); the jail gets space/<id>
- *    in each, with memory.limit_in_bytes, cpu.cfs_quota_us, pids.max, freezer.state.
+ *  - v1: one hierarchy per controller (/sys/fs/cgroup/{memory,cpu,pids,freezer}); the sandbox gets
+ *    space/<id> in each, with memory.limit_in_bytes, cpu.cfs_quota_us, pids.max, freezer.state.
  * A spec string ("v1:space/<id>", "v2:space.slice/<id>") records which, so another process can clean up.
+ * Moved from src/jail (issue 15): both isolation back-ends use it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,8 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "jail/jail.h"
-#include "jail/jail_internal.h"
+#include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -29,8 +30,11 @@
 #define CGROUP2_SUPER_MAGIC_ 0x63677270
 #define CPU_PERIOD_US 100000
 
-/* v1 controllers the jail uses; "required" ones must exist, the others only when their limit is set. */
+/* v1 controllers a sandbox uses; "required" ones must exist, the others only when their limit is set. */
 static const char *const v1_ctrls[] = { "memory", "cpu", "pids", "freezer" };
+
+/* Formats a one-line error into buf (NULL or len 0: nothing). */
+#define set_err(buf, len, ...) ((buf) && (len) ? (void)snprintf((buf), (len), __VA_ARGS__) : (void)0)
 
 static int write_str(const char *path, const char *s)
 {
@@ -79,7 +83,7 @@ static int spec_parse(const char *spec, int *ret_ver, const char **ret_rel)
 	return 0;
 }
 
-/* Path of <file> in the jail's cgroup directory of hierarchy ctrl (ignored on v2). */
+/* Path of <file> in the sandbox's cgroup directory of hierarchy ctrl (ignored on v2). */
 static int cg_path(char *buf, size_t len, int ver, const char *ctrl, const char *rel, const char *file)
 {
 	int n;
@@ -113,7 +117,7 @@ static int detect_version(void)
 	return -EOPNOTSUPP;
 }
 
-int jail_cgroup_version(void)
+int util_cgroup_version(void)
 {
 	return detect_version();
 }
@@ -177,7 +181,7 @@ static int v2_enable(const char *dir)
 	return 0;
 }
 
-static int set_limits(int ver, const char *rel, const struct jail_cgroup_limits *lim, const char **ret_file)
+static int set_limits(int ver, const char *rel, const struct util_cgroup_limits *lim, const char **ret_file)
 {
 	char val[64];
 	int r;
@@ -220,15 +224,15 @@ static int set_limits(int ver, const char *rel, const struct jail_cgroup_limits 
 	return cg_write(ver, "pids", rel, "pids.max", val);
 }
 
-int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, char *ret_spec, size_t speclen,
+int util_cgroup_create(const char *id, const struct util_cgroup_limits *lim, char *ret_spec, size_t speclen,
                        char *errbuf, size_t errlen)
 {
-	char spec[JAIL_CGROUP_SPEC_MAX], path[512];
+	char spec[UTIL_CGROUP_SPEC_MAX], path[512];
 	const char *rel;
 	int ver = detect_version(), r;
 
 	if (ver < 0) {
-		jail_set_err(errbuf, errlen, "cgroups: neither a cgroup v2 tree nor v1 pids+freezer under " CG_ROOT);
+		set_err(errbuf, errlen, "cgroups: neither a cgroup v2 tree nor v1 pids+freezer under " CG_ROOT);
 		return ver;
 	}
 	if ((size_t)snprintf(spec, sizeof(spec), "v%d:%s/%s", ver, ver == 2 ? "space.slice" : "space", id) >=
@@ -243,14 +247,14 @@ int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, cha
 		if (r >= 0)
 			r = v2_enable(CG_ROOT "/space.slice");
 		if (r < 0) {
-			jail_set_err(errbuf, errlen, "cgroup v2: prepare " CG_ROOT "/space.slice: %s", strerror(-r));
+			set_err(errbuf, errlen, "cgroup v2: prepare " CG_ROOT "/space.slice: %s", strerror(-r));
 			return r;
 		}
 		cg_path(path, sizeof(path), 2, NULL, rel, NULL);
 		/* A leftover of a crashed run with the same id is removed when empty. */
 		if (rmdir_tree(path) < 0 || mkdir(path, 0755) < 0) {
 			r = -errno;
-			jail_set_err(errbuf, errlen, "cgroup v2: mkdir %s: %s", path, strerror(errno));
+			set_err(errbuf, errlen, "cgroup v2: mkdir %s: %s", path, strerror(errno));
 			return r;
 		}
 	} else {
@@ -261,8 +265,8 @@ int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, cha
 				              (!strcmp(c, "cpu") && lim->cpus);
 				if (!needed)
 					continue;
-				jail_set_err(errbuf, errlen, "cgroup v1: no %s hierarchy under " CG_ROOT, c);
-				jail_cgroup_remove(spec, 0);
+				set_err(errbuf, errlen, "cgroup v1: no %s hierarchy under " CG_ROOT, c);
+				util_cgroup_remove(spec, 0);
 				return -EOPNOTSUPP;
 			}
 			snprintf(path, sizeof(path), CG_ROOT "/%s/space", c);
@@ -273,8 +277,8 @@ int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, cha
 				r = rmdir_tree(path) < 0 || mkdir(path, 0755) < 0 ? -errno : 0;
 			}
 			if (r < 0) {
-				jail_set_err(errbuf, errlen, "cgroup v1: mkdir %s: %s", path, strerror(-r));
-				jail_cgroup_remove(spec, 0);
+				set_err(errbuf, errlen, "cgroup v1: mkdir %s: %s", path, strerror(-r));
+				util_cgroup_remove(spec, 0);
 				return r;
 			}
 		}
@@ -283,15 +287,15 @@ int jail_cgroup_create(const char *id, const struct jail_cgroup_limits *lim, cha
 	const char *file = "";
 	r = set_limits(ver, rel, lim, &file);
 	if (r < 0) {
-		jail_set_err(errbuf, errlen, "cgroup v%d: set %s: %s", ver, file, strerror(-r));
-		jail_cgroup_remove(spec, 0);
+		set_err(errbuf, errlen, "cgroup v%d: set %s: %s", ver, file, strerror(-r));
+		util_cgroup_remove(spec, 0);
 		return r;
 	}
 	memcpy(ret_spec, spec, strlen(spec) + 1);
 	return 0;
 }
 
-int jail_cgroup_attach(const char *spec, pid_t pid)
+int util_cgroup_attach(const char *spec, pid_t pid)
 {
 	char val[32], path[512];
 	const char *rel;
@@ -306,7 +310,7 @@ int jail_cgroup_attach(const char *spec, pid_t pid)
 		if (r < 0)
 			return r;
 		if (access(path, F_OK) < 0)
-			continue; /* controller not used for this jail */
+			continue; /* controller not used for this sandbox */
 		r = cg_write(1, v1_ctrls[i], rel, "cgroup.procs", val);
 		if (r < 0)
 			return r;
@@ -320,7 +324,7 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-int jail_cgroup_freeze(const char *spec, bool frozen)
+int util_cgroup_freeze(const char *spec, bool frozen)
 {
 	char path[512], state[256];
 	const char *rel;
@@ -365,7 +369,7 @@ int jail_cgroup_freeze(const char *spec, bool frozen)
 	return -ETIMEDOUT;
 }
 
-int jail_cgroup_remove(const char *spec, int timeout_ms)
+int util_cgroup_remove(const char *spec, int timeout_ms)
 {
 	const char *rel;
 	int ver, r = spec_parse(spec, &ver, &rel);
@@ -402,7 +406,7 @@ int jail_cgroup_remove(const char *spec, int timeout_ms)
 	return result;
 }
 
-int jail_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len)
+int util_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len)
 {
 	char path[512];
 	const char *rel;

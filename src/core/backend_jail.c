@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The jail isolation back-end (backend.h): a sandbox as PID 1 of fresh namespaces on the host kernel
+ * (src/jail), its agent on a unix socket in the runtime directory, its output through the capping log
+ * writer. The jail module's own record (struct jail_info) stays here: the rest of the library sees the
+ * sandbox row and struct backend_proc.
+ *
+ * Runtime directory of a jail sandbox (<state>/run/<id>/):
+ *   agent.sock     the agent's listening socket (fd 3 of PID 1)
+ *   sandbox.log    what PID 1 and its children print, capped (core/logcap.h)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "core/backend.h"
+#include "core/logcap.h"
+#include "core/sandbox.h"
+#include "core/uids.h"
+#include "jail/jail.h"
+#include "net/net.h"
+#include "proto/agent_client.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+#define AGENT_HELLO_TIMEOUT_MS 15000
+#define KILL_TIMEOUT_MS 10000
+#define RESEED_BYTES 64
+
+_Static_assert(JAIL_CGROUP_MAX == UTIL_CGROUP_SPEC_MAX, "a jail's cgroup spec fits a backend_proc's");
+
+/* The jail_info a sandbox row describes (the jail module's view of it). */
+static void row_jail_info(const struct sandbox_row *row, struct jail_info *ji)
+{
+	memset(ji, 0, sizeof(*ji));
+	ji->pid = row->info.pid;
+	ji->start_time = row->pid_start;
+	ji->uid_base = row->uid_base;
+	snprintf(ji->cgroup, sizeof(ji->cgroup), "%s", row->cgroup);
+}
+
+static int jail_ops_available(space_ctx *ctx)
+{
+	(void)ctx; /* a missing kernel feature is reported by jail_start itself, with the step that failed */
+	return 0;
+}
+
+static void jail_ops_agent_addr(const char *runtime_dir, char *buf, size_t len)
+{
+	snprintf(buf, len, "unix:%s/agent.sock", runtime_dir);
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 || listen(fd, 128) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+/*
+ * Starts the jail of a row whose disk is in place (row->info.path/rootfs.ext4) and waits for its agent.
+ * On failure nothing of the jail is left running; the runtime directory stays for its log. A jail never
+ * restores memory (no snapshot_find): restore is ignored.
+ */
+static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const char *hostname, uint32_t lifetime_s,
+			  const char *restore, struct backend_proc *ret, struct agent_info *ai)
+{
+	(void)restore;
+	const struct space_sandbox_info *b = &row->info;
+	char agent[PATH_MAX];
+	int r = ctx_helper_path(ctx, "space-agent", agent, sizeof(agent));
+	if (r < 0)
+		return r;
+	char sock[PATH_MAX], image[PATH_MAX], logp[PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s/agent.sock", row->runtime_dir);
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", b->path);
+	snprintf(logp, sizeof(logp), "%s/sandbox.log", row->runtime_dir);
+	r = util_mkdir_p(row->runtime_dir, 0700);
+	if (r < 0)
+		return ctx_error(ctx, r, "create %s", row->runtime_dir);
+	_cleanup_close_ int lfd = listen_unix(sock);
+	if (lfd < 0)
+		return ctx_error(ctx, lfd, "listen on %s", sock);
+	/* Output goes through a pipe to the capping log writer: no host file is open inside (core/logcap.h). */
+	_cleanup_close_ int logfd = -1;
+	if ((r = logcap_start(ctx, b->id, row->runtime_dir, &logfd)) < 0)
+		return r;
+	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
+	char life_arg[24];
+	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
+	const char *agent_argv[] = { "space-agent", "--jail", "--listen-fd", "3", "--hostname", hostname,
+				     lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
+	struct jail_config jc = {
+		.id = b->id,
+		.rootfs_image = image,
+		.agent_path = agent,
+		.hostname = hostname,
+		.listen_fd = lfd,
+		.argv_override = agent_argv,
+		.log_fd = logfd,
+		.cpus = b->cpus,
+		.memory_bytes = (uint64_t)b->memory_mib << 20,
+		.uid_base = row->host_uid, /* its machine-wide range (core/uids.h) */
+		.allow_identity_fallback = uids_identity_map_allowed(ctx),
+	};
+	char why[512] = "";
+	struct jail_info ji;
+	r = jail_start(&jc, &ji, why, sizeof(why));
+	if (r == -EOPNOTSUPP)
+		return ctx_error_msg(ctx, r, "start jail: %s. This kernel cannot idmap the sandbox's rootfs; the operator "
+					     "may allow that weaker mode for a state directory: `space init "
+					     "--allow-identity-map`", why);
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "start jail: %s", why[0] ? why : space_strerror(r));
+	/* The operator's choice is said at every create (core/uids.h). */
+	if (jc.allow_identity_fallback && ji.uid_base)
+		ctx_log(ctx, SPACE_LOG_WARNING, "state directory %s allows the identity uid map (space init "
+						"--allow-identity-map); sandbox %s did not need it", ctx->state_dir, b->id);
+	else if (jc.allow_identity_fallback)
+		ctx_log(ctx, SPACE_LOG_WARNING, "state directory %s allows the identity uid map and sandbox %s uses it: "
+						"idmapped mounts failed, root inside is host uid 0 (a weaker boundary; "
+						"see its log)", ctx->state_dir, b->id);
+	/* The agent holds its own copies of the listening socket and the log pipe. */
+	close(TAKE_FD(lfd));
+	close(TAKE_FD(logfd));
+
+	char addr[PATH_MAX + 16];
+	snprintf(addr, sizeof(addr), "unix:%s", sock);
+	struct agent_error aerr = { 0 };
+	r = agent_hello(addr, AGENT_HELLO_TIMEOUT_MS, ai, &aerr);
+	if (r < 0) {
+		ctx_error_msg(ctx, r, "agent did not answer: %s (see %s)", aerr.msg[0] ? aerr.msg : space_strerror(r),
+			      logp);
+		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		return r;
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = ji.pid;
+	ret->start_time = ji.start_time;
+	ret->uid_base = ji.uid_base;
+	snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", ji.cgroup);
+	return 0;
+}
+
+static int jail_ops_stop(space_ctx *ctx, const struct sandbox_row *row)
+{
+	if (row->info.pid <= 0)
+		return 0;
+	struct jail_info ji;
+	row_jail_info(row, &ji);
+	int r = jail_kill(&ji, KILL_TIMEOUT_MS);
+	if (r < 0)
+		return ctx_error(ctx, r, "stop sandbox %s (pid %d)", row->info.id, row->info.pid);
+	return 0;
+}
+
+static int jail_ops_pause(space_ctx *ctx, const struct sandbox_row *row, bool pause)
+{
+	struct jail_info ji;
+	row_jail_info(row, &ji);
+	int r = jail_freeze(&ji, pause);
+	if (r < 0)
+		return ctx_error(ctx, r, "%s sandbox %s (cgroup %s)", pause ? "freeze" : "thaw", row->info.id, ji.cgroup);
+	return 0;
+}
+
+static bool jail_ops_alive(const struct sandbox_row *row)
+{
+	return core_process_alive(row->info.pid, row->pid_start);
+}
+
+static int jail_ops_refresh_identity(space_ctx *ctx, const struct sandbox_row *row, const char *hostname,
+				     uint32_t lifetime_s)
+{
+	(void)hostname; /* already its own; the clock is the host's */
+	(void)lifetime_s;
+	char addr[PATH_MAX + 16];
+	jail_ops_agent_addr(row->runtime_dir, addr, sizeof(addr));
+	uint8_t seed[RESEED_BYTES];
+	struct agent_error aerr = { 0 };
+	int r = util_random_bytes(seed, sizeof(seed));
+	if (r == 0)
+		r = agent_reseed(addr, seed, sizeof(seed), &aerr);
+	explicit_bzero(seed, sizeof(seed));
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "reseed sandbox %s: %s", row->info.id,
+				     aerr.msg[0] ? aerr.msg : space_strerror(r));
+	return 0;
+}
+
+/* The jail's eth0 (a veth into its network namespace) behind the gateway. */
+static int jail_ops_attach_network(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, const char *policy,
+				   const struct net_policy_trust *t)
+{
+	return net_sandbox_attach(ctx, row->info.id, pid, NULL, policy, t, NULL);
+}
+
+static void jail_ops_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len)
+{
+	(void)ctx;
+	(void)b;
+	snprintf(buf, len, "sandbox process exited unexpectedly");
+}
+
+const struct backend_ops backend_jail_ops = {
+	.kind = BACKEND_JAIL,
+	.name = "jail",
+	.proc_name = "jail",
+	.uid_kind = UIDALLOC_RANGE,
+	.uid_owner = "jail",
+	.uid_what = "range",
+	.checkpoint_kind = "disk",
+	.stop_while_creating = false,
+	.resume_before_restart = true,
+	.available = jail_ops_available,
+	.start = jail_ops_start,
+	.stop = jail_ops_stop,
+	.pause = jail_ops_pause,
+	.alive = jail_ops_alive,
+	.snapshot = NULL,
+	.snapshot_find = NULL,
+	.refresh_identity = jail_ops_refresh_identity,
+	.agent_addr = jail_ops_agent_addr,
+	.attach_network = jail_ops_attach_network,
+	.death_reason = jail_ops_death_reason,
+};

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Creating a sandbox: a row in state creating, its host uid, a clone of the template's (or a checkpoint's)
+ * disk, its back-end's start (core/backend.h), its egress gateway, then running; on any failure the
+ * steps done so far are undone in reverse order and the row says why it is destroyed. Also what a
+ * restart (sandbox_restart.c) shares with creation: recording a started sandbox, finding a memory
+ * snapshot to restore, attaching the gateway.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/autosnap.h"
+#include "core/backend.h"
+#include "core/internal.h"
+#include "core/logcap.h"
+#include "core/sandbox.h"
+#include "core/uids.h"
+#include "core/warm_pool.h"
+#include "net/net.h"
+#include "proto/agent_client.h"
+#include "store/btrfs.h"
+#include "util/cleanup.h"
+#include "util/util.h"
+
+static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_base)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON *env = cJSON_AddArrayToObject(j, "env");
+	for (const char *const *e = o->env; e && *e; e++)
+		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
+	cJSON_AddNumberToObject(j, "uid_base", uid_base);
+	if (o->hostname)
+		cJSON_AddStringToObject(j, "hostname", o->hostname);
+	/* The policy as given (secrets by reference: secret:, env:, file:) and its trust, so a restart can
+	 * apply it again as it was allowed to be (core/sandbox_policy.c). */
+	if (o->network_policy)
+		cJSON_AddStringToObject(j, "network_policy", o->network_policy);
+	char *s = sandbox_policy_to_meta(j, o) == 0 ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	return s;
+}
+
+static int insert_row(space_ctx *ctx, const struct sandbox_row *row, const char *metadata)
+{
+	struct store *s = ctx->store;
+	int r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	sqlite3_stmt *st;
+	r = store_errno(sqlite3_prepare_v2(
+		store_db(s),
+		"INSERT INTO sandboxes(id, template, isolation, status, pid, pid_start, cpus, memory_mib, path,"
+		" runtime_dir, created_ms, updated_ms, expires_ms, metadata)"
+		" VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		-1, &st, NULL));
+	if (r == 0) {
+		const struct space_sandbox_info *b = &row->info;
+		sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, b->template_name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, b->isolation, -1, SQLITE_STATIC);
+		/* Until the sandbox has its own process, the creator's identifies a live creation. */
+		sqlite3_bind_int(st, 4, b->pid);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)row->pid_start);
+		sqlite3_bind_int(st, 6, (int)b->cpus);
+		sqlite3_bind_int(st, 7, (int)b->memory_mib);
+		sqlite3_bind_text(st, 8, b->path, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, row->runtime_dir, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 10, b->created_ms);
+		sqlite3_bind_int64(st, 11, b->created_ms);
+		sqlite3_bind_int64(st, 12, b->expires_ms);
+		sqlite3_bind_text(st, 13, metadata, -1, SQLITE_STATIC);
+		r = store_errno(sqlite3_step(st));
+		sqlite3_finalize(st);
+	}
+	return ctx_store_finish(ctx, s, r, row->info.id, "creating", row->info.template_name);
+}
+
+struct running_bind {
+	const struct backend_proc *proc;
+	const char *metadata;
+};
+
+static int bind_running(sqlite3_stmt *st, void *ud)
+{
+	const struct running_bind *b = ud;
+	sqlite3_bind_int(st, 3, b->proc->pid);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)b->proc->start_time);
+	sqlite3_bind_text(st, 5, b->proc->cgroup, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, b->metadata, -1, SQLITE_STATIC);
+	return 0;
+}
+
+int sandbox_row_set_running(space_ctx *ctx, struct sandbox_row *row, const struct backend_proc *proc, char *meta,
+			    const char *event, const char *detail)
+{
+	struct running_bind rb = { proc, meta };
+	int r = sandbox_row_update(ctx, row->info.id,
+				   "status = 'running', reason = NULL, pid = ?3, pid_start = ?4, cgroup = ?5, metadata = ?6",
+				   event, detail, bind_running, &rb);
+	if (r < 0)
+		return r;
+	row->info.status = SPACE_SANDBOX_RUNNING;
+	row->info.reason[0] = '\0';
+	row->info.pid = proc->pid;
+	row->pid_start = proc->start_time;
+	row->uid_base = proc->uid_base;
+	snprintf(row->cgroup, sizeof(row->cgroup), "%s", proc->cgroup);
+	free(row->metadata);
+	row->metadata = meta;
+	return 0;
+}
+
+bool sandbox_restore_source(space_ctx *ctx, const struct backend_ops *ops, const char *disk_src,
+			    const struct space_sandbox_options *o, char *snap, size_t len, uint32_t *cpus,
+			    uint32_t *memory_mib)
+{
+	/* Only a back-end that restores memory looks for a snapshot (a jail boots on the disk alone). */
+	if (!ops->snapshot_find || ops->snapshot_find(disk_src, snap, len, cpus, memory_mib) < 0)
+		return false;
+	if ((o->cpus && o->cpus != *cpus) || (o->memory_mib && o->memory_mib != *memory_mib)) {
+		ctx_log(ctx, SPACE_LOG_INFO, "%s holds a snapshot of a VM with %u vCPUs and %u MiB; booting afresh for %u "
+					     "vCPUs and %u MiB", disk_src, *cpus, *memory_mib, o->cpus ? o->cpus : *cpus,
+			o->memory_mib ? o->memory_mib : *memory_mib);
+		return false;
+	}
+	return true;
+}
+
+/* For a jail its eth0, for a VM behind its TAP (the back-end's attach_network). */
+int sandbox_net_attach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid,
+		       const char *policy, bool trusted, const char *const *allow_resolve)
+{
+	char dir[PATH_MAX];
+	struct net_policy_trust t;
+	int r = sandbox_policy_trust(ctx, trusted, allow_resolve, &t, dir, sizeof(dir));
+	if (r < 0)
+		return r;
+	return ops->attach_network(ctx, row, pid, policy, &t);
+}
+
+static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root,
+			  const char *tname, const char *disk_src, const struct backend_ops *ops, space_sandbox **ret)
+{
+	struct sandbox_row row = { 0 };
+	struct space_sandbox_info *b = &row.info;
+	int r = core_new_id("sb-", b->id, sizeof(b->id));
+	if (r < 0)
+		return ctx_error(ctx, r, "random id");
+	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
+	snprintf(b->isolation, sizeof(b->isolation), "%s", ops->name);
+	b->cpus = o->cpus ? o->cpus : 1;
+	b->memory_mib = o->memory_mib ? o->memory_mib : 512;
+	char snap[PATH_MAX];
+	uint32_t snap_cpus, snap_mem;
+	bool restore = sandbox_restore_source(ctx, ops, disk_src, o, snap, sizeof(snap), &snap_cpus, &snap_mem);
+	if (restore) {
+		b->cpus = snap_cpus;
+		b->memory_mib = snap_mem;
+	}
+	b->created_ms = util_wall_ms();
+	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
+	b->pid = getpid();
+	row.pid_start = core_process_start_time(getpid());
+	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
+	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s/run/%s", ctx->state_dir, b->id);
+
+	_cleanup_free_ char *meta = make_metadata(o, 0);
+	if (!meta)
+		return -ENOMEM;
+	r = insert_row(ctx, &row, meta);
+	if (r < 0)
+		return r;
+
+	struct backend_proc proc = { 0 };
+	bool started = false;
+	struct agent_info ai;
+	/* Its machine-wide host uid(s), once its row exists (a stale-slot reaper checks the row). */
+	if ((r = uids_acquire(ctx, &row)) < 0)
+		goto fail;
+	r = store_btrfs_snapshot(disk_src, b->path, false);
+	if (r < 0) {
+		ctx_error(ctx, r, "snapshot %s", disk_src);
+		goto fail;
+	}
+	backend_snapshot_files_drop(b->path); /* restores map the source's file */
+	r = ops->start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, restore ? snap : NULL, &proc, &ai);
+	if (r < 0)
+		goto fail;
+	started = true;
+	/* egress: the sandbox's network and its gateway (src/net, docs/network.md) */
+	if ((r = sandbox_net_attach(ctx, ops, &row, proc.pid, o->network_policy, o->network_policy_trusted,
+				    o->network_allow_resolve)) < 0)
+		goto fail;
+	free(meta);
+	meta = make_metadata(o, proc.uid_base);
+	if (!meta) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = sandbox_row_set_running(ctx, &row, &proc, meta, "running", ai.version);
+	if (r < 0)
+		goto fail;
+	meta = NULL; /* owned by the row */
+	if ((r = autosnap_started(ctx, b->id, tname, o)) < 0) /* periodic snapshots (core/autosnap.c) */
+		goto fail;
+	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (%s pid %d, agent %s)", b->id, ops->proc_name, proc.pid,
+		ai.version);
+	r = sandbox_handle_new(ctx, &row, ret);
+	if (r < 0) {
+		sandbox_row_clear(&row);
+		return ctx_error(ctx, r, "sandbox handle");
+	}
+	return 0;
+
+fail: {
+	/* Keep the first error's message; undo in reverse order. */
+	char msg[sizeof(ctx->last_error)];
+	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+	if (started)
+		backend_stop_started(ctx, ops, &row, &proc);
+	(void)sandbox_release_disk(ctx, &row);
+	if (sandbox_mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg) == 0) {
+		uids_release(ctx, &row);
+		logcap_release(ctx, b->id);
+	}
+	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+	return r;
+}
+}
+
+int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
+			space_sandbox **ret)
+{
+	if (!ctx || !o || o->version == 0 || !ret)
+		return -EINVAL;
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	const char *tname = o->template_name ? o->template_name : "base";
+	struct space_template_info t;
+	if (!disk_src) {
+		r = space_template_get(ctx, tname, &t);
+		if (r < 0)
+			return r;
+		disk_src = t.path;
+	}
+	/* The back-end choice: the caller's, else the state directory's; a name we do not know is refused. */
+	const struct backend_ops *ops;
+	r = o->isolation ? backend_by_name(ctx, o->isolation, &ops) : backend_default(ctx, ctx->store, &ops);
+	if (r < 0)
+		return r;
+	/* Refused here, before any disk is cloned: fast and with a message saying what to do. */
+	if ((r = ops->available(ctx)) < 0)
+		return r;
+	if (o->cpus > 256 || o->memory_mib > (1u << 22))
+		return ctx_error_msg(ctx, -EINVAL, "cpus (%u) or memory (%u MiB) out of range", o->cpus,
+				     o->memory_mib);
+	for (const char *const *e = o->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=')
+			return ctx_error_msg(ctx, -EINVAL, "environment entry '%s' is not KEY=VALUE", *e);
+	if (o->hostname && !util_name_valid(o->hostname))
+		return ctx_error_msg(ctx, -EINVAL, "invalid hostname '%s'", o->hostname);
+	if ((r = autosnap_validate(ctx, o->snapshot_every_s, o->snapshot_keep)) < 0)
+		return r;
+	if ((r = sandbox_policy_check(ctx, o)) < 0) /* before any disk is cloned */
+		return r;
+	return create_checked(ctx, o, root, tname, disk_src, ops, ret);
+}
+
+SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
+{
+	CTX_ENTER(ctx);
+	/* Callers built against older versions of the options lack the later fields (zero: untrusted). */
+	struct space_sandbox_options full;
+	int r = opts_sandbox_load(ctx, o, &full);
+	if (r < 0)
+		return r;
+	/* warm pool (core/warm_pool.c): a create with default options takes a ready, paused sandbox */
+	if (ctx && ret && !full.snapshot_every_s && warm_pool_take(ctx, &full, ret) > 0)
+		return 0;
+	return sandbox_create_from(ctx, &full, NULL, ret);
+}
+

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cgroups of sandboxes, for both isolation back-ends (a jail's PID 1 and its processes; a space-vmm and its
+ * threads). Two kernel back-ends are chosen at run time: v2 (the unified hierarchy, "v2:space.slice/<id>")
+ * or v1 (one hierarchy per controller, "v1:space/<id>", with pids and freezer required). A cgroup is named
+ * by that spec string, which can be stored (SQLite) and used by another process later to freeze or remove
+ * it. All functions return 0 (or a documented >= 0 value) or -errno and need root. Private to libspace.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Room for a spec string, NUL included. */
+#define UTIL_CGROUP_SPEC_MAX 256
+
+struct util_cgroup_limits {
+	unsigned cpus;         /* 0 = no limit; CPU quota = cpus * period */
+	uint64_t memory_bytes; /* 0 = no limit */
+	uint32_t pids_max;     /* > 0 */
+};
+
+/* Which cgroup back-end this host gives sandboxes: 2 (unified), 1 (v1 with pids and freezer), or
+ * -EOPNOTSUPP. */
+int util_cgroup_version(void);
+
+/*
+ * Creates the sandbox's cgroup(s) for id with the limits and writes a spec ("v1:space/<id>" or
+ * "v2:space.slice/<id>") into ret_spec. On failure nothing is left and errbuf says why.
+ */
+int util_cgroup_create(const char *id, const struct util_cgroup_limits *lim, char *ret_spec, size_t speclen,
+		       char *errbuf, size_t errlen);
+
+/* Moves pid into the cgroup(s) of spec. Child-safe (no allocation: usable between fork and exec). */
+int util_cgroup_attach(const char *spec, pid_t pid);
+
+/* Freezes or thaws the cgroup(s) of spec and waits (up to ~2 s) until the state is reached. */
+int util_cgroup_freeze(const char *spec, bool frozen);
+
+/*
+ * Removes the cgroup(s) of spec and any sub-cgroups, killing what is left in them and retrying while they
+ * are still busy until timeout_ms. Missing cgroups are fine. -ETIMEDOUT if something stays; -EINVAL for
+ * a spec that is not one of ours.
+ */
+int util_cgroup_remove(const char *spec, int timeout_ms);
+
+/* Reads the first line of <hierarchy>/<rel>/<file> for the given spec ("memory.max" etc.). For tests. */
+int util_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len);
