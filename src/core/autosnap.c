@@ -4,9 +4,10 @@
  *
  * The library runs in its caller's process and has no daemon, so each sandbox with a policy gets a small
  * helper, space-snapd (src/snapd), spawned detached in its own session when the sandbox starts. The policy
- * and the helper's pid (with its start time, against pid reuse) live in the sandbox row's metadata JSON as
- * "snapshots": {"every": N, "keep": K, "pid": P, "pid_start": S}, so any process can show it and stop the
- * helper. The helper only ever calls autosnap_take(); everything else happens in the lifecycle's process.
+ * lives in the sandbox row's metadata JSON as "snapshots": {"every": N, "keep": K} (the caller's choice,
+ * handed back as given), the helper's pid with its start time (against pid reuse) in the row's helper
+ * columns (store/sandboxes.h), so any process can show it and stop the helper. The helper only ever calls
+ * autosnap_take(); everything else happens in the lifecycle's process.
  *
  * Automatic checkpoints are ordinary checkpoints named "auto-<unix seconds>": they list, roll back and
  * fork like any other. A template's default policy is kept in the store's meta table under
@@ -31,7 +32,11 @@
 #include "core/vm_backend.h" /* VM_SNAPSHOT_FILE, VM_SNAPSHOT_META */
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
+#include "store/checkpoints.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/util.h"
 
 #define HELPER "space-snapd"
@@ -73,26 +78,41 @@ static uint32_t json_u32(const cJSON *o, const char *key, uint32_t max)
 	return (uint32_t)v->valuedouble;
 }
 
-void autosnap_policy_parse(const char *metadata, struct space_snapshot_policy *ret, uint64_t *ret_pid_start)
+void autosnap_policy_parse(const char *metadata, struct space_snapshot_policy *ret)
 {
 	memset(ret, 0, sizeof(*ret));
-	if (ret_pid_start)
-		*ret_pid_start = 0;
 	cJSON *j = metadata ? cJSON_Parse(metadata) : NULL;
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "snapshots");
 	if (cJSON_IsObject(p)) {
 		ret->every_s = json_u32(p, "every", AUTOSNAP_EVERY_MAX);
 		ret->keep = json_u32(p, "keep", AUTOSNAP_KEEP_MAX);
-		ret->pid = (int32_t)json_u32(p, "pid", INT32_MAX);
-		const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, "pid_start");
-		if (ret_pid_start && cJSON_IsNumber(s) && s->valuedouble > 0)
-			*ret_pid_start = (uint64_t)s->valuedouble;
 	}
 	cJSON_Delete(j);
 }
 
-/* metadata with "snapshots" replaced (removed when every_s is 0); NULL on allocation failure. */
-static char *policy_into(const char *metadata, uint32_t every_s, uint32_t keep, int pid, uint64_t pid_start)
+int autosnap_policy_load(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret, uint64_t *ret_pid_start)
+{
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	struct store_sandbox row;
+	r = store_sandbox_get(s, id, &row);
+	if (r == -ENOENT)
+		return ctx_error_msg(ctx, r, "no sandbox %s (see `space ls`)", id);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	autosnap_policy_parse(row.metadata, ret);
+	ret->pid = row.helper.pid;
+	if (ret_pid_start)
+		*ret_pid_start = row.helper.start_time;
+	store_sandbox_clear(&row);
+	return 0;
+}
+
+/* metadata with "snapshots" replaced (removed when every_s is 0); NULL on allocation failure. Keys of
+ * older libspace versions in it (the helper's pid) go with it. */
+static char *policy_into(const char *metadata, uint32_t every_s, uint32_t keep)
 {
 	cJSON *j = metadata ? cJSON_Parse(metadata) : NULL;
 	if (!j)
@@ -104,10 +124,6 @@ static char *policy_into(const char *metadata, uint32_t every_s, uint32_t keep, 
 		cJSON *p = cJSON_AddObjectToObject(j, "snapshots");
 		cJSON_AddNumberToObject(p, "every", every_s);
 		cJSON_AddNumberToObject(p, "keep", keep);
-		if (pid > 0) {
-			cJSON_AddNumberToObject(p, "pid", pid);
-			cJSON_AddNumberToObject(p, "pid_start", (double)pid_start);
-		}
 	}
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
@@ -125,29 +141,19 @@ static int policy_store(space_ctx *ctx, const char *id, uint32_t every_s, uint32
 	r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_stmt *st = NULL;
+	struct store_sandbox row;
 	_cleanup_free_ char *meta = NULL;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), "SELECT metadata FROM sandboxes WHERE id = ?1", -1, &st, NULL));
+	r = store_sandbox_get(s, id, &row);
 	if (r == 0) {
-		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-		int rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			meta = policy_into((const char *)sqlite3_column_text(st, 0), every_s, keep, pid, pid_start);
-			r = meta ? 0 : -ENOMEM;
-		} else {
-			r = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
-		}
-		sqlite3_finalize(st);
+		meta = policy_into(row.metadata, every_s, keep);
+		store_sandbox_clear(&row);
+		r = meta ? store_sandbox_set_metadata(s, id, meta) : -ENOMEM;
 	}
+	/* After the metadata: a store of schema 7 clears the helper columns when a write drops the old key. */
+	struct store_proc helper = { .pid = pid > 0 ? pid : 0, .start_time = pid > 0 ? pid_start : 0,
+				     .pidns = pid > 0 ? util_pidns_self() : 0 };
 	if (r == 0)
-		r = store_errno(sqlite3_prepare_v2(store_db(s), "UPDATE sandboxes SET metadata = ?2 WHERE id = ?1", -1,
-						   &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, meta, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
+		r = store_sandbox_set_helper(s, id, &helper);
 	char detail[96];
 	if (pid > 0)
 		snprintf(detail, sizeof(detail), "every %us, keep %u (space-snapd pid %d)", every_s, keep, pid);
@@ -158,17 +164,15 @@ static int policy_store(space_ctx *ctx, const char *id, uint32_t every_s, uint32
 
 SPACE_API int space_sandbox_get_snapshot_policy(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !id || !ret)
 		return -EINVAL;
-	struct sandbox_row row;
-	int r = sandbox_row_load(ctx, id, &row);
+	uint64_t start;
+	int r = autosnap_policy_load(ctx, id, ret, &start);
 	if (r < 0)
 		return r;
-	uint64_t start;
-	autosnap_policy_parse(row.metadata, ret, &start);
 	if (ret->pid > 0 && !core_process_alive(ret->pid, start))
 		ret->pid = 0;
-	sandbox_row_clear(&row);
 	return 0;
 }
 
@@ -185,6 +189,7 @@ static int template_key(space_ctx *ctx, const char *name, char *key, size_t len,
 
 SPACE_API int space_template_set_snapshot_policy(space_ctx *ctx, const char *name, uint32_t every_s, uint32_t keep)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name)
 		return -EINVAL;
 	int r = autosnap_validate(ctx, every_s, keep);
@@ -208,6 +213,7 @@ SPACE_API int space_template_set_snapshot_policy(space_ctx *ctx, const char *nam
 
 SPACE_API int space_template_get_snapshot_policy(space_ctx *ctx, const char *name, struct space_snapshot_policy *ret)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name || !ret)
 		return -EINVAL;
 	struct space_template_info t;
@@ -306,8 +312,11 @@ int autosnap_started(space_ctx *ctx, const char *id, const char *template_name,
 	if (r < 0)
 		return r;
 	struct space_snapshot_policy p;
-	uint64_t start;
-	autosnap_policy_parse(row.metadata, &p, &start);
+	uint64_t start = 0;
+	if ((r = autosnap_policy_load(ctx, id, &p, &start)) < 0) {
+		sandbox_row_clear(&row);
+		return r;
+	}
 	helper_stop(ctx, id, p.pid, start); /* one from before a restart */
 	if (o) {
 		p.every_s = o->snapshot_every_s;
@@ -322,7 +331,7 @@ int autosnap_started(space_ctx *ctx, const char *id, const char *template_name,
 		int pid = 0;
 		r = helper_start(ctx, &row, p.every_s, p.keep, &pid);
 		if (r == 0 && (r = policy_store(ctx, id, p.every_s, p.keep, pid, core_process_start_time(pid))) < 0)
-			kill(pid, SIGTERM);
+			helper_stop(ctx, id, pid, 0); /* through its pidfd, like every stop of it */
 		if (r == 0)
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s: snapshots every %us, keeping %u (%s pid %d)", id,
 				p.every_s, p.keep, HELPER, pid);
@@ -331,7 +340,8 @@ int autosnap_started(space_ctx *ctx, const char *id, const char *template_name,
 	return r;
 }
 
-/* Removes the sandbox's automatic checkpoints, oldest first, until at most keep remain. */
+/* Removes the sandbox's automatic checkpoints, oldest first, until at most keep remain. Takes no lock:
+ * autosnap_take holds it; a destroy calls this before it takes it (the sandbox is going away). */
 static int prune(space_ctx *ctx, const char *id, uint32_t keep)
 {
 	struct space_checkpoint_info *list;
@@ -345,7 +355,7 @@ static int prune(space_ctx *ctx, const char *id, uint32_t keep)
 	for (size_t i = 0; i < n && autos > keep; i++) {
 		if (!space_checkpoint_is_automatic(&list[i]))
 			continue;
-		int t = space_checkpoint_remove(ctx, list[i].id);
+		int t = checkpoint_remove_held(ctx, &list[i]);
 		if (t < 0 && t != -ENOENT && r == 0)
 			r = t;
 		autos--;
@@ -356,10 +366,10 @@ static int prune(space_ctx *ctx, const char *id, uint32_t keep)
 
 int autosnap_before_restart(space_ctx *ctx, const char *id, const char *metadata, const char *disk_src)
 {
+	(void)metadata; /* the row is read again: the helper is in its columns */
 	struct space_snapshot_policy p;
-	uint64_t start;
-	autosnap_policy_parse(metadata, &p, &start);
-	if (!p.every_s)
+	uint64_t start = 0;
+	if (autosnap_policy_load(ctx, id, &p, &start) < 0 || !p.every_s)
 		return 0;
 	helper_stop(ctx, id, p.pid, start);
 	if (access(disk_src, F_OK) == 0)
@@ -371,13 +381,15 @@ int autosnap_before_restart(space_ctx *ctx, const char *id, const char *metadata
 
 void autosnap_destroying(space_ctx *ctx, const char *id, const char *metadata)
 {
-	struct space_snapshot_policy p;
-	uint64_t start;
-	autosnap_policy_parse(metadata, &p, &start);
-	if (!p.every_s)
-		return;
+	(void)metadata; /* the row is read again: the helper is in its columns */
 	char msg[sizeof(ctx->last_error)];
 	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+	struct space_snapshot_policy p;
+	uint64_t start = 0;
+	if (autosnap_policy_load(ctx, id, &p, &start) < 0 || !p.every_s) {
+		snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
+		return;
+	}
 	helper_stop(ctx, id, p.pid, start);
 	if (prune(ctx, id, 0) < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "automatic checkpoints of %s: %s", id, ctx->last_error);
@@ -432,23 +444,15 @@ static int disk_only_snapshot(space_sandbox *sb, const struct sandbox_row *row, 
 		return ctx_error(ctx, -EIO, "snapshot %s: remove vm state files", path);
 	}
 	struct store *s = ctx->store;
-	sqlite3_stmt *st;
+	struct store_checkpoint c = { .created_ms = created, .kind = "disk" };
+	snprintf(c.id, sizeof(c.id), "%s", cid);
+	snprintf(c.sandbox_id, sizeof(c.sandbox_id), "%s", row->info.id);
+	snprintf(c.template_name, sizeof(c.template_name), "%s", row->info.template_name);
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	snprintf(c.path, sizeof(c.path), "%s", path);
 	r = store_begin(s);
 	if (r == 0)
-		r = store_errno(sqlite3_prepare_v2(store_db(s),
-						   "INSERT INTO checkpoints(id, sandbox_id, template, name, kind, path,"
-						   " created_ms) VALUES (?1, ?2, ?3, ?4, 'disk', ?5, ?6)",
-						   -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, cid, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, row->info.id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, row->info.template_name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 5, path, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 6, created);
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
+		r = store_checkpoint_insert(s, &c);
 	r = ctx_store_finish(ctx, s, r, row->info.id, "checkpoint", cid);
 	if (r < 0) {
 		(void)store_btrfs_subvolume_delete(path);
@@ -464,22 +468,32 @@ int autosnap_take(space_ctx *ctx, const char *id, uint32_t keep, char ret_id[SPA
 	int r = space_sandbox_open(ctx, id, &sb);
 	if (r < 0)
 		return r;
+	/* A short wait: the holder may be a rollback or destroy waiting for this helper to exit; this period
+	 * is skipped then, and the helper sees its SIGTERM before the next. */
+	int lock = store_lock_take(ctx->state_dir, id, AUTOSNAP_LOCK_WAIT_MS);
+	if (lock < 0) {
+		space_sandbox_free(sb);
+		return ctx_error(ctx, lock, "sandbox %s: its lock (another operation on it is running)", id);
+	}
 	struct sandbox_row row;
 	r = sandbox_row_load(ctx, id, &row);
-	if (r < 0) {
-		space_sandbox_free(sb);
-		return r;
-	}
+	if (r < 0)
+		goto out;
 	char name[32];
 	snprintf(name, sizeof(name), AUTO_PREFIX "%lld", (long long)(util_wall_ms() / 1000));
 	/* A back-end whose checkpoints save memory (a VM's pause and RAM dump) would make each periodic
-	 * snapshot costly: those take the disk alone; the others' checkpoints are of the disk already. */
+	 * snapshot costly: those take the disk alone; the others' checkpoints are of the disk already. A
+	 * sandbox stopped while this waited for the lock is no longer snapshotted. */
 	const struct backend_ops *ops;
-	if ((r = backend_for_row(ctx, &row, &ops)) == 0)
-		r = ops->snapshot ? disk_only_snapshot(sb, &row, name, ret_id) : space_checkpoint_create(sb, name, ret_id);
+	if (row.info.status != SPACE_SANDBOX_RUNNING && row.info.status != SPACE_SANDBOX_PAUSED)
+		r = ctx_error_msg(ctx, -ESRCH, "sandbox %s is %s", id, space_sandbox_status_name(row.info.status));
+	else if ((r = backend_for_row(ctx, &row, &ops)) == 0)
+		r = ops->snapshot ? disk_only_snapshot(sb, &row, name, ret_id) : checkpoint_create_held(sb, name, ret_id);
 	sandbox_row_clear(&row);
+	if (r == 0)
+		r = prune(ctx, id, keep ? keep : AUTOSNAP_KEEP_DEFAULT);
+out:
+	store_lock_release(lock);
 	space_sandbox_free(sb);
-	if (r < 0)
-		return r;
-	return prune(ctx, id, keep ? keep : AUTOSNAP_KEEP_DEFAULT);
+	return r;
 }

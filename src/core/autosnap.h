@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Periodic file snapshots: a sandbox's policy ("snapshots" in its row's metadata JSON: every, keep, and
- * the pid of the space-snapd helper that takes them) and the work the helper does each period. Private.
+ * Periodic file snapshots: a sandbox's policy ("snapshots" in its row's metadata JSON: every, keep; the
+ * space-snapd helper that takes them in the row's helper columns) and the work the helper does each
+ * period. Private.
  */
 #pragma once
 
@@ -54,5 +55,23 @@ int autosnap_sync(space_ctx *ctx, const char *sandbox_id, const char *addr, stru
 /* The number of seccomp rules of the confined sync process, or -errno if libseccomp cannot build them. */
 int autosnap_sync_rule_count(void);
 
-/* The policy and helper pid recorded in a row's metadata (zeros when none). */
-void autosnap_policy_parse(const char *metadata, struct space_snapshot_policy *ret, uint64_t *ret_pid_start);
+/* The policy recorded in a row's metadata (every, keep; zeros when none). pid is left 0: the helper is
+ * recorded in the row's own columns (autosnap_policy_load). */
+void autosnap_policy_parse(const char *metadata, struct space_snapshot_policy *ret);
+
+/* A sandbox's policy and its helper (pid, with its start time into ret_pid_start, may be NULL) as recorded
+ * in its row, whether or not the helper still runs. -ENOENT (with a message) when there is no such row. */
+int autosnap_policy_load(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret, uint64_t *ret_pid_start);
+
+/* How long the helper waits for its sandbox's lock (store/lock.h) before it skips a period: the holder
+ * (a rollback, a destroy) may be waiting for the helper itself to exit. */
+#define AUTOSNAP_LOCK_WAIT_MS 2000u
+
+/* --- core/checkpoint.c, for the helper: the same as the public calls, with the sandbox's lock already
+ * held by the caller (store/lock.h's rule). --- */
+int checkpoint_create_held(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX]);
+int checkpoint_remove_held(space_ctx *ctx, const struct space_checkpoint_info *c);
+/* Finishes or removes what a checkpoint of sandbox_id made before its creator died (a subvolume at its
+ * partial name: renamed into place when its row was written, deleted otherwise). The caller holds the
+ * sandbox's lock (create and destroy do). Returns how many it found, or -errno. */
+int checkpoint_partials_recover(space_ctx *ctx, const char *sandbox_id);

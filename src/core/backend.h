@@ -54,7 +54,8 @@ struct backend_ops {
 	const char *uid_what;        /* in "no free host uid <what>": "for space-vmm", "range" */
 	const char *checkpoint_kind; /* what space_checkpoint_create makes: "full" (memory too) or "disk" */
 	/* A row still "creating" whose creator died may have left this back-end's process running, found
-	 * without the row's pid (the VMM's control socket): destroy stops it. A jail dies with its creator. */
+	 * without the row's pid (the sandbox's cgroup follows from its id, util/stop.h): destroy always stops
+	 * it now (both back-ends set this; kept for the table's readers). */
 	bool stop_while_creating;
 	/* A paused sandbox is resumed (best effort) before a restart stops it (a frozen jail then takes its
 	 * SIGKILL at once; a VMM stops paused). */

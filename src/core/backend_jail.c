@@ -26,6 +26,7 @@
 #include "net/net.h"
 #include "proto/agent_client.h"
 #include "util/cleanup.h"
+#include "util/stop.h"
 #include "util/util.h"
 
 #define AGENT_HELLO_TIMEOUT_MS 15000
@@ -158,15 +159,27 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	return 0;
 }
 
+/*
+ * Everything of the jail is in its cgroup (PID 1 joins it before it runs the agent; its children inherit
+ * it), whose name follows from the id: a row whose creator was killed before it recorded anything is
+ * stopped all the same. The cgroup goes first, then PID 1 by pidfd should it be outside (it never is).
+ */
 static int jail_ops_stop(space_ctx *ctx, const struct sandbox_row *row)
 {
-	if (row->info.pid <= 0)
-		return 0;
 	struct jail_info ji;
 	row_jail_info(row, &ji);
-	int r = jail_kill(&ji, KILL_TIMEOUT_MS);
+	int r = 0;
+	if (!ji.cgroup[0])
+		r = util_stop_cgroup_spec(row->info.id, ji.cgroup, sizeof(ji.cgroup));
+	if (r == 0)
+		r = util_stop_cgroup(ji.cgroup, KILL_TIMEOUT_MS);
+	/* While creating, the row's pid is its creator's, never PID 1's. */
+	if (row->info.status == SPACE_SANDBOX_CREATING)
+		ji.pid = 0;
+	if (r == 0)
+		r = jail_kill(&ji, KILL_TIMEOUT_MS);
 	if (r < 0)
-		return ctx_error(ctx, r, "stop sandbox %s (pid %d)", row->info.id, row->info.pid);
+		return ctx_error(ctx, r, "stop sandbox %s (pid %d, cgroup %s)", row->info.id, ji.pid, ji.cgroup);
 	return 0;
 }
 
@@ -226,7 +239,7 @@ const struct backend_ops backend_jail_ops = {
 	.uid_owner = "jail",
 	.uid_what = "range",
 	.checkpoint_kind = "disk",
-	.stop_while_creating = false,
+	.stop_while_creating = true, /* its PID 1 runs on once jail_start returned */
 	.resume_before_restart = true,
 	.available = jail_ops_available,
 	.start = jail_ops_start,

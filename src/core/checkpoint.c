@@ -14,6 +14,7 @@
  * saved: rollback and fork start fresh processes on the snapshot's disk.
  */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -29,6 +30,9 @@
 #include "core/backend.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
+#include "store/checkpoints.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -76,11 +80,13 @@ static int set_paused(space_sandbox *sb, bool pause)
 
 SPACE_API int space_sandbox_pause(space_sandbox *sb)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	return sb ? set_paused(sb, true) : -EINVAL;
 }
 
 SPACE_API int space_sandbox_resume(space_sandbox *sb)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	return sb ? set_paused(sb, false) : -EINVAL;
 }
 
@@ -101,123 +107,138 @@ int sandbox_usable(space_sandbox *sb)
 
 /* ---- rows ------------------------------------------------------------------------------------------ */
 
-#define CP_SELECT "SELECT id, sandbox_id, template, coalesce(name, ''), kind, path, created_ms FROM checkpoints"
-
-static void cp_row(sqlite3_stmt *st, struct space_checkpoint_info *c)
+static void cp_info(const struct store_checkpoint *c, struct space_checkpoint_info *ret)
 {
-	memset(c, 0, sizeof(*c));
-	const char *f[6];
-	for (int i = 0; i < 6; i++) {
-		f[i] = (const char *)sqlite3_column_text(st, i);
-		if (!f[i])
-			f[i] = "";
-	}
-	snprintf(c->id, sizeof(c->id), "%s", f[0]);
-	snprintf(c->sandbox_id, sizeof(c->sandbox_id), "%s", f[1]);
-	snprintf(c->template_name, sizeof(c->template_name), "%s", f[2]);
-	snprintf(c->name, sizeof(c->name), "%s", f[3]);
-	snprintf(c->kind, sizeof(c->kind), "%s", f[4]);
-	snprintf(c->path, sizeof(c->path), "%s", f[5]);
-	c->created_ms = sqlite3_column_int64(st, 6);
-}
-
-/* Checkpoints matching "WHERE <col> = arg" (all when col is NULL), oldest first. */
-static int cp_query(space_ctx *ctx, const char *col, const char *arg, struct space_checkpoint_info **ret_list,
-		    size_t *ret_count)
-{
-	struct store *s;
-	int r = ctx_store(ctx, &s);
-	if (r < 0)
-		return r;
-	char sql[256];
-	snprintf(sql, sizeof(sql), CP_SELECT "%s%s%s ORDER BY created_ms, rowid", col ? " WHERE " : "",
-		 col ? col : "", col ? " = ?" : "");
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
-	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	if (col)
-		sqlite3_bind_text(st, 1, arg, -1, SQLITE_STATIC);
-	struct space_checkpoint_info *list = NULL;
-	size_t n = 0, cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct space_checkpoint_info *nl = realloc(list, ncap * sizeof(*list));
-			if (!nl) {
-				r = -ENOMEM;
-				break;
-			}
-			list = nl;
-			cap = ncap;
-		}
-		cp_row(st, &list[n++]);
-	}
-	if (r == 0 && rc != SQLITE_DONE)
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
-	sqlite3_finalize(st);
-	if (r < 0) {
-		free(list);
-		return r;
-	}
-	*ret_list = list;
-	*ret_count = n;
-	return 0;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->id, sizeof(ret->id), "%s", c->id);
+	snprintf(ret->sandbox_id, sizeof(ret->sandbox_id), "%s", c->sandbox_id);
+	snprintf(ret->template_name, sizeof(ret->template_name), "%s", c->template_name);
+	snprintf(ret->name, sizeof(ret->name), "%s", c->name);
+	snprintf(ret->kind, sizeof(ret->kind), "%s", c->kind);
+	snprintf(ret->path, sizeof(ret->path), "%s", c->path);
+	ret->created_ms = c->created_ms;
 }
 
 SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct space_checkpoint_info **ret_list,
 				    size_t *ret_count)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
-	return cp_query(ctx, sandbox_id ? "sandbox_id" : NULL, sandbox_id, ret_list, ret_count);
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	_cleanup_free_ struct store_checkpoint *rows = NULL;
+	size_t n = 0;
+	r = store_checkpoint_list(s, sandbox_id, &rows, &n);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	struct space_checkpoint_info *list = n ? calloc(n, sizeof(*list)) : NULL;
+	if (n && !list)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		cp_info(&rows[i], &list[i]);
+	*ret_list = list;
+	*ret_count = n;
+	return 0;
 }
 
 SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_checkpoint_info *ret_info)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !id || !ret_info)
 		return -EINVAL;
-	struct space_checkpoint_info *list;
-	size_t n;
-	int r = cp_query(ctx, "id", id, &list, &n);
+	struct store *s;
+	int r = ctx_store(ctx, &s);
 	if (r < 0)
 		return r;
-	if (n == 0)
-		r = ctx_error_msg(ctx, -ENOENT, "no checkpoint %s (see `space checkpoints`)", id);
-	else
-		*ret_info = list[0];
-	free(list);
-	return r;
+	struct store_checkpoint c;
+	r = store_checkpoint_get(s, id, &c);
+	if (r == -ENOENT)
+		return ctx_error_msg(ctx, r, "no checkpoint %s (see `space checkpoints`)", id);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	cp_info(&c, ret_info);
+	return 0;
 }
 
-/* Runs sql (binding id as ?1 and the rest of the columns when c is given) plus an event, in one transaction. */
-static int cp_write(space_ctx *ctx, const char *sql, const struct space_checkpoint_info *c, const char *event)
+/* Inserts (insert) or deletes the row of c, with its event, in one transaction. */
+static int cp_write(space_ctx *ctx, const struct space_checkpoint_info *c, bool insert)
 {
 	struct store *s = ctx->store;
 	int r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, c->id, -1, SQLITE_STATIC);
-		if (sqlite3_bind_parameter_count(st) > 1) {
-			sqlite3_bind_text(st, 2, c->sandbox_id, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 3, c->template_name, -1, SQLITE_STATIC);
-			if (c->name[0])
-				sqlite3_bind_text(st, 4, c->name, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 5, c->kind, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 6, c->path, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 7, c->created_ms);
-		}
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
+	if (insert) {
+		struct store_checkpoint row = { .created_ms = c->created_ms };
+		snprintf(row.id, sizeof(row.id), "%s", c->id);
+		snprintf(row.sandbox_id, sizeof(row.sandbox_id), "%s", c->sandbox_id);
+		snprintf(row.template_name, sizeof(row.template_name), "%s", c->template_name);
+		snprintf(row.name, sizeof(row.name), "%s", c->name);
+		snprintf(row.kind, sizeof(row.kind), "%s", c->kind);
+		snprintf(row.path, sizeof(row.path), "%s", c->path);
+		r = store_checkpoint_insert(s, &row);
+	} else {
+		r = store_checkpoint_delete(s, c->id);
 	}
-	return ctx_store_finish(ctx, s, r, c->sandbox_id, event, c->id);
+	return ctx_store_finish(ctx, s, r, c->sandbox_id, insert ? "checkpoint" : "checkpoint-removed", c->id);
+}
+
+/* Releases the lock of sandbox id (from core_sandbox_lock); the lock file goes too when the sandbox is gone, as its
+ * destroy would have removed it (a checkpoint outlives its sandbox). */
+static void cp_unlock(space_ctx *ctx, const char *id, int fd)
+{
+	enum store_status st;
+	int r = store_sandbox_status(ctx->store, id, &st);
+	if (r == -ENOENT || (r == 0 && st == STORE_DESTROYED))
+		store_lock_remove(ctx->state_dir, id, fd);
+	store_lock_release(fd);
 }
 
 /* ---- create / remove ------------------------------------------------------------------------------- */
+
+#define CP_PARTIAL_PREFIX ".partial-"
+
+/* "<dir>/.partial-<sandbox id>-<checkpoint id>": where a checkpoint is made before its row exists. */
+static void cp_partial_path(const char *dir, const char *sandbox_id, const char *cp_id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/" CP_PARTIAL_PREFIX "%s-%s", dir, sandbox_id, cp_id);
+}
+
+int checkpoint_partials_recover(space_ctx *ctx, const char *sandbox_id)
+{
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	char dir[PATH_MAX], prefix[128];
+	snprintf(dir, sizeof(dir), "%s/checkpoints", root);
+	snprintf(prefix, sizeof(prefix), CP_PARTIAL_PREFIX "%s-", sandbox_id);
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *cp_id = e->d_name + strlen(prefix);
+		if (strncmp(e->d_name, prefix, strlen(prefix)) || !util_name_valid(cp_id))
+			continue;
+		char partial[PATH_MAX], final[PATH_MAX];
+		cp_partial_path(dir, sandbox_id, cp_id, partial, sizeof(partial));
+		snprintf(final, sizeof(final), "%s/%s", dir, cp_id);
+		struct store_checkpoint row;
+		/* Its row was written: only the rename was left. Else it never was a checkpoint. */
+		if (store_checkpoint_get(ctx->store, cp_id, &row) == 0 && !strcmp(row.path, final) &&
+		    rename(partial, final) == 0)
+			ctx_log(ctx, SPACE_LOG_INFO, "checkpoint %s of sandbox %s completed", cp_id, sandbox_id);
+		else if (store_btrfs_subvolume_delete(partial) == 0)
+			ctx_log(ctx, SPACE_LOG_INFO, "partial checkpoint %s of sandbox %s removed", cp_id, sandbox_id);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
 
 /* Snapshots the sandbox's subvolume with its jail's root filesystem frozen (if it can be reached). */
 static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, const char *dst)
@@ -244,7 +265,7 @@ static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, con
  * again, resume. Whatever fails, the sandbox runs on as before (paused if it was).
  */
 static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row,
-			   struct space_checkpoint_info *c)
+			   struct space_checkpoint_info *c, const char *at)
 {
 	snprintf(c->kind, sizeof(c->kind), "%s", ops->checkpoint_kind);
 	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
@@ -255,7 +276,7 @@ static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const 
 	uint64_t t0 = util_now_ns();
 	r = ops->snapshot(ctx, row);
 	uint64_t t1 = util_now_ns();
-	if (r == 0 && (r = store_btrfs_snapshot(row->info.path, c->path, true)) < 0)
+	if (r == 0 && (r = store_btrfs_snapshot(row->info.path, at, true)) < 0)
 		ctx_error(ctx, r, "snapshot %s", row->info.path);
 	backend_snapshot_files_drop(row->info.path);
 	if (running) {
@@ -270,17 +291,34 @@ static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const 
 	return r;
 }
 
-SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX])
+static int checkpoint_name_check(space_ctx *ctx, const char *name)
 {
-	if (!sb || !ret_id)
-		return -EINVAL;
-	space_ctx *ctx = sandbox_ctx(sb);
 	if (name && (!*name || strlen(name) >= sizeof(((struct space_checkpoint_info *)0)->name) ||
 		     !util_name_valid(name)))
 		return ctx_error_msg(ctx, -EINVAL, "invalid checkpoint name '%s'", name);
+	return 0;
+}
+
+SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX])
+{
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
+	if (!sb || !ret_id)
+		return -EINVAL;
+	space_ctx *ctx = sandbox_ctx(sb);
+	int lock, r = checkpoint_name_check(ctx, name);
+	if (r < 0 || (r = core_sandbox_lock(ctx, space_sandbox_id(sb), &lock)) < 0)
+		return r;
+	r = checkpoint_create_held(sb, name, ret_id);
+	store_lock_release(lock);
+	return r;
+}
+
+int checkpoint_create_held(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX])
+{
+	space_ctx *ctx = sandbox_ctx(sb);
 	const char *root;
-	int r = ctx_pool(ctx, &root);
-	if (r < 0)
+	int r = checkpoint_name_check(ctx, name);
+	if (r < 0 || (r = ctx_pool(ctx, &root)) < 0)
 		return r;
 	struct space_checkpoint_info c = { .created_ms = 0 };
 	r = core_new_id("cp-", c.id, sizeof(c.id));
@@ -302,8 +340,13 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 	snprintf(c.name, sizeof(c.name), "%s", name ? name : "");
 	snprintf(c.kind, sizeof(c.kind), "disk");
 	snprintf(c.path, sizeof(c.path), "%s/%s", dir, c.id);
+	/* Made at its partial name, then its row, then renamed: a crash anywhere leaves what
+	 * checkpoint_partials_recover finishes or removes under this lock. */
+	char partial[PATH_MAX];
+	cp_partial_path(dir, row.info.id, c.id, partial, sizeof(partial));
+	(void)checkpoint_partials_recover(ctx, row.info.id);
 	if (ops->snapshot) {
-		r = checkpoint_full(ctx, ops, &row, &c);
+		r = checkpoint_full(ctx, ops, &row, &c, partial);
 		goto done;
 	}
 
@@ -324,7 +367,7 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 		}
 	}
 	c.created_ms = util_wall_ms();
-	r = snapshot_frozen_fs(ctx, &row, c.path);
+	r = snapshot_frozen_fs(ctx, &row, partial);
 	if (running) {
 		int t = ops->pause(ctx, &row, false);
 		if (t < 0 && r == 0)
@@ -332,12 +375,13 @@ SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char 
 	}
 done:
 	if (r == 0)
-		r = cp_write(ctx,
-			     "INSERT INTO checkpoints(id, sandbox_id, template, name, kind, path, created_ms)"
-			     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-			     &c, "checkpoint");
+		r = cp_write(ctx, &c, true);
+	if (r == 0 && rename(partial, c.path) < 0) {
+		r = ctx_error(ctx, -errno, "rename %s to %s", partial, c.path);
+		(void)cp_write(ctx, &c, false);
+	}
 	if (r < 0)
-		(void)store_btrfs_subvolume_delete(c.path);
+		(void)store_btrfs_subvolume_delete(partial);
 	else {
 		memcpy(ret_id, c.id, sizeof(c.id));
 		ctx_log(ctx, SPACE_LOG_INFO, "checkpoint %s of sandbox %s at %s", c.id, c.sandbox_id, c.path);
@@ -347,24 +391,34 @@ out:
 	return r;
 }
 
+int checkpoint_remove_held(space_ctx *ctx, const struct space_checkpoint_info *c)
+{
+	int r = store_btrfs_subvolume_delete(c->path);
+	if (r < 0)
+		return ctx_error(ctx, r, "delete subvolume %s", c->path);
+	return cp_write(ctx, c, false);
+}
+
 SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id)
 {
+	CTX_ENTER(ctx);
 	struct space_checkpoint_info c;
-	int r = space_checkpoint_get(ctx, id, &c);
-	if (r < 0)
+	int lock, r = space_checkpoint_get(ctx, id, &c);
+	/* Under its sandbox's lock: not while a rollback or fork copies it. */
+	if (r < 0 || (r = core_sandbox_lock(ctx, c.sandbox_id, &lock)) < 0)
 		return r;
-	r = store_btrfs_subvolume_delete(c.path);
-	if (r < 0)
-		return ctx_error(ctx, r, "delete subvolume %s", c.path);
-	return cp_write(ctx, "DELETE FROM checkpoints WHERE id = ?1", &c, "checkpoint-removed");
+	r = space_checkpoint_get(ctx, id, &c); /* still there */
+	if (r == 0)
+		r = checkpoint_remove_held(ctx, &c);
+	cp_unlock(ctx, c.sandbox_id, lock);
+	return r;
 }
 
 /* ---- rollback / fork ------------------------------------------------------------------------------- */
 
-SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_id)
+/* Rollback's checks and restart, with the sandbox's lock held. */
+static int rollback_held(space_sandbox *sb, const char *checkpoint_id)
 {
-	if (!sb || !checkpoint_id)
-		return -EINVAL;
 	space_ctx *ctx = sandbox_ctx(sb);
 	struct space_checkpoint_info c;
 	int r = space_checkpoint_get(ctx, checkpoint_id, &c);
@@ -387,13 +441,23 @@ SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_i
 	return sandbox_restart_from(sb, c.path, c.id);
 }
 
-SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
-				    space_sandbox **ret_sandboxes)
+SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_id)
 {
-	if (!ctx || !checkpoint_id || !ret_sandboxes)
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
+	if (!sb || !checkpoint_id)
 		return -EINVAL;
-	if (count < 1 || count > FORK_MAX)
-		return ctx_error_msg(ctx, -EINVAL, "fork count %u out of range (1..%d)", count, FORK_MAX);
+	int lock, r = core_sandbox_lock(sandbox_ctx(sb), space_sandbox_id(sb), &lock);
+	if (r < 0)
+		return r;
+	r = rollback_held(sb, checkpoint_id);
+	store_lock_release(lock);
+	return r;
+}
+
+/* The fork, with the lock of the checkpoint's sandbox held (its checkpoints, periodic ones included, stay
+ * while they are copied; its row is read once). Each new sandbox is locked by its own creation. */
+static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, space_sandbox **ret_sandboxes)
+{
 	struct space_checkpoint_info c;
 	int r = space_checkpoint_get(ctx, checkpoint_id, &c);
 	if (r < 0)
@@ -453,5 +517,22 @@ SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, u
 		}
 		snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	}
+	return r;
+}
+
+SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
+				    space_sandbox **ret_sandboxes)
+{
+	CTX_ENTER(ctx);
+	if (!ctx || !checkpoint_id || !ret_sandboxes)
+		return -EINVAL;
+	if (count < 1 || count > FORK_MAX)
+		return ctx_error_msg(ctx, -EINVAL, "fork count %u out of range (1..%d)", count, FORK_MAX);
+	struct space_checkpoint_info c;
+	int lock, r = space_checkpoint_get(ctx, checkpoint_id, &c);
+	if (r < 0 || (r = core_sandbox_lock(ctx, c.sandbox_id, &lock)) < 0)
+		return r;
+	r = fork_held(ctx, checkpoint_id, count, ret_sandboxes);
+	cp_unlock(ctx, c.sandbox_id, lock);
 	return r;
 }

@@ -560,6 +560,7 @@ static void check_helper_sandboxes(space_ctx *ctx, cJSON *checks)
 
 SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !ret_json || (flags & ~SPACE_DOCTOR_VERBOSE))
 		return -EINVAL;
 	_cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();

@@ -70,6 +70,7 @@ SPACE_API int space_event_query_init(struct space_event_query *query, uint32_t v
 
 SPACE_API int space_event_list(space_ctx *ctx, const struct space_event_query *query, space_event_fn fn, void *userdata)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	if (!fn)
@@ -86,6 +87,7 @@ SPACE_API int space_event_list(space_ctx *ctx, const struct space_event_query *q
 
 SPACE_API int space_event_count(space_ctx *ctx, const struct space_event_query *query, uint64_t *ret_count)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	if (!ret_count)
@@ -105,6 +107,7 @@ SPACE_API int space_event_count(space_ctx *ctx, const struct space_event_query *
 
 SPACE_API int space_sandbox_status_get(space_ctx *ctx, const char *id, enum space_sandbox_status *ret_status)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	if (!id || !*id || !ret_status)

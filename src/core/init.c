@@ -15,6 +15,7 @@
 #include "core/uids.h"
 #include "store/btrfs.h"
 #include "store/pool.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -218,6 +219,7 @@ fail:
 
 SPACE_API int space_identity_map_allowed(space_ctx *ctx)
 {
+	CTX_ENTER(ctx);
 	struct store *s;
 	int r = ctx ? ctx_store(ctx, &s) : -EINVAL;
 	return r < 0 ? r : uids_identity_map_allowed(ctx);
@@ -225,6 +227,7 @@ SPACE_API int space_identity_map_allowed(space_ctx *ctx)
 
 SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !ret)
 		return -EINVAL;
 	const char *root;
@@ -250,6 +253,9 @@ SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)
 
 SPACE_API int space_pool_unmount(space_ctx *ctx)
 {
+	CTX_ENTER(ctx);
+	if (!ctx)
+		return -EINVAL;
 	struct store *s;
 	int r = ctx_store(ctx, &s);
 	if (r < 0)
@@ -259,16 +265,12 @@ SPACE_API int space_pool_unmount(space_ctx *ctx)
 		return ctx_error_msg(ctx, -ENOMEDIUM, "state directory %s has no pool", ctx->state_dir);
 	if (store_meta_get(s, "loop_image", &image) < 0 || !*image)
 		return 0;
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(store_db(s),
-			       "SELECT count(*) FROM sandboxes WHERE status IN ('creating', 'running', 'paused')",
-			       -1, &st, NULL) == SQLITE_OK) {
-		int live = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
-		sqlite3_finalize(st);
-		if (live > 0)
-			return ctx_error_msg(ctx, -EBUSY, "%d sandbox(es) still running on pool %s: remove them first",
-					     live, root);
-	}
+	int live = store_sandbox_count(s, STORE_ST_LIVE);
+	if (live < 0)
+		return ctx_error(ctx, live, "store: %s", store_errmsg(s));
+	if (live > 0)
+		return ctx_error_msg(ctx, -EBUSY, "%d sandbox(es) still running on pool %s: remove them first", live,
+				     root);
 	r = store_pool_unmount(root);
 	if (r < 0)
 		return ctx_error(ctx, r, "unmount pool %s", root);

@@ -110,6 +110,3 @@ bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struc
  * sandbox destroyed meanwhile stays destroyed). Returns how many, or -errno. space_sandbox_reap's half
  * for the dead; lifetimes are its other half. */
 int core_sandbox_reap_dead(space_ctx *ctx);
-/* Transitional (until core/sandbox.c reads rows through store/sandboxes.h): the legacy row SELECT. */
-const char *core_sandbox_select(void);
-void core_sandbox_row(sqlite3_stmt *st, struct space_sandbox_info *b, uint64_t *ret_pid_start);

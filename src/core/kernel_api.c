@@ -59,6 +59,7 @@ static int kernel_api_one(const char *kind, const char *kernel, const char *modd
 
 SPACE_API int space_kernel_list(space_ctx *ctx, space_kernel_fn fn, void *userdata)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	if (!fn)
@@ -72,6 +73,7 @@ SPACE_API int space_kernel_list(space_ctx *ctx, space_kernel_fn fn, void *userda
 
 SPACE_API int space_kernel_fetch(space_ctx *ctx, struct space_kernel_info **ret_kernel)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	if (!ret_kernel)
@@ -92,6 +94,7 @@ SPACE_API void space_kernel_info_free(struct space_kernel_info *kernel)
 
 SPACE_API int space_kernel_prepare(space_ctx *ctx, const char *template_name, struct space_boot_assets **ret_assets)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	if (!ret_assets)

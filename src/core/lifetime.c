@@ -45,6 +45,7 @@ static int store_expires(space_ctx *ctx, const char *id, int64_t expires_ms, con
 
 SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from_now)
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb)
 		return -EINVAL;
 	space_ctx *ctx = sandbox_ctx(sb);

@@ -21,6 +21,8 @@
 #include "core/uids.h"
 #include "net/net.h"
 #include "store/btrfs.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/loop.h"
 #include "util/util.h"
@@ -43,40 +45,25 @@ int sandbox_row_load(space_ctx *ctx, const char *id, struct sandbox_row *row)
 	int r = ctx_store(ctx, &s);
 	if (r < 0)
 		return r;
-	char sql[1024];
-	snprintf(sql, sizeof(sql), "%s WHERE id = ?", core_sandbox_select());
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
+	struct store_sandbox sr = { 0 };
+	r = store_sandbox_get(s, id, &sr);
+	if (r == -ENOENT)
+		return ctx_error_msg(ctx, r, "no sandbox %s (see `space ls`)", id);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		memset(row, 0, sizeof(*row));
-		core_sandbox_row(st, &row->info, &row->pid_start);
-		snprintf(row->runtime_dir, sizeof(row->runtime_dir), "%s", (const char *)sqlite3_column_text(st, 13));
-		const char *cg = (const char *)sqlite3_column_text(st, 14);
-		snprintf(row->cgroup, sizeof(row->cgroup), "%s", cg ? cg : "");
-		const char *meta = (const char *)sqlite3_column_text(st, 15);
-		row->metadata = meta ? strdup(meta) : NULL;
-		row->host_uid = (uint32_t)sqlite3_column_int64(st, 16); /* uid slot (core/uids.h) */
-		if (row->metadata) {
-			cJSON *j = cJSON_Parse(row->metadata);
-			cJSON *ub = cJSON_GetObjectItemCaseSensitive(j, "uid_base");
-			if (cJSON_IsNumber(ub))
-				row->uid_base = (uint32_t)ub->valuedouble;
-			cJSON_Delete(j);
-		}
-		/* A row of an isolation this build does not know is refused, never taken for one it knows. */
-		const struct backend_ops *ops;
-		if ((r = backend_for_row(ctx, row, &ops)) < 0)
-			sandbox_row_clear(row);
-	} else if (rc == SQLITE_DONE) {
-		r = ctx_error_msg(ctx, -ENOENT, "no sandbox %s (see `space ls`)", id);
-	} else {
-		r = ctx_error(ctx, store_errno(rc), "store: %s", store_errmsg(s));
-	}
-	sqlite3_finalize(st);
+	memset(row, 0, sizeof(*row));
+	core_sandbox_info(&sr, &row->info);
+	row->pid_start = sr.proc.start_time;
+	row->uid_base = sr.uid_base; /* its own column (schema 7), no longer metadata */
+	row->host_uid = sr.host_uid; /* uid slot (core/uids.h) */
+	snprintf(row->runtime_dir, sizeof(row->runtime_dir), "%s", sr.runtime_dir);
+	snprintf(row->cgroup, sizeof(row->cgroup), "%s", sr.cgroup);
+	row->metadata = TAKE_PTR(sr.metadata);
+	store_sandbox_clear(&sr);
+	/* A row of an isolation this build does not know is refused, never taken for one it knows. */
+	const struct backend_ops *ops;
+	if ((r = backend_for_row(ctx, row, &ops)) < 0)
+		sandbox_row_clear(row);
 	return r;
 }
 
@@ -86,47 +73,11 @@ void sandbox_row_clear(struct sandbox_row *row)
 	row->metadata = NULL;
 }
 
-int sandbox_row_update(space_ctx *ctx, const char *id, const char *sql_set, const char *event, const char *detail,
-		      int (*bind)(sqlite3_stmt *st, void *ud), void *ud)
-{
-	struct store *s = ctx->store;
-	int r = store_begin(s);
-	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	char sql[512];
-	snprintf(sql, sizeof(sql), "UPDATE sandboxes SET %s, updated_ms = ?1 WHERE id = ?2", sql_set);
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), sql, -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_int64(st, 1, util_wall_ms());
-		sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-		if (bind)
-			r = bind(st, ud);
-		if (r == 0)
-			r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
-	return ctx_store_finish(ctx, s, r, id, event, detail);
-}
-
-struct mark_bind {
-	const char *status;
-	const char *reason;
-};
-
-static int bind_mark(sqlite3_stmt *st, void *ud)
-{
-	const struct mark_bind *m = ud;
-	if (m->reason && *m->reason)
-		sqlite3_bind_text(st, 3, m->reason, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 4, m->status, -1, SQLITE_STATIC);
-	return 0;
-}
-
 int sandbox_mark(space_ctx *ctx, const char *id, enum space_sandbox_status status, const char *reason)
 {
-	struct mark_bind m = { space_sandbox_status_name(status), reason };
-	return sandbox_row_update(ctx, id, "status = ?4, reason = ?3", m.status, reason, bind_mark, &m);
+	/* A compare-and-set along the state machine (store/sandboxes.h): a late "failed" never revives a
+	 * destroyed row. */
+	return core_sandbox_set_status(ctx, id, status, reason);
 }
 
 /* ---- handles --------------------------------------------------------------------------------------- */
@@ -262,6 +213,7 @@ static bool row_alive(space_ctx *ctx, const struct sandbox_row *row)
 
 SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox **ret)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !id || !ret)
 		return -EINVAL;
 	struct sandbox_row row;
@@ -275,9 +227,9 @@ SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox *
 		return r;
 	}
 	if (!row_alive(ctx, &row)) {
+		/* Said, not written: recording it failed is space_sandbox_reap's job. */
 		char why[sizeof(row.info.reason)];
 		sandbox_death_reason(ctx, &row.info, why, sizeof(why));
-		(void)sandbox_mark(ctx, id, SPACE_SANDBOX_FAILED, why);
 		sandbox_row_clear(&row);
 		return ctx_error_msg(ctx, -ESRCH, "sandbox %s has died (%s); `space rm %s` cleans up", id, why, id);
 	}
@@ -289,21 +241,24 @@ SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox *
 
 SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info *ret)
 {
-	struct sandbox_row row;
-	int r = sandbox_row_load(sb->ctx, sb->row.info.id, &row);
+	CTX_ENTER(sb ? sb->ctx : NULL);
+	if (!sb || !ret)
+		return -EINVAL;
+	struct store *s;
+	int r = ctx_store(sb->ctx, &s);
 	if (r < 0)
 		return r;
-	if ((row.info.status == SPACE_SANDBOX_RUNNING || row.info.status == SPACE_SANDBOX_PAUSED) &&
-	    !row_alive(sb->ctx, &row)) {
-		char why[sizeof(row.info.reason)];
-		sandbox_death_reason(sb->ctx, &row.info, why, sizeof(why));
-		if (sandbox_mark(sb->ctx, row.info.id, SPACE_SANDBOX_FAILED, why) == 0) {
-			row.info.status = SPACE_SANDBOX_FAILED;
-			snprintf(row.info.reason, sizeof(row.info.reason), "%s", why);
-		}
-	}
-	*ret = row.info;
-	sandbox_row_clear(&row);
+	struct store_sandbox row = { 0 };
+	r = store_sandbox_get(s, sb->row.info.id, &row);
+	if (r == -ENOENT)
+		return ctx_error_msg(sb->ctx, r, "no sandbox %s (see `space ls`)", sb->row.info.id);
+	if (r < 0)
+		return ctx_error(sb->ctx, r, "store: %s", store_errmsg(s));
+	/* Read-only: a sandbox whose process died reads failed, as the next reap will record it. */
+	struct space_sandbox_info info;
+	(void)core_sandbox_observe(sb->ctx, &row, &info);
+	store_sandbox_clear(&row);
+	*ret = info;
 	return 0;
 }
 
@@ -316,19 +271,13 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	int r = backend_for_row(ctx, row, &ops);
 	if (r < 0)
 		return r;
-	/* A creation still in progress in a live process is not ours to tear down. */
-	if (row->info.status == SPACE_SANDBOX_CREATING && row->info.pid != getpid() && ops->alive(row))
-		return ctx_error_msg(ctx, -EBUSY, "sandbox %s is being created by process %d", row->info.id,
-				     row->info.pid);
-	/* Its snapshot helper first: a snapshot in progress finishes before the sandbox stops. */
-	autosnap_destroying(ctx, row->info.id, row->metadata);
-	/* A creation whose creator died may have left its back-end's process running (a VMM): stop asks it
-	 * to stop. */
-	if (row->info.status != SPACE_SANDBOX_CREATING || ops->stop_while_creating) {
-		r = ops->stop(ctx, row);
-		if (r < 0)
-			return r;
-	}
+	/* The caller holds the sandbox's lock (destroy_locked), which a creation holds to its end: a row
+	 * still "creating" here is one whose creator died, and whatever it started runs on in the sandbox's
+	 * cgroup. The stop ends all of it; nothing is marked destroyed unless it succeeded (a rerun finishes
+	 * the job). */
+	r = ops->stop(ctx, row);
+	if (r < 0)
+		return r;
 	(void)net_sandbox_detach(ctx, row->info.id); /* egress gateway */
 	r = sandbox_release_disk(ctx, row);
 	if (r < 0) {
@@ -349,80 +298,100 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	return r;
 }
 
-SPACE_API int space_sandbox_destroy(space_sandbox *sb)
+/*
+ * Destroys sandbox id under its lock (store/lock.h), so no create, restart or checkpoint of it is half-way
+ * meanwhile. enoent_if_destroyed: a row already destroyed answers -ENOENT (remove), else 0 (destroy).
+ */
+static int destroy_locked(space_ctx *ctx, const char *id, const char *reason, bool keep_events,
+			  bool enoent_if_destroyed)
 {
-	if (!sb)
-		return -EINVAL;
-	struct sandbox_row row;
-	int r = sandbox_row_load(sb->ctx, sb->row.info.id, &row);
+	/* Its snapshot helper first, before the lock it may be waiting for: a snapshot in progress finishes
+	 * before the sandbox stops. */
+	struct sandbox_row row = { 0 };
+	int r = sandbox_row_load(ctx, id, &row);
 	if (r < 0)
 		return r;
-	r = destroy_row(sb->ctx, &row, NULL, false);
+	if (row.info.status != SPACE_SANDBOX_DESTROYED)
+		autosnap_destroying(ctx, id, row.metadata);
+	sandbox_row_clear(&row);
+	int lock = -1;
+	if ((r = core_sandbox_lock(ctx, id, &lock)) < 0)
+		return r;
+	/* A checkpoint of it that a killed caller left half-made is finished or removed, under the lock. */
+	(void)checkpoint_partials_recover(ctx, id);
+	r = sandbox_row_load(ctx, id, &row); /* again: what it is now that nobody else acts on it */
+	if (r == 0 && row.info.status == SPACE_SANDBOX_DESTROYED && enoent_if_destroyed)
+		r = ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
+	else if (r == 0)
+		r = destroy_row(ctx, &row, reason, keep_events);
+	if (r == 0)
+		store_lock_remove(ctx->state_dir, id, lock);
+	store_lock_release(lock);
 	sandbox_row_clear(&row);
 	return r;
 }
 
+SPACE_API int space_sandbox_destroy(space_sandbox *sb)
+{
+	CTX_ENTER(sb ? sb->ctx : NULL);
+	if (!sb)
+		return -EINVAL;
+	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false);
+}
+
 SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
 {
+	CTX_ENTER(ctx);
 	return space_sandbox_remove_v2(ctx, id, 0);
 }
 
 SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned flags)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !id || (flags & ~SPACE_REMOVE_KEEP_EVENTS))
 		return -EINVAL;
-	struct sandbox_row row;
-	int r = sandbox_row_load(ctx, id, &row);
-	if (r < 0)
-		return r;
-	if (row.info.status == SPACE_SANDBOX_DESTROYED) {
-		sandbox_row_clear(&row);
-		return ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
-	}
-	r = destroy_row(ctx, &row, NULL, flags & SPACE_REMOVE_KEEP_EVENTS);
-	sandbox_row_clear(&row);
-	return r;
+	return destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true);
 }
 
 SPACE_API int space_sandbox_reap(space_ctx *ctx)
 {
+	CTX_ENTER(ctx);
+	if (!ctx)
+		return -EINVAL;
 	struct store *s;
 	int r = ctx_store(ctx, &s);
 	if (r < 0)
 		return r;
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s),
-					   "SELECT id FROM sandboxes WHERE status != 'destroyed' AND expires_ms > 0"
-					   " AND expires_ms <= ?",
-					   -1, &st, NULL));
+	/* Past their lifetime (at most 64 a call; the next reap takes the rest). */
+	struct store_sandbox_filter f = { .statuses = STORE_ST_ANY & ~STORE_ST(STORE_DESTROYED),
+					  .expired_at = util_wall_ms(), .max = 64 };
+	struct store_sandbox *rows = NULL;
+	size_t nrows = 0;
+	r = store_sandbox_list(s, &f, &rows, &nrows);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_bind_int64(st, 1, util_wall_ms());
 	char ids[64][32];
 	int n = 0;
-	while (n < 64 && sqlite3_step(st) == SQLITE_ROW)
-		snprintf(ids[n++], sizeof(ids[0]), "%s", (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
+	for (size_t i = 0; i < nrows && n < 64; i++)
+		snprintf(ids[n++], sizeof(ids[0]), "%s", rows[i].id);
+	store_sandbox_list_free(rows, nrows);
 	/* The gateways' spooled events join the event log (net.h): listings and `space serve` reap. */
 	net_events_ingest_all(ctx);
 	/* Sandboxes whose process is gone are recorded failed here, not by a listing (which writes nothing). */
 	(void)core_sandbox_reap_dead(ctx);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
-		struct sandbox_row row;
-		if (sandbox_row_load(ctx, ids[i], &row) < 0)
-			continue;
-		if (destroy_row(ctx, &row, "lifetime expired", false) == 0) {
+		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: lifetime expired", ids[i]);
 			done++;
 		}
-		sandbox_row_clear(&row);
 	}
 	return done;
 }
 
 SPACE_API int space_sandbox_read_log(space_ctx *ctx, const char *id, int dst_fd)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !id || dst_fd < 0)
 		return -EINVAL;
 	struct sandbox_row row;

@@ -11,7 +11,7 @@
 struct sandbox_row {
 	struct space_sandbox_info info;
 	uint64_t pid_start;          /* start time of info.pid, against pid reuse */
-	uint32_t uid_base;           /* jail: host uid of root inside (0: the identity map); from metadata */
+	uint32_t uid_base;           /* jail: host uid of root inside (0: the identity map); its own column */
 	uint32_t host_uid;           /* the machine-wide uid slot it holds (core/uids.h); 0 = none */
 	char runtime_dir[PATH_MAX];  /* sockets and logs */
 	char cgroup[256];
@@ -35,7 +35,8 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 /* Stops the sandbox (jail or VM), replaces its subvolume with a writable snapshot of disk_src and starts it
  * again with the same id, hostname, limits and environment (processes inside are lost; a VM restores the
  * memory disk_src carries, if any). why goes to the event log. On failure after the old one is gone the
- * sandbox is marked failed. (core/sandbox_restart.c) */
+ * sandbox is marked failed. The caller (space_sandbox_rollback) holds the sandbox's lock: this never takes
+ * it (store/lock.h). (core/sandbox_restart.c) */
 int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *why);
 
 /* Why a sandbox whose process is gone ended, for its failure reason (its back-end's death_reason; vm:
@@ -73,12 +74,8 @@ struct backend_proc;
 /* How long a stop and the release of a jail's loop device may take. */
 #define SANDBOX_KILL_TIMEOUT_MS 10000
 
-/* One "UPDATE sandboxes SET <sql_set>, updated_ms = ?1 WHERE id = ?2" (bind fills ?3...) and the event,
- * in one transaction. */
-int sandbox_row_update(space_ctx *ctx, const char *id, const char *sql_set, const char *event, const char *detail,
-		       int (*bind)(sqlite3_stmt *st, void *ud), void *ud);
-
-/* Sets a row's status and reason (an event of that status's name). */
+/* Sets a row's status and reason (an event of that status's name): a compare-and-set from whatever
+ * status may precede it (store/sandboxes.h); -ESTALE when none may. */
 int sandbox_mark(space_ctx *ctx, const char *id, enum space_sandbox_status status, const char *reason);
 
 /* A handle for a row (its metadata moves into the handle). */

@@ -24,16 +24,18 @@
 #include "net/net.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/util.h"
 
-static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_base)
+static char *make_metadata(const struct space_sandbox_options *o)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON *env = cJSON_AddArrayToObject(j, "env");
 	for (const char *const *e = o->env; e && *e; e++)
 		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
-	cJSON_AddNumberToObject(j, "uid_base", uid_base);
 	if (o->hostname)
 		cJSON_AddStringToObject(j, "hostname", o->hostname);
 	/* The policy as given (secrets by reference: secret:, env:, file:) and its trust, so a restart can
@@ -48,60 +50,47 @@ static char *make_metadata(const struct space_sandbox_options *o, uint32_t uid_b
 static int insert_row(space_ctx *ctx, const struct sandbox_row *row, const char *metadata)
 {
 	struct store *s = ctx->store;
+	const struct space_sandbox_info *b = &row->info;
+	struct store_sandbox sr = {
+		/* Until the sandbox has its own process, the creator's identifies a live creation. */
+		.proc = { .pid = b->pid, .start_time = row->pid_start, .pidns = util_pidns_self() },
+		.cpus = b->cpus,
+		.memory_mib = b->memory_mib,
+		.created_ms = b->created_ms,
+		.expires_ms = b->expires_ms,
+		.metadata = (char *)metadata,
+	};
+	snprintf(sr.id, sizeof(sr.id), "%s", b->id);
+	snprintf(sr.template_name, sizeof(sr.template_name), "%s", b->template_name);
+	snprintf(sr.isolation, sizeof(sr.isolation), "%s", b->isolation);
+	snprintf(sr.path, sizeof(sr.path), "%s", b->path);
+	snprintf(sr.runtime_dir, sizeof(sr.runtime_dir), "%s", row->runtime_dir);
 	int r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(
-		store_db(s),
-		"INSERT INTO sandboxes(id, template, isolation, status, pid, pid_start, cpus, memory_mib, path,"
-		" runtime_dir, created_ms, updated_ms, expires_ms, metadata)"
-		" VALUES (?, ?, ?, 'creating', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		-1, &st, NULL));
-	if (r == 0) {
-		const struct space_sandbox_info *b = &row->info;
-		sqlite3_bind_text(st, 1, b->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, b->template_name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, b->isolation, -1, SQLITE_STATIC);
-		/* Until the sandbox has its own process, the creator's identifies a live creation. */
-		sqlite3_bind_int(st, 4, b->pid);
-		sqlite3_bind_int64(st, 5, (sqlite3_int64)row->pid_start);
-		sqlite3_bind_int(st, 6, (int)b->cpus);
-		sqlite3_bind_int(st, 7, (int)b->memory_mib);
-		sqlite3_bind_text(st, 8, b->path, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 9, row->runtime_dir, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 10, b->created_ms);
-		sqlite3_bind_int64(st, 11, b->created_ms);
-		sqlite3_bind_int64(st, 12, b->expires_ms);
-		sqlite3_bind_text(st, 13, metadata, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
-	return ctx_store_finish(ctx, s, r, row->info.id, "creating", row->info.template_name);
-}
-
-struct running_bind {
-	const struct backend_proc *proc;
-	const char *metadata;
-};
-
-static int bind_running(sqlite3_stmt *st, void *ud)
-{
-	const struct running_bind *b = ud;
-	sqlite3_bind_int(st, 3, b->proc->pid);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)b->proc->start_time);
-	sqlite3_bind_text(st, 5, b->proc->cgroup, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 6, b->metadata, -1, SQLITE_STATIC);
-	return 0;
+	r = store_sandbox_insert(s, &sr);
+	return ctx_store_finish(ctx, s, r, b->id, "creating", b->template_name);
 }
 
 int sandbox_row_set_running(space_ctx *ctx, struct sandbox_row *row, const struct backend_proc *proc, char *meta,
 			    const char *event, const char *detail)
 {
-	struct running_bind rb = { proc, meta };
-	int r = sandbox_row_update(ctx, row->info.id,
-				   "status = 'running', reason = NULL, pid = ?3, pid_start = ?4, cgroup = ?5, metadata = ?6",
-				   event, detail, bind_running, &rb);
+	struct store *s = ctx->store;
+	struct store_proc sp = { .pid = proc->pid, .start_time = proc->start_time, .pidns = util_pidns_self() };
+	int r = store_begin(s);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	/* From creating (create, fork) or a live status (restart, rollback): never from failed or destroyed. */
+	r = store_sandbox_transition_proc(s, row->info.id, STORE_ST_LIVE, STORE_RUNNING, &sp, proc->cgroup,
+					  proc->uid_base);
+	if (r == 0)
+		r = store_sandbox_set_metadata(s, row->info.id, meta);
+	if (r == -ESTALE) {
+		store_rollback(s);
+		return ctx_error_msg(ctx, r, "sandbox %s changed status meanwhile: it cannot become running",
+				     row->info.id);
+	}
+	r = ctx_store_finish(ctx, s, r, row->info.id, event, detail);
 	if (r < 0)
 		return r;
 	row->info.status = SPACE_SANDBOX_RUNNING;
@@ -143,14 +132,38 @@ int sandbox_net_attach(space_ctx *ctx, const struct backend_ops *ops, const stru
 	return ops->attach_network(ctx, row, pid, policy, &t);
 }
 
+static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root, const char *tname,
+			 const char *disk_src, const struct backend_ops *ops, struct sandbox_row *rowp, space_sandbox **ret);
+
+/*
+ * The new sandbox's lock is held from before its row exists to the end (store/lock.h): a destroy of a row
+ * still "creating" waits for the creation, and one that gets the lock knows the creator is gone. The row
+ * (status creating, its runtime directory; its cgroup follows from the id, util/stop.h) is written before
+ * any process of the sandbox starts, so nothing of it ever runs without a row that a destroy can end.
+ */
 static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root,
 			  const char *tname, const char *disk_src, const struct backend_ops *ops, space_sandbox **ret)
 {
 	struct sandbox_row row = { 0 };
-	struct space_sandbox_info *b = &row.info;
-	int r = core_new_id("sb-", b->id, sizeof(b->id));
+	int r = core_new_id("sb-", row.info.id, sizeof(row.info.id));
 	if (r < 0)
 		return ctx_error(ctx, r, "random id");
+	int lock = -1;
+	if ((r = core_sandbox_lock(ctx, row.info.id, &lock)) < 0)
+		return r;
+	r = create_locked(ctx, o, root, tname, disk_src, ops, &row, ret);
+	if (r < 0) /* undone (the row says destroyed): locks/ does not keep a file per failed create */
+		store_lock_remove(ctx->state_dir, row.info.id, lock);
+	store_lock_release(lock);
+	return r;
+}
+
+static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root, const char *tname,
+			 const char *disk_src, const struct backend_ops *ops, struct sandbox_row *rowp, space_sandbox **ret)
+{
+	struct sandbox_row row = *rowp;
+	struct space_sandbox_info *b = &row.info;
+	int r;
 	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
 	snprintf(b->isolation, sizeof(b->isolation), "%s", ops->name);
 	b->cpus = o->cpus ? o->cpus : 1;
@@ -169,7 +182,7 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
 	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s/run/%s", ctx->state_dir, b->id);
 
-	_cleanup_free_ char *meta = make_metadata(o, 0);
+	_cleanup_free_ char *meta = make_metadata(o);
 	if (!meta)
 		return -ENOMEM;
 	r = insert_row(ctx, &row, meta);
@@ -197,7 +210,7 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 				    o->network_allow_resolve)) < 0)
 		goto fail;
 	free(meta);
-	meta = make_metadata(o, proc.uid_base);
+	meta = make_metadata(o);
 	if (!meta) {
 		r = -ENOMEM;
 		goto fail;

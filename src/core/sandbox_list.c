@@ -14,24 +14,16 @@
 #include "util/procstat.h"
 #include "util/util.h"
 
+/* The names are the store's (store/sandboxes.h), which the statuses mirror (below). */
 SPACE_API const char *space_sandbox_status_name(enum space_sandbox_status status)
 {
-	static const char *const names[] = {
-		[SPACE_SANDBOX_CREATING] = "creating", [SPACE_SANDBOX_RUNNING] = "running",
-		[SPACE_SANDBOX_PAUSED] = "paused",     [SPACE_SANDBOX_STOPPED] = "stopped",
-		[SPACE_SANDBOX_FAILED] = "failed",     [SPACE_SANDBOX_DESTROYED] = "destroyed",
-	};
-	if ((unsigned)status >= ARRAY_SIZE(names))
-		return "unknown";
-	return names[status];
+	const char *name = store_status_name((enum store_status)status);
+	return name ? name : "unknown";
 }
 
 int core_status_parse(const char *name)
 {
-	for (int i = SPACE_SANDBOX_CREATING; i <= SPACE_SANDBOX_DESTROYED; i++)
-		if (!strcmp(space_sandbox_status_name(i), name))
-			return i;
-	return -EINVAL;
+	return name ? store_status_parse(name) : -EINVAL;
 }
 
 _Static_assert(SPACE_SANDBOX_CREATING == (int)STORE_CREATING && SPACE_SANDBOX_RUNNING == (int)STORE_RUNNING &&
@@ -157,38 +149,9 @@ int core_sandbox_reap_dead(space_ctx *ctx)
 	return done;
 }
 
-static const char SANDBOX_SELECT[] =
-	"SELECT id, template, isolation, status, coalesce(reason, ''), coalesce(pid, 0), coalesce(pid_start, 0),"
-	" cpus, memory_mib, created_ms, updated_ms, expires_ms, path, runtime_dir, coalesce(cgroup, ''), metadata,"
-	" host_uid FROM sandboxes";
-
-void core_sandbox_row(sqlite3_stmt *st, struct space_sandbox_info *b, uint64_t *ret_pid_start)
-{
-	memset(b, 0, sizeof(*b));
-	snprintf(b->id, sizeof(b->id), "%s", (const char *)sqlite3_column_text(st, 0));
-	snprintf(b->template_name, sizeof(b->template_name), "%s", (const char *)sqlite3_column_text(st, 1));
-	snprintf(b->isolation, sizeof(b->isolation), "%s", (const char *)sqlite3_column_text(st, 2));
-	int status = core_status_parse((const char *)sqlite3_column_text(st, 3));
-	b->status = status < 0 ? SPACE_SANDBOX_FAILED : (enum space_sandbox_status)status;
-	snprintf(b->reason, sizeof(b->reason), "%s", (const char *)sqlite3_column_text(st, 4));
-	b->pid = sqlite3_column_int(st, 5);
-	if (ret_pid_start)
-		*ret_pid_start = (uint64_t)sqlite3_column_int64(st, 6);
-	b->cpus = (uint32_t)sqlite3_column_int(st, 7);
-	b->memory_mib = (uint32_t)sqlite3_column_int(st, 8);
-	b->created_ms = sqlite3_column_int64(st, 9);
-	b->updated_ms = sqlite3_column_int64(st, 10);
-	b->expires_ms = sqlite3_column_int64(st, 11);
-	snprintf(b->path, sizeof(b->path), "%s", (const char *)sqlite3_column_text(st, 12));
-}
-
-const char *core_sandbox_select(void)
-{
-	return SANDBOX_SELECT;
-}
-
 SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret_list, size_t *ret_count)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
 	/* Read-only: what a reap (space_sandbox_reap) would make of each row is shown, nothing is written. */

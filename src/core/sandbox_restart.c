@@ -49,8 +49,9 @@ static int net_reattach(space_ctx *ctx, const struct backend_ops *ops, const str
 	return r;
 }
 
-/* The row's metadata with uid_base replaced; NULL on allocation failure. */
-static char *metadata_with_uid(const char *meta, uint32_t uid_base, char *hostname, size_t hlen)
+/* The row's metadata (without the uid_base key rows before schema 7 kept there: it is a column now) and
+ * its hostname; NULL on allocation failure. */
+static char *metadata_restarted(const char *meta, char *hostname, size_t hlen)
 {
 	cJSON *j = meta ? cJSON_Parse(meta) : NULL;
 	if (!j)
@@ -61,7 +62,6 @@ static char *metadata_with_uid(const char *meta, uint32_t uid_base, char *hostna
 	if (cJSON_IsString(h) && util_name_valid(h->valuestring))
 		snprintf(hostname, hlen, "%s", h->valuestring);
 	cJSON_DeleteItemFromObjectCaseSensitive(j, "uid_base");
-	cJSON_AddNumberToObject(j, "uid_base", uid_base);
 	char *s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
 	return s;
@@ -121,7 +121,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		lifetime = left > 0 ? (uint32_t)left : 1;
 	}
 	snprintf(hostname, sizeof(hostname), "%s", id);
-	free(metadata_with_uid(row.metadata, 0, hostname, sizeof(hostname))); /* only for the hostname */
+	free(metadata_restarted(row.metadata, hostname, sizeof(hostname))); /* only for the hostname */
 	if ((r = uids_reclaim(ctx, &row)) < 0) /* the same host uid(s) again, normally */
 		goto failed;
 	r = ops->start(ctx, &row, hostname, lifetime, restore ? snap : NULL, &proc, &ai);
@@ -131,7 +131,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		backend_stop_started(ctx, ops, &row, &proc);
 		goto failed;
 	}
-	meta = metadata_with_uid(row.metadata, proc.uid_base, hostname, sizeof(hostname));
+	meta = metadata_restarted(row.metadata, hostname, sizeof(hostname));
 	if (!meta) {
 		r = -ENOMEM;
 		backend_stop_started(ctx, ops, &row, &proc);

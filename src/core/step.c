@@ -37,6 +37,7 @@ SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec
 				      struct space_exec_result *ret_result,
 				      char ret_rolled_back[SPACE_CHECKPOINT_ID_MAX])
 {
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !opts || !ret_result || (flags & ~SPACE_STEP_CHECKPOINT_FIRST))
 		return -EINVAL;
 	space_ctx *ctx = sandbox_ctx(sb);

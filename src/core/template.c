@@ -424,6 +424,7 @@ static void template_info(const struct store_template *t, struct space_template_
 
 SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
 	/* A store whose pool is mounted: paths in answers must exist. */
@@ -451,6 +452,7 @@ SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **r
 
 SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_template_info *ret)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name || !ret)
 		return -EINVAL;
 	const char *root;
@@ -471,6 +473,7 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
 
 SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force)
 {
+	CTX_ENTER(ctx);
 	struct space_template_info t;
 	int r = space_template_get(ctx, name, &t);
 	if (r < 0)

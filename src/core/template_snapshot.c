@@ -23,6 +23,7 @@
 
 SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct space_template_warm_info *ret)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name || !ret)
 		return -EINVAL;
 	struct space_template_info t;
@@ -146,6 +147,7 @@ static void cleanup_keep_error(space_ctx *ctx, space_sandbox *sb, const char *cp
 
 SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t cpus, uint32_t memory_mib)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name)
 		return -EINVAL;
 	/* A template snapshot is a booted VM's memory: always the vm back-end. */
@@ -194,6 +196,7 @@ SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t
 
 SPACE_API int space_template_snapshot_drop(space_ctx *ctx, const char *name)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !name)
 		return -EINVAL;
 	struct space_template_info t;

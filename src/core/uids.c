@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "core/sandbox.h"
+#include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
@@ -32,15 +33,7 @@ static int row_owner(space_ctx *ctx, const struct sandbox_row *row, const struct
 static int record(space_ctx *ctx, const struct sandbox_row *row, uint32_t uid)
 {
 	struct store *s = ctx->store;
-	sqlite3_stmt *st;
-	int r = store_errno(sqlite3_prepare_v2(store_db(s), "UPDATE sandboxes SET host_uid = ?1 WHERE id = ?2", -1,
-					       &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_int64(st, 1, uid);
-		sqlite3_bind_text(st, 2, row->info.id, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
+	int r = store_sandbox_set_host_uid(s, row->info.id, uid);
 	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
 }
 
@@ -133,42 +126,28 @@ void uids_helper_release(space_ctx *ctx, const char *sandbox_id, const char *kin
 
 enum { SLOT_IN_USE, SLOT_STALE };
 
-/* The status of sandbox id in the store db, or an error (a store we cannot read: the slot stays). */
-static int sandbox_status_in(sqlite3 *db, const char *id)
+/* A destroyed or missing row holds no slot; an error (a store we cannot read) keeps it. */
+static int slot_of_status(int r, const enum store_status *st)
 {
-	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(db, "SELECT status FROM sandboxes WHERE id = ?", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_errno(rc);
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	int r = rc == SQLITE_DONE ? SLOT_STALE
-		: rc == SQLITE_ROW ? (strcmp((const char *)sqlite3_column_text(st, 0), "destroyed") ? SLOT_IN_USE
-											: SLOT_STALE)
-				    : store_errno(rc);
-	sqlite3_finalize(st);
-	return r;
+	if (r == -ENOENT)
+		return SLOT_STALE;
+	if (r < 0)
+		return r;
+	return *st == STORE_DESTROYED ? SLOT_STALE : SLOT_IN_USE;
 }
 
 static int sandbox_slot_state(space_ctx *ctx, const char *state_dir, const char *id)
 {
+	enum store_status st = STORE_FAILED;
 	if (!strcmp(state_dir, ctx->state_dir) && ctx->store)
-		return sandbox_status_in(store_db(ctx->store), id);
+		return slot_of_status(store_sandbox_status(ctx->store, id, &st), &st);
 	char db[PATH_MAX];
 	if ((size_t)snprintf(db, sizeof(db), "%s/space.db", state_dir) >= sizeof(db))
 		return -ENAMETOOLONG;
 	/* A state directory removed, or never initialized: nothing there holds the slot. */
 	if (access(db, F_OK) < 0)
 		return errno == ENOENT ? SLOT_STALE : -errno;
-	sqlite3 *h = NULL;
-	int rc = sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
-	int r = rc == SQLITE_OK ? 0 : store_errno(rc);
-	if (r == 0) {
-		sqlite3_busy_timeout(h, 2000);
-		r = sandbox_status_in(h, id);
-	}
-	sqlite3_close(h);
-	return r;
+	return slot_of_status(store_sandbox_status_peek(db, id, &st), &st);
 }
 
 static int slot_state(space_ctx *ctx, const char *owner)

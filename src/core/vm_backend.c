@@ -29,6 +29,7 @@
 #include "proto/agent_client.h"
 #include "util/caplog.h"
 #include "util/cgroup.h"
+#include "util/stop.h"
 #include "util/cleanup.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
@@ -284,14 +285,15 @@ static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t s
 		if (control_request(runtime_dir, "stop", reply, sizeof(reply)) < 0 ||
 		    !wait_gone(pid, start_time, VM_STOP_GRACE_MS)) {
 			ctx_log(ctx, SPACE_LOG_DEBUG, "space-vmm %d did not stop on request: SIGKILL", pid);
-			if (core_process_alive(pid, start_time))
-				(void)kill(pid, SIGKILL);
-			if (!wait_gone(pid, start_time, VM_KILL_TIMEOUT_MS))
+			/* Through a pidfd checked against the start time: a reused pid is never hit. */
+			if (util_stop_pid(pid, start_time, SIGKILL, VM_KILL_TIMEOUT_MS) < 0 &&
+			    !wait_gone(pid, start_time, 0))
 				return stuck_error(ctx, pid);
 		}
 	}
+	/* Whatever else of the sandbox is left in its cgroup (a VMM its killed creator never recorded). */
 	if (cgroup && cgroup[0]) {
-		int r = util_cgroup_remove(cgroup, VM_KILL_TIMEOUT_MS);
+		int r = util_stop_cgroup(cgroup, VM_KILL_TIMEOUT_MS);
 		if (r < 0)
 			return ctx_error(ctx, r, "remove cgroup %s", cgroup);
 	}
@@ -300,7 +302,12 @@ static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t s
 
 int vm_backend_kill(space_ctx *ctx, const struct sandbox_row *row)
 {
-	return stop_pid(ctx, row->runtime_dir, row->info.pid, row->pid_start, row->cgroup);
+	/* The cgroup follows from the id: a row whose creator died before it recorded one has it too. */
+	char cgroup[UTIL_CGROUP_SPEC_MAX];
+	snprintf(cgroup, sizeof(cgroup), "%s", row->cgroup);
+	if (!cgroup[0] && util_stop_cgroup_spec(row->info.id, cgroup, sizeof(cgroup)) < 0)
+		cgroup[0] = '\0';
+	return stop_pid(ctx, row->runtime_dir, row->info.pid, row->pid_start, cgroup);
 }
 
 /* ---- start ---- */

@@ -12,6 +12,9 @@
 #include "core/sandbox.h"
 #include "core/backend.h"
 #include "core/warm_pool.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
+#include "store/templates.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
@@ -44,13 +47,7 @@ int warm_pool_forget(space_ctx *ctx, const char *template_name)
 		return r;
 	char key[128];
 	pool_key(template_name, key, sizeof(key));
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s), "DELETE FROM meta WHERE key = ?", -1, &st, NULL));
-	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	r = store_errno(sqlite3_step(st));
-	sqlite3_finalize(st);
+	r = store_meta_delete(s, key);
 	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(s)) : 0;
 }
 
@@ -61,21 +58,17 @@ static int pooled_ids(space_ctx *ctx, const char *template_name, char (*ids)[32]
 	int r = ctx_store(ctx, &s);
 	if (r < 0)
 		return r;
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s),
-					   "SELECT id FROM sandboxes WHERE status != 'destroyed' AND NOT " WARM_POOL_NOT_POOLED
-					   " AND (?1 IS NULL OR json_extract(metadata, '$.pool') = ?1)"
-					   " ORDER BY created_ms, id",
-					   -1, &st, NULL));
+	struct store_sandbox_filter f = { .statuses = STORE_ST_ANY & ~STORE_ST(STORE_DESTROYED), .pooled = true,
+					  .pool = template_name, .max = (size_t)max };
+	struct store_sandbox *rows = NULL;
+	size_t n = 0;
+	r = store_sandbox_list(s, &f, &rows, &n);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	if (template_name)
-		sqlite3_bind_text(st, 1, template_name, -1, SQLITE_STATIC);
-	int n = 0, rc;
-	while (n < max && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		snprintf(ids[n++], sizeof(ids[0]), "%s", (const char *)sqlite3_column_text(st, 0));
-	sqlite3_finalize(st);
-	return n;
+	for (size_t i = 0; i < n; i++)
+		snprintf(ids[i], sizeof(ids[0]), "%s", rows[i].id);
+	store_sandbox_list_free(rows, n);
+	return (int)n;
 }
 
 uint32_t warm_pool_count(space_ctx *ctx, const char *template_name)
@@ -106,7 +99,7 @@ static bool takes_defaults(const struct space_sandbox_options *o)
 	return !o->cpus && !o->memory_mib && !o->hostname && !(o->env && o->env[0]) && !o->network_policy;
 }
 
-/* Claims the oldest pooled sandbox of (template, isolation): one UPDATE that also drops its pool key.
+/* Claims the oldest pooled sandbox of (template, isolation): one UPDATE that also clears its pool column.
  * Returns 1 with id filled, 0 if there is none. */
 static int claim(space_ctx *ctx, const char *tname, const char *iso, char id[32])
 {
@@ -114,34 +107,12 @@ static int claim(space_ctx *ctx, const char *tname, const char *iso, char id[32]
 	int r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(
-		store_db(s),
-		"UPDATE sandboxes SET metadata = json_remove(metadata, '$.pool'), created_ms = ?1, updated_ms = ?1"
-		" WHERE id = (SELECT id FROM sandboxes WHERE status = 'paused' AND template = ?2 AND isolation = ?3"
-		"  AND NOT " WARM_POOL_NOT_POOLED " AND json_extract(metadata, '$.pool') = ?2"
-		"  ORDER BY created_ms, id LIMIT 1)"
-		" RETURNING id",
-		-1, &st, NULL));
-	int found = 0;
-	if (r == 0) {
-		sqlite3_bind_int64(st, 1, util_wall_ms());
-		sqlite3_bind_text(st, 2, tname, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, iso, -1, SQLITE_STATIC);
-		int rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			snprintf(id, 32, "%s", (const char *)sqlite3_column_text(st, 0));
-			found = 1;
-			rc = sqlite3_step(st);
-		}
-		r = store_errno(rc);
-		sqlite3_finalize(st);
-	}
-	if (!found) {
+	int found = store_sandbox_pool_take(s, tname, iso, id, 32);
+	if (found <= 0) {
 		store_rollback(s);
-		return r;
+		return found < 0 ? ctx_error(ctx, found, "store: %s", store_errmsg(s)) : 0;
 	}
-	r = ctx_store_finish(ctx, s, r, id, "pool.take", tname);
+	r = ctx_store_finish(ctx, s, 0, id, "pool.take", tname);
 	return r < 0 ? r : 1;
 }
 
@@ -177,14 +148,19 @@ int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_
 		char id[32];
 		if (claim(ctx, tname, ops->name, id) <= 0)
 			return 0;
+		/* Claimed, it is no longer in the pool: nobody else takes it; its lock keeps a destroy by id (or any
+		 * other operation) from cutting into its readying. Released before a remove, which takes it. */
 		space_sandbox *sb = NULL;
-		int r = space_sandbox_open(ctx, id, &sb);
+		int lock = -1, r = core_sandbox_lock(ctx, id, &lock);
+		if (r == 0)
+			r = space_sandbox_open(ctx, id, &sb);
 		if (r == 0)
 			r = space_sandbox_resume(sb);
 		if (r == 0)
 			r = refresh(sb);
 		if (r == 0 && o->timeout_s)
 			r = space_sandbox_set_timeout(sb, o->timeout_s);
+		store_lock_release(lock);
 		if (r == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s handed out from the warm pool of %s", id, tname);
 			*ret = sb;
@@ -201,6 +177,7 @@ int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_
 
 SPACE_API int space_template_set_pool(space_ctx *ctx, const char *template_name, uint32_t pool_size)
 {
+	CTX_ENTER(ctx);
 	if (!ctx || !template_name)
 		return -EINVAL;
 	if (pool_size > POOL_SIZE_MAX)
@@ -259,17 +236,7 @@ static int mark_pooled(space_ctx *ctx, const char *id, const char *tname)
 	int r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(store_db(s),
-					   "UPDATE sandboxes SET metadata = json_set(CASE WHEN json_valid(metadata)"
-					   " THEN metadata ELSE '{}' END, '$.pool', ?1) WHERE id = ?2",
-					   -1, &st, NULL));
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, tname, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
-		r = store_errno(sqlite3_step(st));
-		sqlite3_finalize(st);
-	}
+	r = store_sandbox_set_pool(s, id, tname);
 	return ctx_store_finish(ctx, s, r, id, "pool.fill", tname);
 }
 
@@ -324,6 +291,7 @@ int warm_pool_lock(space_ctx *ctx)
 
 SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name)
 {
+	CTX_ENTER(ctx);
 	if (!ctx)
 		return -EINVAL;
 	const char *root;
@@ -339,37 +307,29 @@ SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name)
 	if (lock < 0)
 		return lock;
 	/* Templates with a pool size, and those with pooled sandboxes left over from an older size. */
-	sqlite3_stmt *st;
-	r = store_errno(sqlite3_prepare_v2(
-		store_db(ctx->store),
-		"SELECT name FROM templates WHERE (?1 IS NULL OR name = ?1) ORDER BY name", -1, &st, NULL));
+	_cleanup_free_ struct store_template *names = NULL;
+	size_t n = 0;
+	if (template_name) {
+		if (!(names = calloc(1, sizeof(*names))))
+			return -ENOMEM;
+		r = store_template_get(ctx->store, template_name, names);
+		n = r == 0;
+		r = r == -ENOENT ? 0 : r;
+	} else {
+		r = store_template_list(ctx->store, &names, &n);
+	}
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store));
-	if (template_name)
-		sqlite3_bind_text(st, 1, template_name, -1, SQLITE_STATIC);
-	char (*names)[64] = NULL;
-	size_t n = 0;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		char(*nn)[64] = realloc(names, (n + 1) * sizeof(*names));
-		if (!nn) {
-			r = -ENOMEM;
-			break;
-		}
-		names = nn;
-		snprintf(names[n++], sizeof(names[0]), "%s", (const char *)sqlite3_column_text(st, 0));
-	}
-	sqlite3_finalize(st);
 	int made = 0;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
-		uint32_t size = warm_pool_size(ctx, names[i]);
-		if (!size && !warm_pool_count(ctx, names[i]))
+		uint32_t size = warm_pool_size(ctx, names[i].name);
+		if (!size && !warm_pool_count(ctx, names[i].name))
 			continue;
-		int k = fill_one_template(ctx, names[i], size);
+		int k = fill_one_template(ctx, names[i].name, size);
 		if (k < 0)
 			r = k;
 		else
 			made += k;
 	}
-	free(names);
 	return r < 0 ? r : made;
 }

@@ -3,23 +3,20 @@
  * The warm pool: per template, up to pool_size sandboxes created ahead of time and paused, handed out by
  * space_sandbox_create. Private.
  *
- * A pooled sandbox is an ordinary row (status "paused") whose metadata JSON carries "pool": "<template>".
- * Listings of user sandboxes leave such rows out (WARM_POOL_NOT_POOLED); handing one out removes the key
- * in the same UPDATE that claims it, so two processes never take the same one.
+ * A pooled sandbox is an ordinary row (status "paused") whose pool column names its template
+ * (store/sandboxes.h). Listings of user sandboxes leave such rows out; handing one out clears the column
+ * in the same UPDATE that claims it (store_sandbox_pool_take), so two processes never take the same one.
  */
 #pragma once
 
 #include "core/internal.h"
 
-/* SQL condition true for rows that are not pooled (column names of the sandboxes table). */
-#define WARM_POOL_NOT_POOLED \
-	"(metadata IS NULL OR NOT json_valid(metadata) OR json_extract(metadata, '$.pool') IS NULL)"
-
 /*
  * Hands out a pooled sandbox when o asks for nothing a pooled one cannot give (no env, hostname, network
  * policy, cpus or memory; the isolation, if given, that of the pool). Resumes it, gives it fresh entropy
  * (and, VM, the time), applies o->timeout_s. Returns 1 with *ret set, 0 when none was handed out (the
- * caller creates one the usual way; a pooled sandbox found broken on the way is removed).
+ * caller creates one the usual way; a pooled sandbox found broken on the way is removed). Holds the lock
+ * of the sandbox it hands out while it readies it; the caller holds no sandbox lock.
  */
 int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret);
 

@@ -307,11 +307,16 @@ fail:
 struct pid1_args {
 	const struct plan *p;
 	int go, err;
+	int go_w, err_r; /* the stager's ends, which PID 1 got copies of: closed first thing */
 };
 
 static int pid1_entry(void *arg)
 {
 	const struct pid1_args *a = arg;
+	/* Without its own copy of the go pipe's write end, PID 1 reads EOF (and exits) if the stager dies
+	 * before saying go (its creator was killed): it never waits on a pipe only it can write. */
+	close(a->go_w);
+	close(a->err_r);
 	pid1_main(a->p, a->go, a->err);
 	return 1;
 }
@@ -342,7 +347,7 @@ static pid_t spawn_pid1(const struct plan *p, struct pid1_args *a, int *ret_go, 
 		close(go[1]);
 		return r;
 	}
-	*a = (struct pid1_args){ .p = p, .go = go[0], .err = err[1] };
+	*a = (struct pid1_args){ .p = p, .go = go[0], .err = err[1], .go_w = go[1], .err_r = err[0] };
 	void *stack = child_stack();
 	pid_t pid = -ENOMEM;
 	if (stack) {

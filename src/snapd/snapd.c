@@ -82,9 +82,8 @@ static int still_wanted(struct snapd *d)
 		fprintf(stderr, "space-snapd: sandbox %s: %s; exiting\n", d->id, space_ctx_last_error(d->ctx));
 		return -1;
 	}
-	struct space_snapshot_policy p;
-	uint64_t start;
-	autosnap_policy_parse(row.metadata, &p, &start);
+	struct space_snapshot_policy p = { 0 };
+	(void)autosnap_policy_load(d->ctx, d->id, &p, NULL); /* the recorded helper (0: not yet) */
 	const char *why = NULL;
 	if (row.info.status != SPACE_SANDBOX_RUNNING && row.info.status != SPACE_SANDBOX_PAUSED)
 		why = space_sandbox_status_name(row.info.status);

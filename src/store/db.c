@@ -170,6 +170,18 @@ static const char *const migrations[] = {
 	"  WHEN NEW.pid > 0 AND NEW.pid_ns = 0 BEGIN"
 	"  UPDATE sandboxes SET pid_ns = space_pid_ns() WHERE id = NEW.id;"
 	" END;",
+
+	/* 7 -> 8: every writer and reader now uses schema 7's columns (store/sandboxes.h): the transitional
+	 * triggers go, and the keys they copied leave the metadata JSON, which from here on holds only what
+	 * the caller chose. The columns already hold those values (moved by 6 -> 7, kept true since by the
+	 * triggers), so nothing is lost; the triggers go first, so the UPDATE below does not clear them. */
+	"DROP TRIGGER IF EXISTS sandboxes_v6_meta_insert;"
+	"DROP TRIGGER IF EXISTS sandboxes_v6_meta_update;"
+	"UPDATE sandboxes SET metadata = json_remove(metadata, '$.uid_base', '$.pool', '$.snapshots.pid',"
+	"  '$.snapshots.pid_start')"
+	" WHERE json_valid(metadata) AND (" STORE_V7_HAS("metadata", "$.uid_base") " OR "
+	STORE_V7_HAS("metadata", "$.pool") " OR " STORE_V7_HAS("metadata", "$.snapshots.pid") " OR "
+	STORE_V7_HAS("metadata", "$.snapshots.pid_start") ");",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

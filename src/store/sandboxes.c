@@ -452,3 +452,35 @@ int store_sandbox_pool_take(struct store *s, const char *template_name, const ch
 	rc = sqlite3_step(st);
 	return rc == SQLITE_DONE ? 1 : store_errno(rc);
 }
+
+int store_sandbox_status_peek(const char *db_path, const char *id, enum store_status *ret)
+{
+	if (!db_path || !id)
+		return -EINVAL;
+	sqlite3 *db = NULL;
+	/* Read-only and without a migration: another state directory's store may be of an older or newer
+	 * libspace; only its sandboxes table's id and status columns are read, which every schema has. */
+	int rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL);
+	int r = store_errno(rc);
+	if (r == 0) {
+		sqlite3_busy_timeout(db, STORE_PEEK_BUSY_MS);
+		sqlite3_stmt *st = NULL;
+		rc = sqlite3_prepare_v2(db, "SELECT status FROM sandboxes WHERE id = ?1", -1, &st, NULL);
+		if (rc == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+			rc = sqlite3_step(st);
+			if (rc == SQLITE_ROW) {
+				int v = store_status_parse(text(st, 0));
+				*ret = v < 0 ? STORE_FAILED : (enum store_status)v;
+				r = 0;
+			} else {
+				r = rc == SQLITE_DONE ? -ENOENT : store_errno(rc);
+			}
+		} else {
+			r = store_errno(rc);
+		}
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+	return r;
+}

@@ -154,3 +154,9 @@ int store_sandbox_pool_take(struct store *s, const char *template_name, const ch
 
 /* Status of a row (-ENOENT when none): for callers that need nothing else (uid slot checks). */
 int store_sandbox_status(struct store *s, const char *id, enum store_status *ret);
+
+/* The same in the store at db_path, opened read-only for this one query (another state directory's, whose
+ * uid slots a machine-wide reclaim checks), waiting up to STORE_PEEK_BUSY_MS for its writers. -ENOENT when
+ * it has no such row; other -errno (a store that cannot be read) say nothing either way. */
+#define STORE_PEEK_BUSY_MS 2000
+int store_sandbox_status_peek(const char *db_path, const char *id, enum store_status *ret);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/autosnap.h"
 #include "core/internal.h"
 #include "store/checkpoints.h"
 #include "store/db.h"
@@ -303,19 +304,26 @@ static void test_liveness(void)
 	CHECK(util_proc_liveness(child, 0, ns) == UTIL_PROC_DEAD);
 	CHECK(util_proc_stat(child, &ps) == -ESRCH);
 
-	/* From a new pid namespace, a pid recorded out here is not judged, even one that does not exist there. */
-	if (unshare(CLONE_NEWPID) < 0) {
-		fprintf(stderr, "no pid namespace (%s): skipping that part\n", strerror(errno));
-		return;
-	}
+	/* From a new pid namespace, a pid recorded out here is not judged, even one that does not exist there.
+	 * The namespace is made in a child of ours: after unshare(CLONE_NEWPID) a process cannot fork again
+	 * once its first child (that namespace's pid 1) is gone, and the leak checker forks at exit. */
 	child = fork();
 	if (child == 0) {
-		/* pid 1 of the new namespace; /proc still shows the outer one, so compare namespaces by the inode
-		 * of our own ns link, which is the new one. */
-		uint64_t inner = util_pidns_self();
-		int bad = inner == ns;
-		bad |= util_proc_liveness(424242, 1, ns) != UTIL_PROC_UNKNOWN;
-		_exit(bad);
+		if (unshare(CLONE_NEWPID) < 0) {
+			fprintf(stderr, "no pid namespace (%s): skipping that part\n", strerror(errno));
+			_exit(0);
+		}
+		pid_t inner_pid = fork();
+		if (inner_pid == 0) {
+			/* pid 1 of the new namespace; /proc still shows the outer one, so compare namespaces by
+			 * the inode of our own ns link, which is the new one. */
+			uint64_t inner = util_pidns_self();
+			int bad = inner == ns;
+			bad |= util_proc_liveness(424242, 1, ns) != UTIL_PROC_UNKNOWN;
+			_exit(bad);
+		}
+		int ist = 0;
+		_exit(inner_pid > 0 && waitpid(inner_pid, &ist, 0) == inner_pid && WIFEXITED(ist) ? WEXITSTATUS(ist) : 1);
 	}
 	int st = 0;
 	CHECK(child > 0 && waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -407,6 +415,60 @@ out:
 	space_ctx_free(ctx);
 }
 
+/* Another state directory's store read without migrating or writing it (core/uids.c's reclaim). */
+static void test_peek(void)
+{
+	struct store *s = open_store();
+	insert(s, "sb-peek", 2000, NULL);
+	CHECK(store_sandbox_transition(s, "sb-peek", 0, STORE_DESTROYED, "gone", NULL) == 0);
+	char p[256];
+	snprintf(p, sizeof(p), "%s/space.db", dir);
+	enum store_status st = STORE_RUNNING;
+	CHECK(store_sandbox_status_peek(p, "sb-peek", &st) == 0 && st == STORE_DESTROYED);
+	CHECK(store_sandbox_status_peek(p, "sb-none", &st) == -ENOENT);
+	/* A file that is no store says nothing either way (its slot is kept), and is not turned into one. */
+	char q[256];
+	snprintf(q, sizeof(q), "%s/not-a-store", dir);
+	FILE *f = fopen(q, "w");
+	CHECK(f && fputs("not sqlite", f) >= 0 && fclose(f) == 0);
+	int r = store_sandbox_status_peek(q, "sb-peek", &st);
+	CHECK(r < 0 && r != -ENOENT);
+	snprintf(q, sizeof(q), "%s/absent.db", dir);
+	CHECK(store_sandbox_status_peek(q, "sb-peek", &st) < 0 && access(q, F_OK) < 0);
+	store_close(s);
+}
+
+/* The public status names are the store's (one table), and the helper's pid is its column: a "pid" in the
+ * metadata JSON is the caller's text, never read as the helper (core/autosnap.c). */
+static void test_names_and_helper(void)
+{
+	for (int i = 0; i < STORE_STATUS_COUNT; i++)
+		CHECK(!strcmp(space_sandbox_status_name((enum space_sandbox_status)i), store_status_name(i)));
+	CHECK(!strcmp(space_sandbox_status_name((enum space_sandbox_status)STORE_STATUS_COUNT), "unknown"));
+	CHECK(core_status_parse("paused") == SPACE_SANDBOX_PAUSED && core_status_parse("nope") == -EINVAL &&
+	      core_status_parse(NULL) == -EINVAL);
+
+	struct space_ctx_options o = SPACE_CTX_OPTIONS_INIT;
+	o.state_dir = dir;
+	space_ctx *ctx = NULL;
+	CHECK(space_ctx_new(&o, &ctx) == 0);
+	struct store *s = NULL;
+	if (!ctx || ctx_store(ctx, &s) < 0)
+		goto out;
+	insert(s, "sb-snap", 3000, "{\"snapshots\":{\"every\":30,\"keep\":4,\"pid\":4242,\"pid_start\":9}}");
+	struct store_proc helper = { 31337, 77, util_pidns_self() };
+	CHECK(store_sandbox_set_helper(s, "sb-snap", &helper) == 0);
+	struct space_snapshot_policy p;
+	uint64_t start = 0;
+	CHECK(autosnap_policy_load(ctx, "sb-snap", &p, &start) == 0);
+	CHECK(p.every_s == 30 && p.keep == 4 && p.pid == 31337 && start == 77);
+	CHECK(autosnap_policy_load(ctx, "sb-nosuch", &p, &start) == -ENOENT);
+	/* A helper that is not running shows as none in the public call. */
+	CHECK(space_sandbox_get_snapshot_policy(ctx, "sb-snap", &p) == 0 && p.every_s == 30 && p.pid == 0);
+out:
+	space_ctx_free(ctx);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -418,5 +480,7 @@ int main(void)
 	test_lock();
 	test_core();
 	test_liveness();
+	test_peek();
+	test_names_and_helper();
 	return check_exit("sandboxes", dir);
 }

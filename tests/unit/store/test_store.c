@@ -10,6 +10,7 @@
 
 #include "core/internal.h"
 #include "store/db.h"
+#include "store/sandboxes.h"
 #include "util/procstat.h"
 #include "util/util.h"
 
@@ -55,6 +56,20 @@ static void test_fresh(void)
 }
 
 /* Data written at each older version survives the migrations to the current one. */
+static void raw_pid_ns_fn(sqlite3_context *c, int argc, sqlite3_value **argv)
+{
+	(void)argc;
+	(void)argv;
+	sqlite3_result_int64(c, (sqlite3_int64)util_pidns_self());
+}
+
+/* A connection of our own to a schema-7 store: its triggers name the SQL function store_open registers
+ * (SQLite resolves it when a statement that fires them is prepared). */
+static void raw_pid_ns(sqlite3 *db)
+{
+	sqlite3_create_function(db, "space_pid_ns", 0, SQLITE_UTF8, NULL, raw_pid_ns_fn, NULL, NULL);
+}
+
 static void test_migrations(void)
 {
 	for (int from = 0; from < STORE_SCHEMA_VERSION; from++) {
@@ -63,6 +78,7 @@ static void test_migrations(void)
 		db_path(p, sizeof(p), name);
 		sqlite3 *db;
 		CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+		raw_pid_ns(db);
 		CHECK(store_migrate(db, from, err, sizeof(err)) == 0);
 		CHECK(store_schema_version(db) == from);
 		if (from >= 1) {
@@ -87,8 +103,8 @@ static void test_migrations(void)
 	}
 }
 
-/* 6 -> 7: values the library reads back move out of the metadata JSON into typed columns; the old
- * writers' JSON keeps the columns true through the transitional triggers; a pid gets its namespace. */
+/* 6 -> 8: values the library reads back move out of the metadata JSON into typed columns (7), and the
+ * keys leave the JSON with the transitional triggers (8); a pid gets its namespace. */
 static void test_migration_v7(void)
 {
 	char p[256], err[256];
@@ -111,7 +127,7 @@ static void test_migration_v7(void)
 	sqlite3_close(db);
 	struct store *s;
 	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
-	CHECK(store_schema_version(store_db(s)) == 7);
+	CHECK(store_schema_version(store_db(s)) == 8);
 	sqlite3 *d = store_db(s);
 	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-a'") == 1065536);
 	CHECK(count(d, "SELECT helper_pid FROM sandboxes WHERE id = 'sb-a'") == 777);
@@ -123,24 +139,28 @@ static void test_migration_v7(void)
 	/* Rows whose JSON does not parse or holds values out of range get the defaults. */
 	CHECK(count(d, "SELECT uid_base + helper_pid + (pool IS NOT NULL) FROM sandboxes WHERE id = 'sb-c'") == 0);
 	CHECK(count(d, "SELECT uid_base + helper_pid + (pool IS NOT NULL) FROM sandboxes WHERE id = 'sb-d'") == 0);
-	/* The user's part of the metadata is untouched. */
+	/* 8: the moved keys are gone from the JSON; the user's part of it is untouched. */
 	CHECK(count(d, "SELECT json_extract(metadata, '$.snapshots.every') FROM sandboxes WHERE id = 'sb-a'") == 60);
-	/* A writer still on the JSON keys (core/warm_pool.c, autosnap.c): the columns follow. */
-	CHECK(store_exec(s, "UPDATE sandboxes SET metadata = json_remove(metadata, '$.pool') WHERE id = 'sb-b'") == 0);
-	CHECK(count(d, "SELECT pool IS NULL FROM sandboxes WHERE id = 'sb-b'") == 1);
+	CHECK(count(d, "SELECT json_extract(metadata, '$.snapshots.keep') FROM sandboxes WHERE id = 'sb-a'") == 5);
+	CHECK(count(d, "SELECT count(*) FROM sandboxes WHERE json_valid(metadata) AND (json_type(metadata,"
+		       " '$.uid_base') IS NOT NULL OR json_type(metadata, '$.pool') IS NOT NULL OR json_type(metadata,"
+		       " '$.snapshots.pid') IS NOT NULL OR json_type(metadata, '$.snapshots.pid_start') IS NOT NULL)") == 0);
+	CHECK(count(d, "SELECT json_array_length(metadata, '$.env') = 0 FROM sandboxes WHERE id = 'sb-a'") == 1);
+	CHECK(count(d, "SELECT metadata = 'not json' FROM sandboxes WHERE id = 'sb-c'") == 1);
+	/* The transitional triggers are gone: a key written into the JSON is the caller's text, not a column. */
+	CHECK(count(d, "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'sandboxes_v6_%'") ==
+	      0);
 	CHECK(store_exec(s, "UPDATE sandboxes SET metadata = json_set(metadata, '$.pool', 'u') WHERE id = 'sb-b'") ==
 	      0);
-	CHECK(count(d, "SELECT pool = 'u' FROM sandboxes WHERE id = 'sb-b'") == 1);
+	CHECK(count(d, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-b'") == 1);
 	CHECK(store_exec(s, "UPDATE sandboxes SET metadata = json_remove(metadata, '$.snapshots') WHERE id = 'sb-a'") ==
 	      0);
-	CHECK(count(d, "SELECT helper_pid + helper_pid_start FROM sandboxes WHERE id = 'sb-a'") == 0);
-	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-a'") == 1065536);
+	CHECK(count(d, "SELECT helper_pid FROM sandboxes WHERE id = 'sb-a'") == 777);
 	CHECK(store_exec(s, "INSERT INTO sandboxes(id, template, isolation, status, pid, cpus, memory_mib, path,"
 			    " runtime_dir, created_ms, updated_ms, metadata) VALUES ('sb-e', 't', 'vm', 'creating', 99,"
 			    " 1, 256, '/p', '/r', 5, 5, '{\"uid_base\":70000,\"pool\":\"t\"}')") == 0);
-	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-e'") == 70000);
-	CHECK(count(d, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-e'") == 1);
-	/* A pid written without its namespace gets the writer's. */
+	CHECK(count(d, "SELECT uid_base + (pool IS NOT NULL) FROM sandboxes WHERE id = 'sb-e'") == 0);
+	/* A pid written without its namespace gets the writer's (that trigger stays). */
 	char want[64];
 	snprintf(want, sizeof(want), "%llu", (unsigned long long)util_pidns_self());
 	sqlite3_stmt *st;
@@ -152,6 +172,54 @@ static void test_migration_v7(void)
 	CHECK(sqlite3_step(st) == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), want));
 	sqlite3_finalize(st);
 	CHECK(util_pidns_self() != 0);
+	store_close(s);
+}
+
+/* 7 -> 8 of a store a schema-7 library wrote: the values its JSON writers put there (kept in the columns
+ * by the triggers) stay in the columns when the keys and triggers go. */
+static void test_migration_v8(void)
+{
+	char p[256], err[256];
+	db_path(p, sizeof(p), "mig-v8.db");
+	sqlite3 *db;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+	raw_pid_ns(db);
+	CHECK(store_migrate(db, 7, err, sizeof(err)) == 0);
+	CHECK(store_schema_version(db) == 7);
+	/* As schema-7 writers did: the keys in the JSON (pid 0 and a namespace given: no trigger needs the
+	 * store's own SQL function here). */
+	CHECK(sqlite3_exec(db,
+			   "INSERT INTO sandboxes(id, template, isolation, status, pid, pid_ns, cpus, memory_mib, path,"
+			   " runtime_dir, created_ms, updated_ms, metadata) VALUES"
+			   " ('sb-j', 't', 'jail', 'running', 0, 1, 1, 256, '/p', '/r', 1, 1,"
+			   "  '{\"env\":[\"A=1\"],\"hostname\":\"h\",\"uid_base\":2131072}'),"
+			   " ('sb-p', 't', 'jail', 'paused', 0, 1, 1, 256, '/p', '/r', 2, 2, '{\"env\":[]}');"
+			   "UPDATE sandboxes SET metadata = json_set(metadata, '$.pool', 't') WHERE id = 'sb-p';"
+			   "UPDATE sandboxes SET metadata = json_set(metadata, '$.snapshots',"
+			   "  json('{\"every\":9,\"keep\":2,\"pid\":555,\"pid_start\":66}')) WHERE id = 'sb-j';",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(count(db, "SELECT uid_base FROM sandboxes WHERE id = 'sb-j'") == 2131072);
+	CHECK(count(db, "SELECT helper_pid FROM sandboxes WHERE id = 'sb-j'") == 555);
+	CHECK(count(db, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-p'") == 1);
+	sqlite3_close(db);
+	struct store *s;
+	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
+	sqlite3 *d = store_db(s);
+	CHECK(store_schema_version(d) == 8);
+	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-j'") == 2131072);
+	CHECK(count(d, "SELECT helper_pid + helper_pid_start FROM sandboxes WHERE id = 'sb-j'") == 555 + 66);
+	CHECK(count(d, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-p'") == 1);
+	CHECK(count(d, "SELECT metadata = '{\"env\":[\"A=1\"],\"hostname\":\"h\",\"snapshots\":{\"every\":9,"
+		       "\"keep\":2}}' FROM sandboxes WHERE id = 'sb-j'") == 1);
+	CHECK(count(d, "SELECT metadata = '{\"env\":[]}' FROM sandboxes WHERE id = 'sb-p'") == 1);
+	/* Typed reads agree (store/sandboxes.h). */
+	struct store_sandbox row = { .metadata = NULL };
+	CHECK(store_sandbox_get(s, "sb-p", &row) == 0 && !strcmp(row.pool, "t") && row.status == STORE_PAUSED);
+	store_sandbox_clear(&row);
+	row.metadata = NULL;
+	CHECK(store_sandbox_get(s, "sb-j", &row) == 0 && row.uid_base == 2131072 && row.helper.pid == 555 &&
+	      row.helper.start_time == 66);
+	store_sandbox_clear(&row);
 	store_close(s);
 }
 
@@ -299,6 +367,7 @@ int main(void)
 	test_fresh();
 	test_migrations();
 	test_migration_v7();
+	test_migration_v8();
 	test_newer_refused();
 	test_concurrent_writers();
 	test_crash_mid_transaction();

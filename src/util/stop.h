@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Stopping what a sandbox runs, with no pid that could name another process. Private to libspace.
+ *
+ * A sandbox's processes (a jail's PID 1 and everything it forks, a space-vmm and its threads) live in its
+ * cgroup, whose name follows from the sandbox id alone (util_stop_cgroup_spec): whoever destroys a sandbox
+ * ends them all through the cgroup (util_stop_cgroup), even when its creator was killed before it could
+ * record any pid. A single helper known by pid is ended through a pidfd taken before its start time is
+ * checked (util_stop_pid): the signal reaches that very process or nothing.
+ *
+ * All functions return 0 or -errno and need root.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The cgroup spec (util/cgroup.h) util_cgroup_create gives sandbox id on this host, without creating it:
+ * "v1:space/<id>" or "v2:space.slice/<id>". -EOPNOTSUPP without usable cgroups, -ENAMETOOLONG. */
+int util_stop_cgroup_spec(const char *id, char *buf, size_t len);
+
+/*
+ * Kills every process in the cgroup of spec and its sub-cgroups and waits until none is left, then removes
+ * the cgroup(s). v2: cgroup.kill. v1: the cgroup is frozen, so nothing in it can fork or exit while its
+ * members are listed and sent SIGKILL, then thawed so the kills land; repeated until it is empty. Missing
+ * cgroups are fine (idempotent). -ETIMEDOUT when something is still there after timeout_ms.
+ */
+int util_stop_cgroup(const char *spec, int timeout_ms);
+
+/*
+ * Sends sig to the process recorded as (pid, start_time) and, when wait_ms > 0, waits up to wait_ms for
+ * it to be gone. A pidfd is opened first and the start time read while it is held, so a reused pid is never
+ * signalled. 0 when it is gone (or was never there), -ETIMEDOUT when it still runs after the wait, -errno.
+ * start_time 0 skips the reuse check (only for a child the caller has not reaped).
+ */
+int util_stop_pid(int pid, uint64_t start_time, int sig, int wait_ms);
