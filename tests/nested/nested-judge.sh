@@ -59,6 +59,17 @@ nested_retry_reason() {
 	esac
 }
 
+# nested_run_stop: what nested_run's TERM/INT trap does: the run's VM (through nested-kvm) and its boot
+# watchdog, whichever of them has started.
+nested_run_stop() {
+	if [ -n "${_nr_pid:-}" ]; then
+		nested_kill_below "$_nr_pid" TERM
+		wait "$_nr_pid"
+	fi
+	[ -n "${_nr_dog:-}" ] && kill_tree "$_nr_dog"
+	rm -f "$_nr_dir/.nested-wrapper.sh"
+}
+
 # nested_run WORKDIR SCRIPT [nested-kvm options...]: runs `sh SCRIPT` inside nested-kvm with WORKDIR written
 # through, retried as said above; returns the run's status (0 only when the script ran and exited 0).
 # The run is bounded by --timeout $NESTED_RUN_TIMEOUT (default 1200 s, under the suite's 1500); a VM that
@@ -77,20 +88,22 @@ nested_run() {
 		# and 125 can be told apart from the script's.
 		printf 'touch "%s/.nested-started"\nsh "%s"\nrc=$?\necho "$rc" > "%s/.nested-rc"\nexit "$rc"\n' \
 			"$_nr_dir" "$_nr_script" "$_nr_dir" > "$_nr_dir/.nested-wrapper.sh"
+		# This test killed (meson's timeout, ^C): the VM goes too, through nested-kvm, which cleans up. Set
+		# before anything starts, so a signal at any moment finds it; it stays after the run (harmless
+		# then; its exit still runs the caller's EXIT trap).
+		_nr_pid= _nr_dog=
+		trap 'nested_run_stop; exit 143' TERM INT
 		"$nested_tool" --timeout "${NESTED_RUN_TIMEOUT:-1200}" "$@" --rw "$_nr_dir" -- sh "$_nr_dir/.nested-wrapper.sh" &
 		_nr_pid=$!
 		# Boot watchdog: stops the VM (qemu, below nested-kvm), so that nested-kvm ends with 125.
 		(
-			sleep "${NESTED_BOOT_TIMEOUT:-300}"
+			sleep "${NESTED_BOOT_TIMEOUT:-300}" </dev/null >/dev/null 2>&1
 			if [ ! -e "$_nr_dir/.nested-started" ]; then
 				nested_note "$_nr_dir" "the VM did not start the script within ${NESTED_BOOT_TIMEOUT:-300} s (attempt $_nr_attempt): stopping it"
 				nested_kill_below "$_nr_pid" TERM
 			fi
 		) &
 		_nr_dog=$!
-		# This test killed (meson's timeout, ^C): the VM goes too, through nested-kvm, which cleans up. The
-		# trap stays after the run (harmless then; its exit still runs the caller's EXIT trap).
-		trap 'nested_kill_below "$_nr_pid" TERM; wait "$_nr_pid"; kill_tree "$_nr_dog"; rm -f "$_nr_dir/.nested-wrapper.sh"; exit 143' TERM INT
 		wait "$_nr_pid"
 		_nr_rc=$?
 		nested_kill_below "$_nr_dog" KILL
