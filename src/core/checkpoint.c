@@ -221,8 +221,10 @@ int checkpoint_partials_recover(space_ctx *ctx, const char *sandbox_id)
 	int n = 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
+		if (strncmp(e->d_name, prefix, strlen(prefix)))
+			continue;
 		const char *cp_id = e->d_name + strlen(prefix);
-		if (strncmp(e->d_name, prefix, strlen(prefix)) || !util_name_valid(cp_id))
+		if (!util_name_valid(cp_id))
 			continue;
 		char partial[PATH_MAX], final[PATH_MAX];
 		cp_partial_path(dir, sandbox_id, cp_id, partial, sizeof(partial));

@@ -31,6 +31,7 @@
 #include "util/cgroup.h"
 #include "util/stop.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -262,15 +263,14 @@ static bool wait_gone(int pid, uint64_t start_time, int timeout_ms)
 static int stuck_error(space_ctx *ctx, int pid)
 {
 	char path[64], wchan[64] = "?";
-	_cleanup_free_ char *stat = NULL, *wc = NULL;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	(void)util_read_file(path, 4096, &stat, NULL);
+	_cleanup_free_ char *wc = NULL;
+	struct util_proc_stat ps = { .state = '?' };
+	(void)util_proc_stat(pid, &ps);
 	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
 	if (util_read_file(path, 128, &wc, NULL) == 0)
 		snprintf(wchan, sizeof(wchan), "%s", wc);
-	const char *st = stat ? strrchr(stat, ')') : NULL;
 	return ctx_error_msg(ctx, -ETIMEDOUT, "space-vmm (pid %d) did not die within %d s of SIGKILL (state %c, waiting in %s)",
-			     pid, VM_KILL_TIMEOUT_MS / 1000, st && st[1] ? st[2] : '?', wchan);
+			     pid, VM_KILL_TIMEOUT_MS / 1000, ps.state, wchan);
 }
 
 static int stop_pid(space_ctx *ctx, const char *runtime_dir, int pid, uint64_t start_time, const char *cgroup)

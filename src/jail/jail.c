@@ -47,6 +47,7 @@
 #include "jail/jail_internal.h"
 #include "util/cleanup.h"
 #include "util/loop.h"
+#include "util/procstat.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -510,7 +511,9 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	}
 
 	struct msg m = { .type = MSG_PID, .pid = pid, .uid_base = p->uid_base };
-	r = jail_proc_stat(pid, &m.start, NULL);
+	struct util_proc_stat ps = { 0 };
+	r = util_proc_stat(pid, &ps);
+	m.start = ps.start_time;
 	if (r < 0) {
 		send_done(out, r, "read /proc/%d/stat", (int)pid);
 		goto fail;
@@ -668,9 +671,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	bool own_slot = !cfg->identity_map && !cfg->uid_base;
 	uint32_t own_uid = 0; /* kept apart from p: the stager shares p's memory and may change it */
 	if (own_slot) {
-		uint64_t self_start = 0;
-		(void)jail_proc_stat(getpid(), &self_start, NULL);
-		jail_slot_owner(getpid(), self_start, owner, sizeof(owner));
+		jail_slot_owner(getpid(), util_proc_self_start_time(), owner, sizeof(owner));
 		if ((r = uidalloc_acquire(UIDALLOC_RANGE, owner, &own_uid)) < 0) {
 			jail_set_err(errbuf, errlen, "allocate a host uid range (%s): %s", UIDALLOC_DIR, strerror(-r));
 			return r;

@@ -34,8 +34,6 @@
 /* Formats a one-line error into buf (NULL or len 0: nothing). */
 void jail_set_err(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Field 22 of /proc/PID/stat (start time) and, when ret_state is not NULL, the state letter. Child-safe. */
-int jail_proc_stat(pid_t pid, uint64_t *ret_start, char *ret_state);
 
 /* Owner text (src/util/uidalloc.h) of a uid range slot held by a jail's PID 1 (or its creator, until PID 1
  * exists): "pid <pid> <start time> jail", which a stale-slot reaper can check against /proc. */

@@ -17,6 +17,7 @@
 #include "jail/jail.h"
 #include "jail/jail_internal.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -26,49 +27,14 @@ const char *jail_describe_boundary(void)
 	       "is a weaker boundary than a microVM";
 }
 
-/* Field 22 of /proc/PID/stat, and the state letter (field 3). */
-int jail_proc_stat(pid_t pid, uint64_t *ret_start, char *ret_state)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	/* comm may contain spaces and parentheses: fields restart after the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return -EIO;
-	p += 2;
-	if (ret_state)
-		*ret_state = *p;
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p, ' ');
-		if (!p)
-			return -EIO;
-		p++;
-	}
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p, &end, 10);
-	if (errno || end == p)
-		return -EIO;
-	*ret_start = v;
-	return 0;
-}
-
 int jail_alive(const struct jail_info *info)
 {
-	uint64_t start;
-	char state;
+	struct util_proc_stat ps;
 	if (!info || info->pid <= 0)
 		return 0;
-	if (jail_proc_stat(info->pid, &start, &state) < 0)
+	if (util_proc_stat(info->pid, &ps) < 0)
 		return 0;
-	return start == info->start_time && state != 'Z' && state != 'X';
+	return ps.start_time == info->start_time && ps.state != 'Z' && ps.state != 'X';
 }
 
 void jail_slot_owner(pid_t pid, uint64_t start_time, char *buf, size_t len)
@@ -86,9 +52,8 @@ int jail_kill(const struct jail_info *info, int timeout_ms)
 	if (info->pid > 0) {
 		/* Open the pidfd first, then check the start time: the pidfd pins that very process. */
 		_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, info->pid, 0);
-		uint64_t start;
-		char state;
-		if (pidfd >= 0 && jail_proc_stat(info->pid, &start, &state) == 0 && start == info->start_time) {
+		struct util_proc_stat ps;
+		if (pidfd >= 0 && util_proc_stat(info->pid, &ps) == 0 && ps.start_time == info->start_time) {
 			if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
 				return -errno;
 			/* A frozen jail cannot act on SIGKILL: thaw it, with the kill already pending. */

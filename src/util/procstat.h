@@ -20,7 +20,7 @@ struct util_proc_stat {
 
 /* Reads /proc/PID/stat: -ESRCH when there is no such process (or pid <= 0), -EPROTO for a line that does
  * not parse (comm, field 2, may hold spaces and parentheses: fields after it are counted from the last
- * ')'). */
+ * ')'). Allocates nothing, so a child sharing its parent's memory may call it. */
 int util_proc_stat(int pid, struct util_proc_stat *ret);
 
 /* Start time of pid, 0 when it does not exist. self: of the calling process, through /proc/self (right
