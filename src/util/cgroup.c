@@ -318,12 +318,6 @@ int util_cgroup_attach(const char *spec, pid_t pid)
 	return 0;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 int util_cgroup_freeze(const char *spec, bool frozen)
 {
 	char path[512], state[256];
@@ -364,7 +358,7 @@ int util_cgroup_freeze(const char *spec, bool frozen)
 			if (frozen && i % 50 == 49)
 				cg_write(1, "freezer", rel, "freezer.state", "FROZEN");
 		}
-		sleep_ms(1);
+		util_sleep_ms(1);
 	}
 	return -ETIMEDOUT;
 }
@@ -398,7 +392,7 @@ int util_cgroup_remove(const char *spec, int timeout_ms)
 				break;
 			if (attempt == 20)
 				cg_kill_members(ver, ctrl, rel);
-			sleep_ms(1);
+			util_sleep_ms(1);
 		}
 		if (r < 0 && result == 0)
 			result = r == -EBUSY || r == -ENOTEMPTY ? -ETIMEDOUT : r;

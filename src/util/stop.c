@@ -70,12 +70,6 @@ static int members(const char *dir, bool kill_them, int depth)
 	return n;
 }
 
-static void stop_sleep_ms(long ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-	nanosleep(&ts, NULL);
-}
-
 int util_stop_cgroup(const char *spec, int timeout_ms)
 {
 	char dir[512], path[600];
@@ -87,20 +81,21 @@ int util_stop_cgroup(const char *spec, int timeout_ms)
 		if (util_now_ns() >= deadline)
 			return -ETIMEDOUT;
 		if (round % 20 == 0) {
+			bool killed = false;
 			if (ver == 2) {
 				snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
 				_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-				if (fd < 0 || write(fd, "1", 1) != 1)
-					(void)members(dir, true, 0); /* no cgroup.kill (before 5.14): freeze below */
-			} else {
-				/* Frozen, nothing in it forks or exits: the list is exact and no pid is reused. */
-				bool frozen = util_cgroup_freeze(spec, true) == 0;
-				if (frozen)
+				killed = fd >= 0 && write(fd, "1", 1) == 1;
+			}
+			if (!killed) {
+				/* cgroup v1, or v2 without cgroup.kill (before 5.14). Frozen, nothing in it forks or
+				 * exits: the list is exact and no pid is reused. */
+				if (util_cgroup_freeze(spec, true) == 0)
 					(void)members(dir, true, 0);
 				(void)util_cgroup_freeze(spec, false);
 			}
 		}
-		stop_sleep_ms(5);
+		util_sleep_ms(5);
 	}
 	uint64_t now = util_now_ns();
 	return util_cgroup_remove(spec, now >= deadline ? 0 : (int)((deadline - now) / 1000000ULL) + 1);

@@ -255,6 +255,12 @@ int util_random_bytes(void *buf, size_t len)
 	return 0;
 }
 
+void util_sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 uint64_t util_now_ns(void)
 {
 	struct timespec ts;

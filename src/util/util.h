@@ -34,6 +34,8 @@ int util_random_bytes(void *buf, size_t len);
 /* Monotonic and wall clocks. */
 uint64_t util_now_ns(void);
 int64_t util_wall_ms(void);
+/* Sleeps ms milliseconds (a signal may end it early: callers poll a condition in a loop). */
+void util_sleep_ms(long ms);
 
 /*
  * Runs argv[0] (looked up in PATH) with stdin from /dev/null, waits for it and returns 0 when it exited 0.
