@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "space.h"
 #include "util/util.h"
 
@@ -67,49 +68,6 @@ static void print_series(struct series *s)
 {
 	qsort(s->ms, s->n, sizeof(double), cmp_ms);
 	printf("  %-28s %9.2f %9.2f %9.2f %9.2f\n", s->name, rank(s, 50), rank(s, 99), s->ms[0], s->ms[s->n - 1]);
-}
-
-/* A root tree of busybox applets, like a minimal distribution image: /bin/busybox and a link per applet. */
-static int build_tree(const char *root)
-{
-	static const char *const dirs[] = { "bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "run", "root",
-					    "usr/bin", "usr/sbin" };
-	char p[4200], line[256];
-	char *data = NULL;
-	size_t len = 0;
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", root, dirs[i]);
-		if (util_mkdir_p(p, 0755) < 0)
-			return -errno;
-	}
-	snprintf(p, sizeof(p), "%s/bin/busybox", root);
-	int r = util_read_file("/bin/busybox", 64u << 20, &data, &len);
-	if (r >= 0)
-		r = util_write_file_atomic(p, data, len, 0755);
-	free(data);
-	if (r < 0)
-		return r;
-	snprintf(p, sizeof(p), "%s/bin/busybox --list-full", root);
-	FILE *f = popen(p, "re");
-	if (!f)
-		return -errno;
-	int links = 0;
-	while (fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		if (!line[0] || strstr(line, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", root, line);
-		if (symlink("/bin/busybox", p) == 0)
-			links++;
-	}
-	if (pclose(f) != 0 || links == 0)
-		return -EPROTO;
-	snprintf(p, sizeof(p), "%s/etc/passwd", root);
-	r = util_write_file_atomic(p, "root:x:0:0:root:/root:/bin/sh\n", 30, 0644);
-	if (r < 0)
-		return r;
-	snprintf(p, sizeof(p), "%s/etc/group", root);
-	return util_write_file_atomic(p, "root:x:0:\n", 10, 0644);
 }
 
 /* Why this host cannot run the benchmark, or NULL. */
@@ -280,7 +238,7 @@ int main(int argc, char **argv)
 	struct series peer = { "bwrap true", buf + 4 * runs, 0 };
 	if (!buf)
 		goto out;
-	if ((r = build_tree(tree)) < 0) {
+	if ((r = bu_busybox_tree(tree)) < 0) {
 		fprintf(stderr, "jail_run: busybox tree: %s\n", strerror(-r));
 		goto out;
 	}

@@ -11,33 +11,26 @@
  * usage: serve [--clients N] [--rounds R]   (root, loop devices, btrfs, namespaces; SPACE_CLI and
  *                                            SPACE_SOURCE_DIR name the space binary and the source tree)
  */
-#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "space.h"
 #include "util/cleanup.h"
 #include "util/util.h"
 
 #define SKIP 77
 #define CLIENTS_MAX 1000
-#define RESPONSE_MAX (1u << 20)
-
-extern char **environ;
 
 enum op { OP_CREATE, OP_EXEC, OP_DESTROY, N_OPS };
 static const char *const op_names[N_OPS] = { "create", "exec(true)", "destroy" };
@@ -81,49 +74,10 @@ static void record(struct bench *b, enum op op, uint64_t t0, const char *id)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* --- a minimal HTTP/1.1 client: one connection per request, Content-Length bodies --- */
-
-/* Sends one request and reads the answer; returns the status (or -errno); *ret_body (may be NULL) gets
- * the body, NUL-terminated. */
+/* HTTP through bench_util.h's bu_http. */
 static int http(const struct bench *b, const char *method, const char *path, const char *body, char **ret_body)
 {
-	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(b->port) };
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	char head[512];
-	size_t blen = body ? strlen(body) : 0;
-	int hn = snprintf(head, sizeof(head),
-			  "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: %s\r\nConnection: close\r\n"
-			  "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
-			  method, path, b->key, blen);
-	int r = util_write_all(fd, head, (size_t)hn);
-	if (r == 0 && blen)
-		r = util_write_all(fd, body, blen);
-	if (r < 0)
-		return r;
-	_cleanup_free_ char *buf = malloc(RESPONSE_MAX + 1);
-	if (!buf)
-		return -ENOMEM;
-	size_t len = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, RESPONSE_MAX - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0 || (len += (size_t)n) == RESPONSE_MAX)
-			break;
-	}
-	buf[len] = '\0';
-	int status;
-	char *sep = strstr(buf, "\r\n\r\n");
-	if (sscanf(buf, "HTTP/1.%*d %d", &status) != 1 || !sep)
-		return -EBADMSG;
-	if (ret_body)
-		*ret_body = strdup(sep + 4);
-	return status;
+	return bu_http(b->port, b->key, method, path, body, ret_body);
 }
 
 /* One client's round over HTTP: create, exec, destroy. */
@@ -266,30 +220,6 @@ static void summary(double *v, size_t n, double out[3])
 }
 
 /* --- the server and the state directory --- */
-
-static int spawn(const char *const argv[], pid_t *ret_pid, const char *log)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-	posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-	int r = posix_spawn(ret_pid, argv[0], &fa, NULL, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	return -r;
-}
-
-/* A free loopback port (bound, released, then used by the server: a small race, fine for a bench). */
-static uint16_t free_port(void)
-{
-	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0)
-		return 0;
-	return ntohs(sa.sin_port);
-}
 
 /* How many lines of /proc/self/mountinfo and loop devices name the state directory. */
 static void count_mounts(const char *state, unsigned *ret_mounts, unsigned *ret_loops)
@@ -440,12 +370,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	snprintf(b.key, sizeof(b.key), "%.68s", strstr(out, "e2b_"));
-	b.port = free_port();
+	b.port = bu_free_port();
 	snprintf(conns_arg, sizeof(conns_arg), "%u", (unsigned)clients * 2 + 16);
 	snprintf(listen_arg, sizeof(listen_arg), "127.0.0.1:%u", b.port);
 	const char *const serve[] = { cli, "serve", "--listen", listen_arg, "--state", b.state, "--max-connections",
 				      conns_arg, NULL };
-	if (!b.port || spawn(serve, &server, log) < 0) {
+	if (!b.port || bu_spawn_logged(serve, log, &server) < 0) {
 		fprintf(stderr, "serve: cannot start space serve\n");
 		goto out;
 	}

@@ -31,9 +31,22 @@ space_ctx *cli_ctx(struct cli *cli);
 /* Prints "space: <what>: <detail>" where detail is the context's last error, or space_strerror(r). Returns
  * EXIT_FAIL. */
 int cli_fail(struct cli *cli, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same with the detail given: a library call made on another thread left its last error there. */
+int cli_fail_detail(int r, const char *detail, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Prints "space: <message>" and the command's usage hint. Returns EXIT_USAGE. */
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one reading of a size and a duration flag (util_parse_mib, util_parse_duration): "--memory 1G" (a bare
+ * number is MiB), "--timeout 10m" (a bare number is seconds; s, m, h, d), in [min, max]. On a bad value
+ * prints a usage error naming opt and the range, and returns -1. */
+int cli_parse_mib(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint32_t *ret);
+int cli_parse_duration(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+		       uint32_t *ret);
+
+/* "9m58s", "3d4h", "45s": a count of seconds for a column. */
+const char *cli_duration(uint64_t s, char *buf, size_t len);
 
 /* Prints "usage: space <usage>" and the summary to stdout. Returns EXIT_OK. */
 int cli_help(const struct cli_command *cmd);
@@ -77,10 +90,25 @@ int cmd_vm_boot(struct cli *cli, int argc, char **argv);
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_apikey(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
+int cmd_bench(struct cli *cli, int argc, char **argv);
 int cmd_kernel(struct cli *cli, int argc, char **argv);
 
 /* A checkpoint as JSON (`space checkpoints --json`); the API leaves the host path out (with_path false). */
 cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path);
+/* After `space rm ID`: says on stderr which checkpoints of ID stayed, and how to remove them. */
+void cli_report_kept_checkpoints(struct cli *cli, const char *sandbox_id);
+/* "a (cp-x), cp-y" of the checkpoints in list (name and id, or the id) into buf, cut with "..." when long. */
+void cli_checkpoint_names(const struct space_checkpoint_info *list, size_t n, char *buf, size_t len);
+
+/* The sandboxes `space rm --all` / `--older-than` remove (cli/rm_select.c): after a reap (which destroys
+ * those past their lifetime or tether), every user sandbox not destroyed, created at least older_than_s
+ * seconds ago (-1: any age). Free with cli_rm_select_free. */
+struct cli_rm_selection {
+	char (*ids)[32];
+	size_t n;
+};
+int cli_rm_select(struct cli *cli, int64_t older_than_s, struct cli_rm_selection *ret);
+void cli_rm_select_free(struct cli_rm_selection *sel);
 
 /* A sandbox as JSON (the shape of `space ls --json` entries). */
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b);

@@ -52,9 +52,13 @@ int cli_template_set_snapshots(struct cli *cli, const struct cli_command *cmd, i
 			bool is_every = a[2] == 'e';
 			if (i + 1 >= argc)
 				return cli_usage_error(cmd, "%s needs a number", a);
-			if (util_parse_uint(argv[++i], 1, is_every ? 7u * 24 * 3600 : 100, is_every ? &every : &keep) < 0)
-				return cli_usage_error(cmd, "%s needs a number from 1 to %u, not '%s'", a,
-						       is_every ? 7u * 24 * 3600 : 100u, argv[i]);
+			uint32_t d;
+			if (is_every && cli_parse_duration(cmd, a, argv[++i], 1, 7u * 24 * 3600, &d) < 0)
+				return EXIT_USAGE;
+			if (is_every)
+				every = d;
+			else if (util_parse_uint(argv[++i], 1, 100, &keep) < 0)
+				return cli_usage_error(cmd, "%s needs a number from 1 to 100, not '%s'", a, argv[i]);
 			have_every |= is_every;
 		} else if (a[0] == '-') {
 			return cli_usage_error(cmd, "unknown option '%s'", a);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "util/cleanup.h"
+#include "util/escape.h"
 #include "util/util.h"
 
 /* Opens the sandbox named by id, or prints why not. */
@@ -33,6 +35,40 @@ cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path
 		cJSON_AddStringToObject(j, "path", c->path);
 	cJSON_AddNumberToObject(j, "created_ms", (double)c->created_ms);
 	return j;
+}
+
+void cli_checkpoint_names(const struct space_checkpoint_info *list, size_t n, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < n && used + 1 < len; i++) {
+		int w = list[i].name[0] ? snprintf(buf + used, len - used, "%s%s (%s)", i ? ", " : "", list[i].name,
+						   list[i].id)
+					: snprintf(buf + used, len - used, "%s%s", i ? ", " : "", list[i].id);
+		if (w < 0 || (size_t)w >= len - used) {
+			snprintf(buf + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
+			return;
+		}
+		used += (size_t)w;
+	}
+}
+
+void cli_report_kept_checkpoints(struct cli *cli, const char *sandbox_id)
+{
+	struct space_checkpoint_info *list = NULL;
+	size_t n = 0;
+	if (space_checkpoint_list(cli_ctx(cli), sandbox_id, &list, &n) < 0 || n == 0) {
+		free(list);
+		return;
+	}
+	char names[512];
+	cli_checkpoint_names(list, n, names, sizeof(names));
+	_cleanup_free_ char *shown = util_escape_dup(names, 0); /* names are the API caller's text */
+	fprintf(stderr,
+		"space: %s: kept %zu checkpoint%s: %s (remove them with `space checkpoint rm ID...` or `space rm "
+		"--with-checkpoints`)\n",
+		sandbox_id, n, n == 1 ? "" : "s", shown ? shown : "?");
+	free(list);
 }
 
 static int pause_resume(struct cli *cli, int argc, char **argv, bool pause)
@@ -182,22 +218,39 @@ int cmd_fork(struct cli *cli, int argc, char **argv)
 	const struct cli_command *cmd = cli_find_command("fork");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	const char *cp = NULL;
+	const char *cp = NULL, *sandbox = NULL;
 	uint64_t count = 1;
+	uint32_t timeout_s = SPACE_FORK_INHERIT_TIMEOUT; /* what is left of the sandbox's lifetime */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--count")) {
 			if (++i >= argc || util_parse_uint(argv[i], 1, 64, &count) < 0)
 				return cli_usage_error(cmd, "--count needs a number from 1 to 64");
-		} else if (argv[i][0] == '-' || cp) {
+		} else if (!strcmp(argv[i], "--timeout")) {
+			if (++i >= argc)
+				return cli_usage_error(cmd, "--timeout needs a duration (30s, 10m, 2h, 1d)");
+			if (cli_parse_duration(cmd, "--timeout", argv[i], 1, SPACE_TIMEOUT_MAX_S, &timeout_s) < 0)
+				return EXIT_USAGE;
+		} else if (argv[i][0] == '-' || sandbox) {
 			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
 		} else {
+			sandbox = cp; /* fork [ID] CP: a second word makes the first the sandbox */
 			cp = argv[i];
 		}
 	}
 	if (!cp)
-		return cli_usage_error(cmd, "fork needs a checkpoint ID");
+		return cli_usage_error(cmd, "fork needs a checkpoint ID or name");
+	/* A name is looked up among the sandbox's checkpoints, or among all when no sandbox is given. */
+	struct space_checkpoint_info c;
+	int r = space_checkpoint_find(cli_ctx(cli), sandbox, cp, &c);
+	if (r < 0)
+		return cli_fail(cli, r, "fork %s", cp);
+	if (sandbox && strcmp(c.sandbox_id, sandbox)) {
+		fprintf(stderr, "space: fork %s: checkpoint %s is of sandbox %s, not %s\n", cp, c.id, c.sandbox_id,
+			sandbox);
+		return EXIT_FAIL;
+	}
 	space_sandbox *sbs[64];
-	int r = space_checkpoint_fork(cli_ctx(cli), cp, (uint32_t)count, sbs);
+	r = space_checkpoint_fork_v2(cli_ctx(cli), c.id, (uint32_t)count, timeout_s, sbs);
 	if (r < 0)
 		return cli_fail(cli, r, "fork %s", cp);
 	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;

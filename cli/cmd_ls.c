@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
+#include "util/util.h"
 
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b)
 {
@@ -64,14 +65,22 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		fprintf(stderr, "space: warning: this state directory allows the identity uid map (space init "
 				"--allow-identity-map): a jail whose rootfs the kernel cannot idmap runs with root inside "
 				"as host uid 0, a weaker boundary\n");
-	printf("%-20s %-12s %-5s %-9s %7s %5s %6s  %s\n", "ID", "TEMPLATE", "ISO", "STATUS", "PID", "CPUS", "MEM", "CREATED");
+	printf("%-20s %-12s %-5s %-9s %7s %5s %6s %8s  %s\n", "ID", "TEMPLATE", "ISO", "STATUS", "PID", "CPUS", "MEM",
+	       "EXPIRES", "CREATED");
+	int64_t now = util_wall_ms();
 	for (size_t i = 0; i < n; i++) {
-		char tm[32], reason[4 * sizeof(list[i].reason) + 1];
+		char tm[32], left[32] = "-", reason[4 * sizeof(list[i].reason) + 1];
 		size_t rl = strnlen(list[i].reason, sizeof(list[i].reason));
 		util_escape_text(reason, sizeof(reason), list[i].reason, rl, UTIL_ESC_KEEP_BACKSLASH);
-		printf("%-20s %-12s %-5s %-9s %7d %5u %5uM  %s%s%s\n", list[i].id, list[i].template_name,
+		/* Time left of its lifetime, rounded up: "9m58s"; "-" when it has none. */
+		if (list[i].expires_ms && list[i].expires_ms <= now)
+			snprintf(left, sizeof(left), "expired");
+		else if (list[i].expires_ms)
+			cli_duration((uint64_t)(list[i].expires_ms - now + 999) / 1000, left, sizeof(left));
+		printf("%-20s %-12s %-5s %-9s %7d %5u %5uM %8s  %s%s%s\n", list[i].id, list[i].template_name,
 		       list[i].isolation, space_sandbox_status_name(list[i].status), list[i].pid, list[i].cpus,
-		       list[i].memory_mib, cli_time(list[i].created_ms, tm, sizeof(tm)), reason[0] ? "  " : "", reason);
+		       list[i].memory_mib, left, cli_time(list[i].created_ms, tm, sizeof(tm)), reason[0] ? "  " : "",
+		       reason);
 	}
 	free(list);
 	return EXIT_OK;

@@ -94,21 +94,21 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 				return EXIT_USAGE;
 			break;
 		case 'm':
-			if (parse_u32(cmd, "--memory", optarg, 16, 1 << 20, &o->sb.memory_mib) < 0)
+			if (cli_parse_mib(cmd, "--memory", optarg, 16, 1 << 20, &o->sb.memory_mib) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'O':
-			if (parse_u32(cmd, "--timeout", optarg, 1, 30u * 24 * 3600, &o->sb.timeout_s) < 0)
+			if (cli_parse_duration(cmd, "--timeout", optarg, 1, SPACE_TIMEOUT_MAX_S, &o->sb.timeout_s) < 0)
 				return EXIT_USAGE;
 			break;
 		case 'X':
-			if (parse_u32(cmd, "--exec-timeout", optarg, 1, 24u * 3600, &o->exec_timeout_ms) < 0)
+			if (cli_parse_duration(cmd, "--exec-timeout", optarg, 1, 24u * 3600, &o->exec_timeout_ms) < 0)
 				return EXIT_USAGE;
 			o->exec_timeout_ms *= 1000;
 			break;
 		case 'H': o->sb.hostname = optarg; break;
 		case 0x4f0: /* periodic file snapshots */
-			if (parse_u32(cmd, "--snapshot-every", optarg, 1, 7u * 24 * 3600, &o->sb.snapshot_every_s) < 0)
+			if (cli_parse_duration(cmd, "--snapshot-every", optarg, 1, 7u * 24 * 3600, &o->sb.snapshot_every_s) < 0)
 				return EXIT_USAGE;
 			break;
 		case 0x4f1:
@@ -195,12 +195,17 @@ static void restore_tty(void)
 	tio_saved = false;
 }
 
-static int exit_status_of(const struct space_exec_result *res)
+static int exit_status_of(space_sandbox *sb, const struct space_exec_result *res)
 {
 	if (res->timed_out) {
 		fprintf(stderr, "space: the command timed out and was killed\n");
 		return 124;
 	}
+	struct space_sandbox_info info;
+	if (res->oom_killed && space_sandbox_get_info(sb, &info) == 0 && info.memory_mib)
+		fprintf(stderr, "space: killed: out of memory (limit %u MiB)\n", info.memory_mib);
+	else if (res->oom_killed)
+		fprintf(stderr, "space: killed: out of memory\n");
 	return res->exited ? res->exit_code : 128 + res->signal;
 }
 
@@ -298,7 +303,7 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 				break;
 			}
 			if (r == 1) {
-				status = exit_status_of(&res);
+				status = exit_status_of(sb, &res);
 				break;
 			}
 		}
@@ -317,14 +322,17 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		cli_help(cmd);
 		printf("\nCreates a sandbox from the template (default base), runs CMD in it with its output streamed,\n"
 		       "destroys the sandbox and exits with CMD's exit status (128+N if a signal N ended it, 124 on\n"
-		       "--exec-timeout). Ctrl-C is forwarded to CMD.\n\n"
+		       "--exec-timeout). Ctrl-C is forwarded to CMD. The sandbox is tethered to this process: if it\n"
+		       "is killed (even with SIGKILL), the sandbox shuts down and the next `space ls` removes it.\n\n"
 		       "  --template T       template to clone (default: base)\n"
-		       "  --isolation MODE   vm (default) or jail (namespaces: a weaker boundary, shares the host kernel)\n"
-		       "  --cpus N, --memory MIB   resources (default 1 CPU, 512 MiB)\n"
+		       "  --isolation MODE   vm or jail (namespaces: a weaker boundary, shares the host kernel); default:\n"
+		       "                     the state directory's (`space init --isolation`)\n"
+		       "  --cpus N           CPUs (default 1; `nproc` inside says N: docs/jail.md)\n"
+		       "  --memory SIZE      memory limit: 512 (MiB), 1G, 1536M (default 512 MiB)\n"
 		       "  --env K=V          environment for CMD (repeatable)\n"
 		       "  --cwd DIR          working directory\n"
-		       "  --timeout S        lifetime of the sandbox\n"
-		       "  --exec-timeout S   kill CMD after S seconds\n"
+		       "  --timeout D        lifetime of the sandbox: 90 (seconds), 10m, 2h, 1d (at most 366d)\n"
+		       "  --exec-timeout D   kill CMD after D (at most 1d)\n"
 		       "  -i, -t             forward stdin; run on a terminal\n");
 		return EXIT_OK;
 	}
@@ -337,6 +345,14 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
 	if (r < 0)
 		return cli_fail(cli, r, "create sandbox");
+	/* The sandbox ends with this process, however it ends (SIGKILL too): no orphan runs on. */
+	r = space_sandbox_tether(sb);
+	if (r < 0) {
+		int rc = cli_fail(cli, r, "run");
+		(void)space_sandbox_destroy(sb);
+		space_sandbox_free(sb);
+		return rc;
+	}
 	o.sb.env = NULL; /* applied sandbox-wide already */
 	int status = stream_process(cli, sb, &o);
 	r = space_sandbox_destroy(sb);
@@ -400,7 +416,11 @@ static int run_step(struct cli *cli, space_sandbox *sb, const struct run_opts *o
 	if (cp[0])
 		fprintf(stderr, "space: the step failed; sandbox %s rolled back to checkpoint %s\n", space_sandbox_id(sb),
 			cp);
-	return exit_status_of(&res);
+	/* The step's own checkpoint is dropped when it succeeds and kept when it fails: say so. */
+	if (cp[0] && (step & STEP_CHECKPOINT_FIRST))
+		fprintf(stderr, "space: checkpoint %s (before-step) is kept: `space checkpoint rm %s` removes it\n", cp,
+			cp);
+	return exit_status_of(sb, &res);
 }
 
 int cmd_exec(struct cli *cli, int argc, char **argv)
@@ -444,29 +464,64 @@ int cmd_rm(struct cli *cli, int argc, char **argv)
 	const struct cli_command *cmd = cli_find_command("rm");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	/* --keep-events anywhere among the ids: the rows of `space events` stay (until the log's retention). */
+	/* Options anywhere among the ids: --keep-events keeps the rows of `space events` (until the log's
+	 * retention); --all / --older-than pick the sandboxes (cli/rm_select.c); -f: a gone one is no error. */
 	unsigned flags = 0;
-	int nids = 0;
+	bool all = false, older = false, force = false;
+	uint32_t older_s = 0;
+	_cleanup_free_ char **ids = calloc((size_t)argc + 1, sizeof(*ids));
+	size_t nids = 0;
+	if (!ids)
+		return cli_fail(cli, -ENOMEM, "rm");
 	for (int i = 1; i < argc; i++) {
+		const char *v = !strncmp(argv[i], "--older-than=", 13) ? argv[i] + 13 : NULL;
 		if (!strcmp(argv[i], "--keep-events"))
 			flags |= SPACE_REMOVE_KEEP_EVENTS;
-		else if (argv[i][0] == '-')
+		else if (!strcmp(argv[i], "--with-checkpoints"))
+			flags |= SPACE_REMOVE_WITH_CHECKPOINTS;
+		else if (!strcmp(argv[i], "--all"))
+			all = true;
+		else if (!strcmp(argv[i], "-f") || !strcmp(argv[i], "--force"))
+			force = true;
+		else if (v || !strcmp(argv[i], "--older-than")) {
+			if (!v && !(v = i + 1 < argc ? argv[++i] : NULL))
+				return cli_usage_error(cmd, "--older-than needs a duration (30s, 10m, 2h, 1d)");
+			if (cli_parse_duration(cmd, "--older-than", v, 0, UINT32_MAX, &older_s) < 0)
+				return EXIT_USAGE;
+			older = true;
+		} else if (argv[i][0] == '-')
 			return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
 		else
-			nids++;
+			ids[nids++] = argv[i];
 	}
-	if (nids == 0)
-		return cli_usage_error(cmd, "rm needs at least one sandbox ID");
+	if ((all || older) && nids)
+		return cli_usage_error(cmd, "--all and --older-than pick the sandboxes: give no ID with them");
+	if (!all && !older && nids == 0)
+		return cli_usage_error(cmd, "rm needs at least one sandbox ID (or --all, --older-than DURATION)");
+	_cleanup_(cli_rm_select_free) struct cli_rm_selection sel = { 0 };
+	if (all || older) {
+		int r = cli_rm_select(cli, older ? (int64_t)older_s : -1, &sel);
+		if (r < 0)
+			return cli_fail(cli, r, "list sandboxes to remove");
+		if (sel.n == 0 && !cli->json)
+			fprintf(stderr, "space: no sandbox to remove\n");
+	}
+	size_t total = (all || older) ? sel.n : nids;
 	int rc = EXIT_OK;
 	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--keep-events"))
-			continue;
-		int r = space_sandbox_remove_v2(cli_ctx(cli), argv[i], flags);
-		if (r < 0)
-			rc = cli_fail(cli, r, "remove %s", argv[i]);
-		else if (a)
-			cJSON_AddItemToArray(a, cJSON_CreateString(argv[i]));
+	for (size_t i = 0; i < total; i++) {
+		const char *id = (all || older) ? sel.ids[i] : ids[i];
+		int r = space_sandbox_remove_v2(cli_ctx(cli), id, flags);
+		/* Gone already (no row, or destroyed): what was asked holds. A picked one a reap took meanwhile too. */
+		bool gone = r == -ENOENT && (force || all || older);
+		if (r < 0 && !gone)
+			rc = cli_fail(cli, r, "remove %s", id);
+		else if (r >= 0)
+			cli_report_kept_checkpoints(cli, id);
+		if (r >= 0 && a)
+			cJSON_AddItemToArray(a, cJSON_CreateString(id));
+		if (r >= 0 && total > 1 && !a)
+			fprintf(stderr, "space: removed %s (%zu/%zu)\n", id, i + 1, total);
 	}
 	if (a) {
 		cJSON *j = cJSON_CreateObject();
@@ -485,12 +540,15 @@ struct log_reader {
 	const char *id;
 	int fd; /* the pipe's write end, closed by the reader when done */
 	int r;
+	char err[1024]; /* the library's detail of a failure: last errors are per thread */
 };
 
 static void *log_reader_main(void *arg)
 {
 	struct log_reader *lr = arg;
 	lr->r = space_sandbox_read_log(lr->ctx, lr->id, lr->fd);
+	if (lr->r < 0)
+		snprintf(lr->err, sizeof(lr->err), "%s", space_last_error(lr->ctx));
 	close(lr->fd);
 	return NULL;
 }
@@ -562,7 +620,7 @@ int cmd_logs(struct cli *cli, int argc, char **argv)
 	int r = logs_escape_stream(rd);
 	pthread_join(t, NULL);
 	if (lr.r < 0)
-		return cli_fail(cli, lr.r, "logs of %s", id);
+		return cli_fail_detail(lr.r, lr.err, "logs of %s", id);
 	return r < 0 && r != -EPIPE ? cli_fail(cli, r, "logs of %s: write", id) : EXIT_OK;
 }
 
@@ -572,18 +630,18 @@ int cmd_timeout(struct cli *cli, int argc, char **argv)
 	const struct cli_command *cmd = cli_find_command("timeout");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	uint64_t seconds;
+	uint32_t seconds;
 	if (argc != 3)
-		return cli_usage_error(cmd, "timeout needs a sandbox ID and a number of seconds");
-	if (util_parse_uint(argv[2], 0, UINT32_MAX, &seconds) < 0)
-		return cli_usage_error(cmd, "bad SECONDS '%s' (0: no lifetime)", argv[2]);
+		return cli_usage_error(cmd, "timeout needs a sandbox ID and a duration");
+	if (cli_parse_duration(cmd, "DURATION", argv[2], 0, SPACE_TIMEOUT_MAX_S, &seconds) < 0)
+		return EXIT_USAGE;
 	space_sandbox *sb;
 	int r = space_sandbox_open(cli_ctx(cli), argv[1], &sb);
 	if (r < 0)
 		return cli_fail(cli, r, "open sandbox %s", argv[1]);
 	int rc = EXIT_OK;
 	struct space_sandbox_info info;
-	r = space_sandbox_set_timeout(sb, (uint32_t)seconds);
+	r = space_sandbox_set_timeout(sb, seconds);
 	if (r == 0)
 		r = space_sandbox_get_info(sb, &info);
 	if (r < 0)

@@ -169,7 +169,8 @@ static int template_snapshot(struct cli *cli, const struct cli_command *cmd, int
 		{ "drop", no_argument, NULL, 'd' },
 		{ 0 },
 	};
-	uint64_t cpus = 0, mem = 0;
+	uint64_t cpus = 0;
+	uint32_t mem = 0;
 	bool drop = false;
 	int c;
 	optind = 1;
@@ -181,8 +182,8 @@ static int template_snapshot(struct cli *cli, const struct cli_command *cmd, int
 				return cli_usage_error(cmd, "invalid --cpus '%s' (1..256)", optarg);
 			break;
 		case 'm':
-			if (util_parse_uint(optarg, 16, 1u << 22, &mem) < 0)
-				return cli_usage_error(cmd, "invalid --memory '%s' (MiB, at least 16)", optarg);
+			if (cli_parse_mib(cmd, "--memory", optarg, 16, 1u << 22, &mem) < 0)
+				return EXIT_USAGE;
 			break;
 		case 'd': drop = true; break;
 		default:

@@ -345,9 +345,10 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *listen = "127.0.0.1:8080";
-	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT, conn_timeout = SERVE_CONNECTION_TIMEOUT_S;
+	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT;
+	uint32_t conn_timeout = SERVE_CONNECTION_TIMEOUT_S, req_timeout = SERVE_REQUEST_TIMEOUT_DEFAULT_S;
 	uint64_t download_max = SERVE_DOWNLOAD_MAX_DEFAULT;
-	uint64_t conn_limit = SERVE_CONNECTION_LIMIT, req_timeout = SERVE_REQUEST_TIMEOUT_DEFAULT_S;
+	uint64_t conn_limit = SERVE_CONNECTION_LIMIT;
 	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1] = { NULL };
 	size_t n_allow = 0;
 	for (int i = 1; i < argc; i++) {
@@ -362,11 +363,11 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			if (util_parse_size(argv[++i], &download_max) < 0 || !download_max)
 				return cli_usage_error(cmd, "bad --max-download '%s'", argv[i]);
 		} else if (!strcmp(argv[i], "--connection-timeout") && i + 1 < argc) {
-			if (util_parse_uint(argv[++i], 1, 3600, &conn_timeout) < 0)
-				return cli_usage_error(cmd, "bad --connection-timeout '%s' (1..3600 s)", argv[i]);
+			if (cli_parse_duration(cmd, "--connection-timeout", argv[++i], 1, 3600, &conn_timeout) < 0)
+				return EXIT_USAGE;
 		} else if (!strcmp(argv[i], "--request-timeout") && i + 1 < argc) {
-			if (util_parse_uint(argv[++i], 1, 86400, &req_timeout) < 0)
-				return cli_usage_error(cmd, "bad --request-timeout '%s' (1..86400 s)", argv[i]);
+			if (cli_parse_duration(cmd, "--request-timeout", argv[++i], 1, 86400, &req_timeout) < 0)
+				return EXIT_USAGE;
 		} else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
 			if (util_parse_uint(argv[++i], 1, 65536, &conn_limit) < 0)
 				return cli_usage_error(cmd, "bad --max-connections '%s' (1..65536)", argv[i]);

@@ -13,7 +13,7 @@
 #include "util/util.h"
 
 #define E2B_TIMEOUT_DEFAULT_S 300
-#define E2B_TIMEOUT_MAX_S (366u * 24 * 3600) /* the longest lifetime a sandbox takes */
+#define E2B_TIMEOUT_MAX_S SPACE_TIMEOUT_MAX_S /* the longest lifetime a sandbox takes (one limit everywhere) */
 #define E2B_ENV_MAX 1024
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);

@@ -198,7 +198,8 @@ static void end_event(int fd, const struct space_exec_result *res)
 		cJSON_AddNumberToObject(end, "exitCode", res->exit_code);
 		cJSON_AddBoolToObject(end, "exited", true);
 	} else {
-		snprintf(status, sizeof(status), "signal: %s", res->timed_out ? "killed (timeout)" : strsignal(res->signal));
+		snprintf(status, sizeof(status), "signal: %s",
+			 res->timed_out ? "killed (timeout)" : res->oom_killed ? "killed (out of memory)" : strsignal(res->signal));
 		cJSON_AddNumberToObject(end, "exitCode", -1);
 		cJSON_AddBoolToObject(end, "exited", false);
 	}

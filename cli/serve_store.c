@@ -189,6 +189,13 @@ int serve_store_open(space_ctx *ctx, struct serve_store **ret, char *err, size_t
 		snprintf(err, errlen, "state directory path too long");
 		return -ENAMETOOLONG;
 	}
+	/* A closed store is not a missing one: the library's words (core/ctx.c, ctx_error_needs_root). */
+	if (faccessat(AT_FDCWD, lib, R_OK | W_OK, AT_EACCESS) < 0 && (errno == EACCES || errno == EPERM)) {
+		int e = -errno;
+		snprintf(err, errlen, "%s: %s: the state directory %s is root's alone; this needs root", lib,
+			 strerror(-e), dir);
+		return e;
+	}
 	if (access(lib, F_OK) < 0) {
 		snprintf(err, errlen, "%s is not initialized (run `space init --state %s`)", dir, dir);
 		return -ENOENT;

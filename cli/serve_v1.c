@@ -130,7 +130,8 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	uint64_t cpus, mem, timeout;
 	if (!serve_json_str(r, j, "template", &o.template_name) || !serve_json_str(r, j, "isolation", &o.isolation) ||
 	    !serve_json_str(r, j, "hostname", &o.hostname) || !serve_json_uint(r, j, "cpus", 256, 0, &cpus) ||
-	    !serve_json_uint(r, j, "memory_mib", 1u << 20, 0, &mem) || !serve_json_uint(r, j, "timeout_s", UINT32_MAX, 0, &timeout))
+	    !serve_json_uint(r, j, "memory_mib", 1u << 20, 0, &mem) ||
+	    !serve_json_uint(r, j, "timeout_s", SPACE_TIMEOUT_MAX_S, 0, &timeout))
 		return MHD_YES;
 	/* periodic file snapshots: {"every": SECONDS, "keep": K} */
 	const cJSON *snaps = cJSON_GetObjectItemCaseSensitive(j, "snapshots");
@@ -420,6 +421,7 @@ static void result_json(cJSON *j, const struct space_exec_result *res)
 	else
 		cJSON_AddNumberToObject(j, "signal", res->signal);
 	cJSON_AddBoolToObject(j, "timed_out", res->timed_out);
+	cJSON_AddBoolToObject(j, "oom_killed", res->oom_killed); /* killed at the sandbox's memory limit */
 }
 
 struct capture {

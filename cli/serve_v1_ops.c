@@ -65,7 +65,7 @@ enum MHD_Result serve_v1_timeout(struct serve_req *r)
 	if (!j)
 		return MHD_YES;
 	uint64_t timeout;
-	if (!serve_json_uint(r, j, "timeout_s", UINT32_MAX, UINT64_MAX, &timeout))
+	if (!serve_json_uint(r, j, "timeout_s", SPACE_TIMEOUT_MAX_S, UINT64_MAX, &timeout))
 		return MHD_YES;
 	if (timeout == UINT64_MAX)
 		return serve_reply_error(r, 400, "invalid", "'timeout_s' (seconds from now, 0: no limit) is required");

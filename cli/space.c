@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "cli_net.h"
 #include "util/escape.h"
+#include "util/util.h"
 
 static const struct cli_command commands[] = {
 	{ "init", cmd_init, "prepare a state directory and its btrfs pool",
@@ -22,34 +23,37 @@ static const struct cli_command commands[] = {
 	  "       [--initrd FILE] [--size SIZE]\n"
 	  "       space template ls [--json]\n"
 	  "       space template rm NAME [--force]\n"
-	  "       space template snapshot NAME [--cpus N] [--memory MIB] | --drop\n"
+	  "       space template snapshot NAME [--cpus N] [--memory SIZE] | --drop\n"
 	  "       space template set-pool NAME N\n"
-	  "       space template set-snapshots NAME --every S [--keep K] | --off" },
+	  "       space template set-snapshots NAME --every DURATION [--keep K] | --off" },
 	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
-	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--cwd D]\n"
-	  "       [--timeout S] [--exec-timeout S] [--snapshot-every S [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"
+	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory SIZE] [--env K=V]... [--cwd D]\n"
+	  "       [--timeout D] [--exec-timeout D] [--snapshot-every D [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"
 	  "       -- CMD...\n"
 	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH|secret:REG]...\n"
 	  "       [--secret REG]... (REG: a registered secret, see `space secret`)\n"
 	  "       [--inject 'HOST:Header=Value ${NAME}']... [--policy FILE.json] [--resolve NAME=IP[:PORT]]... "
 	  "[--ca-file F]" },
 	{ "create", cmd_create, "create a sandbox and print its id",
-	  "create [--template T] [--isolation vm|jail] [--cpus N] [--memory MIB] [--env K=V]... [--timeout S] "
+	  "create [--template T] [--isolation vm|jail] [--cpus N] [--memory SIZE] [--env K=V]... [--timeout D] "
 	  "[NETWORK] [--json]\n"
-	  "       [--snapshot-every S [--snapshot-keep K]]   (a read-only disk snapshot every S seconds, the\n"
+	  "       [--snapshot-every D [--snapshot-keep K]]   (a read-only disk snapshot every D, the\n"
 	  "       last K (default 5) kept, as checkpoints named auto-<unix time>)" },
 	{ "events", cmd_events, "show a sandbox's events (lifecycle, refused egress)", "events ID [--json]" },
 	{ "exec", cmd_exec, "run a command in a sandbox",
-	  "exec [--env K=V]... [--cwd D] [-i] [-t] [--exec-timeout S] ID -- CMD...\n"
+	  "exec [--env K=V]... [--cwd DIR] [-i] [-t] [--exec-timeout D] ID -- CMD...\n"
 	  "       space exec --rollback-on-failure [--checkpoint-first] ID -- CMD...   (a failed command returns\n"
 	  "       the sandbox to its newest checkpoint, or to one taken just before it)" },
 	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp [--max-size SIZE] SRC DST   (one of them ID:/path)" },
-	{ "ls", cmd_ls, "list sandboxes", "ls [--json]" },
+	{ "ls", cmd_ls, "list sandboxes (EXPIRES: time left of its lifetime, - for none)", "ls [--json]" },
 	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created) and their events",
-	  "rm [--keep-events] ID... [--json]" },
-	{ "logs", cmd_logs, "show a sandbox's log (control bytes escaped; --raw: as stored)", "logs [--raw] ID" },
-	{ "timeout", cmd_timeout, "set a sandbox's lifetime to end SECONDS from now (0: no limit)",
-	  "timeout ID SECONDS [--json]" },
+	  "rm [--keep-events] [--with-checkpoints] [-f] ID... | --all | --older-than DURATION [--json]" },
+	{ "logs", cmd_logs, "show a sandbox's own log: start-up lines and errors, not commands' output",
+	  "logs [--raw] ID\n"
+	  "       (commands' output goes to whoever ran them: `space run` and `space exec` stream it; control\n"
+	  "       bytes are escaped, --raw prints the log as stored)" },
+	{ "timeout", cmd_timeout, "set a sandbox's lifetime to end DURATION from now (0: no limit; at most 366d)",
+	  "timeout ID DURATION [--json]   (DURATION: 90 (seconds), 10m, 2h, 1d)" },
 	{ "pause", cmd_pause, "freeze every process of a sandbox", "pause ID [--json]" },
 	{ "resume", cmd_resume, "thaw a paused sandbox", "resume ID [--json]" },
 	{ "checkpoint", cmd_checkpoint,
@@ -59,17 +63,19 @@ static const struct cli_command commands[] = {
 	{ "checkpoints", cmd_checkpoints, "list checkpoints, of one sandbox or all", "checkpoints [ID] [--json]" },
 	{ "rollback", cmd_rollback,
 	  "return a sandbox to one of its checkpoints (vm: its processes continue from it; jail: they restart)",
-	  "rollback ID CP [--json]" },
-	{ "fork", cmd_fork, "start new sandboxes from a checkpoint", "fork CP [--count N] [--json]" },
+	  "rollback ID CP [--json]   (CP: a checkpoint id, or the name of one of ID's)" },
+	{ "fork", cmd_fork, "start new sandboxes from a checkpoint",
+	  "fork [ID] CP [--count N] [--timeout DURATION] [--json]   (CP: a checkpoint id, or a name: of sandbox ID's, "
+	  "else unique; a fork's lifetime is what is left of the sandbox's unless --timeout)" },
 	{ "kernel", cmd_kernel, "list, fetch and prepare the kernels VM sandboxes boot",
 	  "kernel ls [--json]\n       space kernel fetch [--json]\n       space kernel prepare [--template NAME|DIR] [--json]" },
 	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
-	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory MIB] "
-	  "[--timeout S]" },
+	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory SIZE] "
+	  "[--timeout D]" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
 	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-download SIZE] [--max-connections N]\n"
-	  "       [--connection-timeout S]\n"
-	  "       [--request-timeout S] [--allow-resolve CIDR]... [--state DIR]" },
+	  "       [--connection-timeout D]\n"
+	  "       [--request-timeout D] [--allow-resolve CIDR]... [--state DIR]" },
 	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
 	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"
 	  "       space secret ls [--json]   (names and times, never values)\n"
@@ -80,6 +86,9 @@ static const struct cli_command commands[] = {
 	  "       space apikey rm ID" },
 	{ "doctor", cmd_doctor, "check what this host can run (KVM, emulation, pool, namespaces...)",
 	  "doctor [--json] [--verbose]" },
+	{ "bench", cmd_bench, "measure sandbox TTI, bursts, sustained rate and density here, beside bubblewrap",
+	  "bench [--short] [--runs N] [--seconds T] [--clients C1,C2,...] [--burst B] [--live K] [--bwrap PATH]\n"
+	  "       [--vm-template NAME]   (root; a throwaway state directory unless --state DIR is given)" },
 	{ "version", cmd_version, "print the version", "version [--json]" },
 };
 
@@ -136,14 +145,10 @@ space_ctx *cli_ctx(struct cli *cli)
 	return cli->ctx;
 }
 
-int cli_fail(struct cli *cli, int r, const char *fmt, ...)
+static int fail_v(int r, const char *detail, const char *fmt, va_list ap)
 {
 	char what[512];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	const char *detail = cli->ctx ? space_ctx_last_error(cli->ctx) : "";
 	if (detail && *detail) {
 		/* The detail may quote the sandbox (see log_to_stderr). */
 		char safe[4 * 1024 + 1];
@@ -152,6 +157,24 @@ int cli_fail(struct cli *cli, int r, const char *fmt, ...)
 		fprintf(stderr, "space: %s: %s\n", what, safe);
 	} else
 		fprintf(stderr, "space: %s: %s\n", what, space_strerror(r));
+	return EXIT_FAIL;
+}
+
+int cli_fail(struct cli *cli, int r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fail_v(r, cli->ctx ? space_ctx_last_error(cli->ctx) : "", fmt, ap);
+	va_end(ap);
+	return EXIT_FAIL;
+}
+
+int cli_fail_detail(int r, const char *detail, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fail_v(r, detail, fmt, ap);
+	va_end(ap);
 	return EXIT_FAIL;
 }
 
@@ -166,6 +189,56 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	if (cmd && cmd->usage)
 		fprintf(stderr, "usage: space %s\n(see `space %s --help`)\n", cmd->usage, cmd->name);
 	return EXIT_USAGE;
+}
+
+int cli_parse_mib(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+		  uint32_t *ret)
+{
+	uint64_t v;
+	if (util_parse_mib(s, &v) < 0 || v < min || v > max) {
+		char lo[32], hi[32];
+		cli_usage_error(cmd, "%s needs a size from %s to %s (a bare number is MiB; units K, M, G, T), not '%s'",
+				opt, util_format_size(min << 20, lo, sizeof(lo)), util_format_size(max << 20, hi, sizeof(hi)),
+				s);
+		return -1;
+	}
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int cli_parse_duration(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
+		       uint32_t *ret)
+{
+	uint64_t v;
+	if (util_parse_duration(s, &v) < 0 || v < min || v > max) {
+		char lo[32], hi[32];
+		cli_usage_error(cmd, "%s needs a duration from %s to %s (a bare number is seconds; units s, m, h, d), "
+				"not '%s'", opt, cli_duration(min, lo, sizeof(lo)), cli_duration(max, hi, sizeof(hi)), s);
+		return -1;
+	}
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+const char *cli_duration(uint64_t s, char *buf, size_t len)
+{
+	/* The two largest units are enough to read at a glance; 0 is "0s". */
+	static const struct { char unit; uint64_t secs; } units[] = { { 'd', 86400 }, { 'h', 3600 }, { 'm', 60 },
+								       { 's', 1 } };
+	size_t i = 0, used = 0, shown = 0;
+	buf[0] = '\0';
+	while (i < sizeof(units) / sizeof(units[0]) && units[i].secs > s && units[i].secs > 1)
+		i++;
+	for (; i < sizeof(units) / sizeof(units[0]) && shown < 2 && used < len; i++, shown++) {
+		uint64_t n = s / units[i].secs;
+		s %= units[i].secs;
+		if (!n && shown)
+			break;
+		used += (size_t)snprintf(buf + used, len - used, "%llu%c", (unsigned long long)n, units[i].unit);
+		if (!s)
+			break;
+	}
+	return buf;
 }
 
 int cli_help(const struct cli_command *cmd)

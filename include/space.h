@@ -316,6 +316,10 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
  */
 typedef struct space_sandbox space_sandbox;
 
+/* The longest lifetime a sandbox takes, in seconds (366 days): timeout_s, space_sandbox_set_timeout and
+ * space_checkpoint_fork_v2 refuse more with -EINVAL; the CLI and `space serve`'s APIs use the same limit. */
+#define SPACE_TIMEOUT_MAX_S (366u * 24 * 3600)
+
 #define SPACE_SANDBOX_OPTIONS_VERSION 4 /* 2 added network_policy, 3 snapshot_every_s/snapshot_keep,
                                            4 network_policy_trusted/network_allow_resolve */
 struct space_sandbox_options {
@@ -326,7 +330,7 @@ struct space_sandbox_options {
 	uint32_t cpus;            /* 0: 1 */
 	uint32_t memory_mib;      /* 0: 512 */
 	uint32_t timeout_s;       /* lifetime in seconds after which the sandbox is stopped and reclaimed;
-	                             0: none */
+	                             0: none; at most SPACE_TIMEOUT_MAX_S */
 	const char *hostname;     /* NULL: the sandbox id */
 	const char *const *env;   /* NULL-terminated "KEY=VALUE" list applied to every process; may be NULL */
 	const char *network_policy; /* egress policy, JSON (docs/network.md): allowed hosts, secrets and the
@@ -387,6 +391,9 @@ SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id);
 /* Flags of space_sandbox_remove_v2. */
 #define SPACE_REMOVE_KEEP_EVENTS 1u /* keep its rows in the event log (`space events ID` still shows them,
                                        until the log's retention prunes them: docs/architecture.md) */
+#define SPACE_REMOVE_WITH_CHECKPOINTS 2u /* its checkpoints go too (without it they stay, automatic ones
+                                            excepted: space_checkpoint_list(ctx, id) lists what stayed); with
+                                            it a sandbox already gone whose checkpoints remain is not -ENOENT */
 /* space_sandbox_remove with flags (SPACE_REMOVE_*; -EINVAL for unknown ones). */
 SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned flags);
 
@@ -398,6 +405,18 @@ SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned f
  * ended, -EINVAL above 366 days, -EOPNOTSUPP when the sandbox's agent predates this call.
  */
 SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from_now);
+
+/*
+ * Tethers a running sandbox to the calling process: the sandbox shuts down when the process ends, however
+ * it ends (exit, crash, SIGKILL: the kernel closes the connection the sandbox's agent holds), or when sb
+ * is freed, and the next space_sandbox_reap() destroys it ("its tether holder exited"). The row records the
+ * holder (pid, start time, pid namespace), so a reap also destroys a tethered sandbox whose agent could
+ * not act (paused). A rollback through sb tethers the new agent again; forks are not tethered; a child
+ * made with fork() shares the connection until it execs (it is close-on-exec). Tethering a tethered handle
+ * is a no-op. -EBUSY for a paused sandbox, -ESRCH for one that is not running, -EOPNOTSUPP (nothing
+ * changed) when the sandbox's agent predates tethers (a template snapshot made by an older version).
+ */
+SPACE_API int space_sandbox_tether(space_sandbox *sb);
 
 /* Destroys every sandbox whose lifetime has ended, and marks dead ones failed. Returns how many it
  * destroyed. Long-running hosts (space serve) call it periodically, `space ls` before listing;
@@ -446,6 +465,11 @@ struct space_exec_result {
 	int exit_code;
 	int signal;               /* !exited: the signal that ended it */
 	bool timed_out;           /* killed at timeout_ms */
+	/* Added after 1.1, in the tail padding (the size of the struct did not change). */
+	bool oom_killed;          /* jail: ended by SIGKILL (or exit code 137, a shell passing on its child's)
+	                             while the out-of-memory killer killed in the sandbox at its memory limit
+	                             (space_sandbox_info.memory_mib); an "oom" event records it. Always false
+	                             for VM sandboxes (their guest kernel kills, unseen by the host) */
 };
 
 /* Runs a process to its end, streaming its output. -ENOENT (with message) if argv[0] does not exist in
@@ -581,10 +605,17 @@ SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, stru
 /* Looks up a checkpoint by id; -ENOENT if there is none. */
 SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_checkpoint_info *ret_info);
 
+/* Looks up a checkpoint by id, or else by name among the checkpoints of sandbox_id (NULL: of every
+ * sandbox). -ENOENT when none matches, -EINVAL (with a message listing their ids) when several have that
+ * name. */
+SPACE_API int space_checkpoint_find(space_ctx *ctx, const char *sandbox_id, const char *id_or_name,
+				    struct space_checkpoint_info *ret_info);
+
 /* Deletes a checkpoint's subvolume and row. Sandboxes forked or rolled back from it are not affected. */
 SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id);
 
-/* Returns the sandbox to a checkpoint of its own (-EINVAL for another sandbox's: fork that one instead).
+/* Returns the sandbox to a checkpoint of its own, named by its id or by its name (space_checkpoint_find
+ * within the sandbox; -EINVAL for another sandbox's: fork that one instead).
  * Jail: the processes running inside are lost; the sandbox restarts on the checkpoint's disk with the same
  * id, hostname, limits and environment, and this returns once its agent answers. */
 SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_id);
@@ -593,8 +624,8 @@ SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_i
  * Automatic rollback: runs opts like space_sandbox_exec and, when the step fails (non-zero exit, a signal
  * or its timeout), returns the sandbox to its newest checkpoint with space_sandbox_rollback, so the next
  * step starts from the last known-good state. With SPACE_STEP_CHECKPOINT_FIRST a checkpoint ("before-step")
- * is taken first and is the one returned to. ret_rolled_back (may be NULL) receives the checkpoint rolled
- * back to, "" when the step succeeded. *ret_result is the step's own result either way. -ENOENT (with a
+ * is taken first and is the one returned to; it is removed when the step succeeds and kept when it fails.
+ * ret_rolled_back (may be NULL) receives the checkpoint rolled back to, "" when the step succeeded. *ret_result is the step's own result either way. -ENOENT (with a
  * message) when the step failed and the sandbox has no checkpoint; errors of the rollback itself are
  * returned as they are (the sandbox is then marked failed, see space_sandbox_rollback).
  */
@@ -605,9 +636,16 @@ SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec
 
 /* Starts count (1..64) new sandboxes whose disks are writable snapshots of the checkpoint, with the
  * limits and environment of the checkpointed sandbox. Each is independent of the others and of the
- * original. ret_sandboxes has room for count handles; all or nothing. */
+ * original. ret_sandboxes has room for count handles; all or nothing. Each takes what is left of the
+ * checkpointed sandbox's lifetime (none if it had none); -ETIME (with a message) when that has ended:
+ * space_checkpoint_fork_v2 gives them a lifetime of their own. */
 SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
 				    space_sandbox **ret_sandboxes);
+/* space_checkpoint_fork with each new sandbox's lifetime: timeout_s seconds (up to 366 days), or with
+ * SPACE_FORK_INHERIT_TIMEOUT what is left of the checkpointed sandbox's, as space_checkpoint_fork. */
+#define SPACE_FORK_INHERIT_TIMEOUT 0u
+SPACE_API int space_checkpoint_fork_v2(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
+				       space_sandbox **ret_sandboxes);
 
 /* ---------------------------------------------------------------------------------------------------
  * Template snapshots and the warm pool

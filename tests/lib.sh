@@ -58,3 +58,18 @@ leaks_of() {
 		pgrep -a -f -- "--hostname $id( |\$)" || true
 	done
 }
+# A jail test's whole set-up: root, btrfs, loop devices, the agent and namespaces (else it skips), a state
+# directory with a pool of SIZE (default 2G), a work directory $WORK, a busybox template "tiny" imported
+# from $WORK/tree, and S=(--state "$STATE") for the CLI.
+jail_test_setup() {
+	need_root; need_btrfs; need_loop
+	need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
+	unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
+	export SPACE_QUIET_JAIL=1
+	make_state "${1:-2G}"
+	WORK=$(mktemp -d /tmp/space-work-XXXXXX)
+	on_exit "rm -rf '$WORK'"
+	make_busybox_tree "$WORK/tree"
+	expect_rc 0 "$SPACE" template import tiny --rootfs "$WORK/tree" --state "$STATE"
+	S=(--state "$STATE")
+}

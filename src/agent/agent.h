@@ -38,6 +38,7 @@ enum conn_state {
 	C_DISCARD,    /* a failed FILE_WRITE: DATA ignored until END */
 	C_FILE_READ,  /* streaming a file out */
 	C_CLOSING,    /* reply queued: close once flushed */
+	C_TETHER,     /* a tether (PROTO_TETHER_ARM): nothing more is expected; its closing ends the sandbox */
 };
 
 struct agent;
@@ -58,6 +59,7 @@ struct conn {
 	char *final_path;
 	bool shutdown_after; /* SHUTDOWN acknowledged: quit once flushed */
 	bool rd_eof;         /* the client half-closed: stop reading */
+	bool tether_held;    /* C_TETHER under PROTO_TETHER_HOLD: its closing ends nothing */
 };
 
 struct proc {
@@ -138,6 +140,12 @@ int system_harden_jail(void);
 /* Jail mode: mounts what is missing (a jail of ours mounted all of it before its seccomp filter, which
  * refuses mounts; a hand-made one may not have), and the host name. */
 int system_setup_jail(const char *hostname);
+/* Jail mode: narrows the agent's CPU affinity, which every process of the sandbox inherits, to n of the CPUs
+ * it may run on, so `nproc` (sched_getaffinity) inside says n as in a VM of n vCPUs. The CPU quota of the
+ * jail's cgroup stays the limit: a process may widen its own affinity again and gain nothing by it. The n
+ * CPUs start at a random one, so that many small jails spread over the host. Nothing to do when n is 0 or
+ * not below the CPUs allowed. */
+int system_limit_cpus(unsigned n);
 int system_setup_vm(void);
 void system_request(struct conn *c, const struct proto_frame *f);
 void system_final(struct agent *a);

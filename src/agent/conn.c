@@ -128,6 +128,11 @@ void conn_close(struct conn *c)
 	files_abort(c);
 	if (c->shutdown_after)
 		c->a->quit = true;
+	if (c->state == C_TETHER && !c->tether_held) {
+		/* The kernel closes the holder's end however the holder ended (exit, crash, SIGKILL). */
+		agent_log("the sandbox's tether closed (its holder is gone): shutting down");
+		c->a->quit = true;
+	}
 	watch_close(c->a, &c->w);
 }
 
@@ -141,7 +146,7 @@ static void hello(struct conn *c, const struct proto_frame *f)
 	struct proto_hello me = { .magic = PROTO_MAGIC, .major = PROTO_VERSION_MAJOR, .minor = PROTO_VERSION_MINOR,
 				  .max_payload = PROTO_MAX_PAYLOAD,
 				  .caps = PROTO_CAP_PTY | PROTO_CAP_RESEED | PROTO_CAP_SET_TIME | PROTO_CAP_LIFETIME |
-					  PROTO_CAP_HOSTNAME | (c->a->vm ? PROTO_CAP_VSOCK : 0) };
+					  PROTO_CAP_HOSTNAME | PROTO_CAP_TETHER | (c->a->vm ? PROTO_CAP_VSOCK : 0) };
 	strcpy(me.version, "space-agent " SPACE_VERSION_STRING);
 	memcpy(me.hostname, c->a->hostname, sizeof(me.hostname));
 	proto_put_hello(&c->out, &me);
@@ -152,6 +157,30 @@ static void hello(struct conn *c, const struct proto_frame *f)
 		return;
 	}
 	c->state = C_REQUEST;
+}
+
+/* TETHER: ARM makes this connection the sandbox's tether; HOLD / RELEASE act on every tether open now. */
+static void tether(struct conn *c, const struct proto_frame *f)
+{
+	uint32_t op;
+	if (proto_get_u32(f, &op) < 0) {
+		conn_close(c);
+		return;
+	}
+	if (op == PROTO_TETHER_HOLD || op == PROTO_TETHER_RELEASE) {
+		for (struct conn *t = c->a->conns; t; t = t->next)
+			if (!t->dead && t->state == C_TETHER)
+				t->tether_held = op == PROTO_TETHER_HOLD;
+		proto_put_empty(&c->out, PROTO_OK);
+		c->state = C_CLOSING;
+		return;
+	}
+	if (op != PROTO_TETHER_ARM) {
+		conn_fail(c, EINVAL, "tether");
+		return;
+	}
+	proto_put_empty(&c->out, PROTO_OK);
+	c->state = C_TETHER;
 }
 
 static void request(struct conn *c, const struct proto_frame *f)
@@ -215,6 +244,9 @@ static void request(struct conn *c, const struct proto_frame *f)
 	case PROTO_SET_HOSTNAME:
 		system_request(c, f);
 		return;
+	case PROTO_TETHER:
+		tether(c, f);
+		return;
 	default:
 		conn_close(c);
 		return;
@@ -239,6 +271,7 @@ static void dispatch(struct conn *c, const struct proto_frame *f)
 		break;
 	case C_FILE_READ:
 	case C_CLOSING:
+	case C_TETHER:
 		/* Nothing more is expected from the client. */
 		conn_close(c);
 		break;

@@ -86,7 +86,7 @@ int vm_params_parse(const char *cmdline, struct vm_params *p)
 		if (!strcmp(k, "port"))
 			ok = take_uint(tok, v, 1, UINT32_MAX - 1, &p->port);
 		else if (!strcmp(k, "lifetime"))
-			ok = take_uint(tok, v, 1, 366u * 24 * 3600, &p->lifetime);
+			ok = take_uint(tok, v, 1, PROTO_MAX_LIFETIME, &p->lifetime);
 		else if (!strcmp(k, "rootwait"))
 			ok = take_uint(tok, v, 1, 3600, &p->rootwait);
 		else if (!strcmp(k, "hostname"))

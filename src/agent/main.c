@@ -160,7 +160,7 @@ static int run(struct agent *a)
 static void usage(void)
 {
 	fputs("usage: space-agent [--jail --listen-fd N | --listen PATH | --vsock-port P] [--hostname H]\n"
-	      "                   [--lifetime SECONDS]\n",
+	      "                   [--lifetime SECONDS] [--cpus N]\n",
 	      stderr);
 }
 
@@ -171,11 +171,11 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' }, { "vsock-port", required_argument, NULL, 'p' },
 		{ "hostname", required_argument, NULL, 'H' }, { "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },	 { "lifetime", required_argument, NULL, 'L' },
-		{ 0 },
+		{ "cpus", required_argument, NULL, 'c' }, { 0 },
 	};
 	struct agent a = { .epfd = -1 };
 	const char *listen_path = NULL, *hostname = NULL;
-	uint64_t listen_fd = UINT64_MAX, port = 1024, lifetime = 0;
+	uint64_t listen_fd = UINT64_MAX, port = 1024, lifetime = 0, cpus = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -196,7 +196,11 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			/* The sandbox ends itself at its deadline even when no host process is left to do it. */
-			if (util_parse_uint(optarg, 1, 366u * 24 * 3600, &lifetime) < 0)
+			if (util_parse_uint(optarg, 1, PROTO_MAX_LIFETIME, &lifetime) < 0)
+				return usage(), 2;
+			break;
+		case 'c':
+			if (util_parse_uint(optarg, 1, 4096, &cpus) < 0)
 				return usage(), 2;
 			break;
 		case 'V': puts("space-agent " SPACE_VERSION_STRING); return 0;
@@ -247,10 +251,15 @@ int main(int argc, char **argv)
 	if (lifetime)
 		alarm((unsigned)lifetime);
 
-	if (a.jail)
+	if (a.jail) {
 		system_setup_jail(hostname);
-	else if (a.vm && getpid() == 1)
+		/* Before any process of the sandbox starts: they inherit it. A VM has its cpus as vCPUs. */
+		int cr = system_limit_cpus((unsigned)cpus);
+		if (cr < 0)
+			agent_log("cannot narrow the CPU affinity to %u CPUs: %s", (unsigned)cpus, strerror(-cr));
+	} else if (a.vm && getpid() == 1) {
 		system_setup_vm();
+	}
 	if (gethostname(a.hostname, sizeof(a.hostname) - 1) < 0)
 		a.hostname[0] = '\0';
 

@@ -2,6 +2,7 @@
 /* PID 1 duties: the sandbox's mounts, and the SYNC / SET_TIME / RESEED / SHUTDOWN / SET_LIFETIME requests. */
 #include <ctype.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
@@ -121,6 +122,30 @@ int system_setup_jail(const char *hostname)
  * VM mode: we are /init of an initramfs (or the rootfs). The kernel gave us an empty /dev; loading
  * modules and switching to the real root would go between devtmpfs and the rest.
  */
+int system_limit_cpus(unsigned n)
+{
+	cpu_set_t have, want;
+	if (sched_getaffinity(0, sizeof(have), &have) < 0)
+		return -errno;
+	unsigned avail = (unsigned)CPU_COUNT(&have);
+	if (n == 0 || n >= avail)
+		return 0;
+	uint32_t start = 0;
+	(void)util_random_bytes(&start, sizeof(start)); /* spreading only: CPU 0 first is fine too */
+	start %= avail;
+	CPU_ZERO(&want);
+	/* The allowed CPUs in order, taken circularly from the start-th: n of them. */
+	for (unsigned cpu = 0, idx = 0, taken = 0; cpu < CPU_SETSIZE && taken < n; cpu++) {
+		if (!CPU_ISSET(cpu, &have))
+			continue;
+		if ((idx++ + avail - start) % avail < n) {
+			CPU_SET(cpu, &want);
+			taken++;
+		}
+	}
+	return sched_setaffinity(0, sizeof(want), &want) < 0 ? -errno : 0;
+}
+
 int system_setup_vm(void)
 {
 	util_mkdir_p("/dev", 0755);

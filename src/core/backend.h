@@ -103,6 +103,10 @@ struct backend_ops {
 			      const struct net_policy_trust *t);
 	/* Why a sandbox whose process is gone ended, for its failure reason (escaped, one line). */
 	void (*death_reason)(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len);
+	/* How many of the sandbox's processes the OOM killer has killed so far (its cgroup's counter), so an
+	 * exec can tell an OOM kill from another SIGKILL; -EOPNOTSUPP when it cannot tell. NULL: never (a
+	 * VM's guest kernel kills unseen by the host). */
+	int (*oom_kills)(const struct sandbox_row *row, uint64_t *ret_count);
 };
 
 /* The back-ends' tables (core/vm_backend.c, core/backend_jail.c). */

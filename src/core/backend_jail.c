@@ -10,9 +10,12 @@
  *   sandbox.log    what PID 1 and its children print, capped (core/logcap.h)
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,6 +28,7 @@
 #include "jail/jail.h"
 #include "net/net.h"
 #include "proto/agent_client.h"
+#include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/stop.h"
 #include "util/util.h"
@@ -103,10 +107,12 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	if ((r = logcap_start(ctx, b->id, row->runtime_dir, &logfd)) < 0)
 		return r;
 	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
-	char life_arg[24];
+	char life_arg[24], cpus_arg[16];
 	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
+	snprintf(cpus_arg, sizeof(cpus_arg), "%u", b->cpus ? b->cpus : 1);
+	/* --cpus: `nproc` inside says the sandbox's CPUs (the agent narrows its affinity, agent/system.c). */
 	const char *agent_argv[] = { "space-agent", "--jail", "--listen-fd", "3", "--hostname", hostname,
-				     lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
+				     "--cpus", cpus_arg, lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
 	struct jail_config jc = {
 		.id = b->id,
 		.rootfs_image = image,
@@ -169,6 +175,16 @@ static int jail_ops_stop(space_ctx *ctx, const struct sandbox_row *row)
 	struct jail_info ji;
 	row_jail_info(row, &ji);
 	int r = 0;
+	/* A checkpoint whose caller and freeze guard were both killed left the root filesystem frozen: its
+	 * writers could not be killed, and the filesystem would outlive them. Thawing what is not frozen is
+	 * EINVAL, ignored. */
+	if (row->info.status != SPACE_SANDBOX_CREATING && core_process_alive(ji.pid, ji.start_time)) {
+		char proot[64];
+		snprintf(proot, sizeof(proot), "/proc/%d/root", ji.pid);
+		_cleanup_close_ int fd = open(proot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0)
+			(void)ioctl(fd, FITHAW, 0);
+	}
 	if (!ji.cgroup[0])
 		r = util_stop_cgroup_spec(row->info.id, ji.cgroup, sizeof(ji.cgroup));
 	if (r == 0)
@@ -231,6 +247,11 @@ static void jail_ops_death_reason(space_ctx *ctx, const struct space_sandbox_inf
 	snprintf(buf, len, "sandbox process exited unexpectedly");
 }
 
+static int jail_ops_oom_kills(const struct sandbox_row *row, uint64_t *ret_count)
+{
+	return row->cgroup[0] ? util_cgroup_oom_kills(row->cgroup, ret_count) : -EOPNOTSUPP;
+}
+
 const struct backend_ops backend_jail_ops = {
 	.kind = BACKEND_JAIL,
 	.name = "jail",
@@ -252,4 +273,5 @@ const struct backend_ops backend_jail_ops = {
 	.agent_addr = jail_ops_agent_addr,
 	.attach_network = jail_ops_attach_network,
 	.death_reason = jail_ops_death_reason,
+	.oom_kills = jail_ops_oom_kills,
 };

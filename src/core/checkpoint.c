@@ -34,6 +34,8 @@
 #include "store/lock.h"
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
+#include "util/freeze_guard.h"
 #include "util/util.h"
 
 #define FORK_MAX 64
@@ -163,6 +165,50 @@ SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_
 	return 0;
 }
 
+SPACE_API int space_checkpoint_find(space_ctx *ctx, const char *sandbox_id, const char *id_or_name,
+				    struct space_checkpoint_info *ret_info)
+{
+	CTX_ENTER(ctx);
+	if (!ctx || !id_or_name || !*id_or_name || !ret_info)
+		return -EINVAL;
+	struct store *s;
+	int r = ctx_store(ctx, &s);
+	if (r < 0)
+		return r;
+	struct store_checkpoint c;
+	r = store_checkpoint_get(s, id_or_name, &c); /* an id first: a name never hides one */
+	if (r == 0) {
+		cp_info(&c, ret_info);
+		return 0;
+	}
+	if (r != -ENOENT)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	_cleanup_free_ struct store_checkpoint *rows = NULL;
+	size_t n = 0, hits = 0, hit = 0;
+	r = store_checkpoint_list(s, sandbox_id, &rows, &n);
+	if (r < 0)
+		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
+	char ids[512] = "";
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(rows[i].name, id_or_name))
+			continue;
+		size_t used = strlen(ids);
+		snprintf(ids + used, sizeof(ids) - used, "%s%s%s%s%s", hits ? ", " : "", rows[i].id,
+			 sandbox_id ? "" : " (sandbox ", sandbox_id ? "" : rows[i].sandbox_id, sandbox_id ? "" : ")");
+		hit = i;
+		hits++;
+	}
+	const char *where = sandbox_id ? sandbox_id : "any sandbox";
+	if (hits == 0)
+		return ctx_error_msg(ctx, -ENOENT, "no checkpoint with the id or name '%s' in %s (see `space checkpoints%s%s`)",
+				     id_or_name, where, sandbox_id ? " " : "", sandbox_id ? sandbox_id : "");
+	if (hits > 1)
+		return ctx_error_msg(ctx, -EINVAL, "%zu checkpoints of %s are named '%s': %s; give the id", hits, where,
+				     id_or_name, ids);
+	cp_info(&rows[hit], ret_info);
+	return 0;
+}
+
 /* Inserts (insert) or deletes the row of c, with its event, in one transaction. */
 static int cp_write(space_ctx *ctx, const struct space_checkpoint_info *c, bool insert)
 {
@@ -242,12 +288,12 @@ int checkpoint_partials_recover(space_ctx *ctx, const char *sandbox_id)
 	return n;
 }
 
-/* Snapshots the sandbox's subvolume with its jail's root filesystem frozen (if it can be reached). */
-static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, const char *dst)
+/*
+ * Snapshots the sandbox's subvolume with its jail's root filesystem (fd: its /proc/PID/root, -1 if it
+ * cannot be reached) frozen.
+ */
+static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, int fd, const char *dst)
 {
-	char proot[64];
-	snprintf(proot, sizeof(proot), "/proc/%d/root", row->info.pid);
-	_cleanup_close_ int fd = open(proot, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	bool fs_frozen = false;
 	if (fd >= 0) {
 		if (ioctl(fd, FIFREEZE, 0) == 0)
@@ -256,9 +302,57 @@ static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, con
 			ctx_log(ctx, SPACE_LOG_WARNING, "sync of sandbox %s: %s", row->info.id, strerror(errno));
 	}
 	int r = store_btrfs_snapshot(row->info.path, dst, true);
+	util_fault_point("checkpoint", 3); /* frozen: the guard's case */
 	if (fs_frozen && ioctl(fd, FITHAW, 0) < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "thaw filesystem of sandbox %s: %s", row->info.id, strerror(errno));
 	return r < 0 ? ctx_error(ctx, r, "snapshot %s", row->info.path) : 0;
+}
+
+/*
+ * The disk alone (a jail), taken frozen, under a guard that thaws the processes and the file system should
+ * we be killed meanwhile (util/freeze_guard.h says what a freeze left behind does).
+ */
+static int checkpoint_disk(space_ctx *ctx, space_sandbox *sb, const struct backend_ops *ops,
+			   const struct sandbox_row *row, struct space_checkpoint_info *c, const char *partial)
+{
+	int r;
+	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
+	char proot[64];
+	snprintf(proot, sizeof(proot), "/proc/%d/root", row->info.pid);
+	_cleanup_close_ int rootfd = row->info.pid > 0 ? open(proot, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (running) {
+		/* Flush what the processes wrote before they stop; the freeze below makes it consistent. */
+		struct agent_error aerr = { 0 };
+		r = autosnap_sync(ctx, row->info.id, sandbox_addr(sb), &aerr);
+		if (r < 0) {
+			ctx_error_msg(ctx, r, "sync sandbox %s: %s", row->info.id, aerr.msg[0] ? aerr.msg : space_strerror(r));
+			return r;
+		}
+	}
+	/* The guard from here: nothing is frozen before it runs. */
+	struct util_freeze_guard guard;
+	r = util_freeze_guard_start(&guard, rootfd, running ? row->cgroup : NULL);
+	if (r < 0)
+		return ctx_error(ctx, r, "start the freeze guard of sandbox %s", row->info.id);
+	util_fault_point("checkpoint", 1);
+	if (running) {
+		r = ops->pause(ctx, row, true);
+		if (r < 0) {
+			ctx_error(ctx, r, "freeze sandbox %s", row->info.id);
+			util_freeze_guard_end(&guard);
+			return r;
+		}
+	}
+	util_fault_point("checkpoint", 2);
+	c->created_ms = util_wall_ms();
+	r = snapshot_frozen_fs(ctx, row, rootfd, partial);
+	if (running) {
+		int t = ops->pause(ctx, row, false);
+		if (t < 0 && r == 0)
+			r = ctx_error(ctx, t, "thaw sandbox %s", row->info.id);
+	}
+	util_freeze_guard_end(&guard);
+	return r;
 }
 
 /*
@@ -271,9 +365,23 @@ static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const 
 {
 	snprintf(c->kind, sizeof(c->kind), "%s", ops->checkpoint_kind);
 	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
-	int r = running ? ops->pause(ctx, row, true) : 0;
+	/* A restore resets every connection the snapshot recorded: its tethers are held first, or a rollback
+	 * or fork of it would end at once (core/tether.c); a paused agent cannot be asked. */
+	bool tethered = tether_recorded(row->metadata);
+	char addr[PATH_MAX + 32];
+	ops->agent_addr(row->runtime_dir, addr, sizeof(addr));
+	if (tethered && !running)
+		return ctx_error_msg(ctx, -EBUSY, "sandbox %s is tethered and paused: resume it before a checkpoint",
+				     row->info.id);
+	int r = tethered ? tether_hold(addr, true) : 0;
 	if (r < 0)
+		return ctx_error(ctx, r, "hold the tether of sandbox %s for its checkpoint", row->info.id);
+	r = running ? ops->pause(ctx, row, true) : 0;
+	if (r < 0) {
+		if (tethered)
+			(void)tether_hold(addr, false);
 		return r;
+	}
 	c->created_ms = util_wall_ms();
 	uint64_t t0 = util_now_ns();
 	r = ops->snapshot(ctx, row);
@@ -285,6 +393,13 @@ static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const 
 		int t = ops->pause(ctx, row, false);
 		if (t < 0 && r == 0)
 			r = t;
+	}
+	if (tethered) {
+		/* Should this fail, the next reap still ends the sandbox once its holder is gone. */
+		int t = tether_hold(addr, false);
+		if (t < 0)
+			ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: release its tether after the checkpoint: %s",
+				row->info.id, strerror(-t));
 	}
 	if (r == 0)
 		ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s: vm state saved in %llu ms, disk snapshot in %llu ms", row->info.id,
@@ -352,32 +467,13 @@ int checkpoint_create_held(space_sandbox *sb, const char *name, char ret_id[SPAC
 		goto done;
 	}
 
-	/* The disk alone (a jail), taken frozen. */
-	bool running = row.info.status == SPACE_SANDBOX_RUNNING;
-	if (running) {
-		/* Flush what the processes wrote before they stop; the freeze below makes it consistent. */
-		struct agent_error aerr = { 0 };
-		r = autosnap_sync(ctx, row.info.id, sandbox_addr(sb), &aerr);
-		if (r < 0) {
-			ctx_error_msg(ctx, r, "sync sandbox %s: %s", row.info.id, aerr.msg[0] ? aerr.msg : space_strerror(r));
-			goto out;
-		}
-		r = ops->pause(ctx, &row, true);
-		if (r < 0) {
-			ctx_error(ctx, r, "freeze sandbox %s", row.info.id);
-			goto out;
-		}
-	}
-	c.created_ms = util_wall_ms();
-	r = snapshot_frozen_fs(ctx, &row, partial);
-	if (running) {
-		int t = ops->pause(ctx, &row, false);
-		if (t < 0 && r == 0)
-			r = ctx_error(ctx, t, "thaw sandbox %s", row.info.id);
-	}
+	/* The disk alone (a jail). */
+	r = checkpoint_disk(ctx, sb, ops, &row, &c, partial);
 done:
+	util_fault_point("checkpoint", 4);
 	if (r == 0)
 		r = cp_write(ctx, &c, true);
+	util_fault_point("checkpoint", 5);
 	if (r == 0 && rename(partial, c.path) < 0) {
 		r = ctx_error(ctx, -errno, "rename %s to %s", partial, c.path);
 		(void)cp_write(ctx, &c, false);
@@ -388,7 +484,6 @@ done:
 		memcpy(ret_id, c.id, sizeof(c.id));
 		ctx_log(ctx, SPACE_LOG_INFO, "checkpoint %s of sandbox %s at %s", c.id, c.sandbox_id, c.path);
 	}
-out:
 	sandbox_row_clear(&row);
 	return r;
 }
@@ -416,6 +511,21 @@ SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id)
 	return r;
 }
 
+int checkpoint_remove_all(space_ctx *ctx, const char *sandbox_id)
+{
+	int lock, r = core_sandbox_lock(ctx, sandbox_id, &lock);
+	if (r < 0)
+		return r;
+	struct space_checkpoint_info *list = NULL;
+	size_t n = 0;
+	r = space_checkpoint_list(ctx, sandbox_id, &list, &n);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = checkpoint_remove_held(ctx, &list[i]);
+	free(list);
+	cp_unlock(ctx, sandbox_id, lock);
+	return r < 0 ? r : (int)n;
+}
+
 /* ---- rollback / fork ------------------------------------------------------------------------------- */
 
 /* Rollback's checks and restart, with the sandbox's lock held. */
@@ -423,7 +533,7 @@ static int rollback_held(space_sandbox *sb, const char *checkpoint_id)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
 	struct space_checkpoint_info c;
-	int r = space_checkpoint_get(ctx, checkpoint_id, &c);
+	int r = space_checkpoint_find(ctx, space_sandbox_id(sb), checkpoint_id, &c);
 	if (r < 0)
 		return r;
 	if (strcmp(c.sandbox_id, space_sandbox_id(sb)))
@@ -440,7 +550,9 @@ static int rollback_held(space_sandbox *sb, const char *checkpoint_id)
 	if (r < 0)
 		return r;
 	sandbox_row_clear(&row);
-	return sandbox_restart_from(sb, c.path, c.id);
+	r = sandbox_restart_from(sb, c.path, c.id);
+	/* The new agent knows no tether: a tethered handle gives it one (core/tether.c). */
+	return r < 0 ? r : tether_retether(sb);
 }
 
 SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_id)
@@ -458,7 +570,8 @@ SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_i
 
 /* The fork, with the lock of the checkpoint's sandbox held (its checkpoints, periodic ones included, stay
  * while they are copied; its row is read once). Each new sandbox is locked by its own creation. */
-static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, space_sandbox **ret_sandboxes)
+static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
+		     space_sandbox **ret_sandboxes)
 {
 	struct space_checkpoint_info c;
 	int r = space_checkpoint_get(ctx, checkpoint_id, &c);
@@ -477,7 +590,19 @@ static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, 
 	char iso[16] = "";
 	_cleanup_free_ char *policy = NULL;
 	struct sandbox_row row;
+	o.timeout_s = timeout_s;
 	if (sandbox_row_load(ctx, c.sandbox_id, &row) == 0) {
+		/* A fork goes on with its parent's task, within what is left of its lifetime. */
+		int64_t left = row.info.expires_ms ? row.info.expires_ms - util_wall_ms() : 0;
+		if (timeout_s == SPACE_FORK_INHERIT_TIMEOUT && row.info.expires_ms && left < 1000) {
+			sandbox_row_clear(&row);
+			return ctx_error_msg(ctx, -ETIME,
+					     "the lifetime of sandbox %s, which forks of %s inherit, has ended: give them "
+					     "one of their own (`space fork --timeout`)",
+					     c.sandbox_id, c.id);
+		}
+		if (timeout_s == SPACE_FORK_INHERIT_TIMEOUT)
+			o.timeout_s = (uint32_t)(left / 1000 < PROTO_MAX_LIFETIME ? left / 1000 : PROTO_MAX_LIFETIME);
 		snprintf(iso, sizeof(iso), "%s", row.info.isolation);
 		o.isolation = iso;
 		o.cpus = row.info.cpus;
@@ -522,19 +647,29 @@ static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, 
 	return r;
 }
 
-SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
-				    space_sandbox **ret_sandboxes)
+SPACE_API int space_checkpoint_fork_v2(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
+				       space_sandbox **ret_sandboxes)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !checkpoint_id || !ret_sandboxes)
 		return -EINVAL;
 	if (count < 1 || count > FORK_MAX)
 		return ctx_error_msg(ctx, -EINVAL, "fork count %u out of range (1..%d)", count, FORK_MAX);
+	if (timeout_s > PROTO_MAX_LIFETIME)
+		return ctx_error_msg(ctx, -EINVAL, "a lifetime of %u s is over the limit of %u s (366 days)", timeout_s,
+				     PROTO_MAX_LIFETIME);
 	struct space_checkpoint_info c;
 	int lock, r = space_checkpoint_get(ctx, checkpoint_id, &c);
 	if (r < 0 || (r = core_sandbox_lock(ctx, c.sandbox_id, &lock)) < 0)
 		return r;
-	r = fork_held(ctx, checkpoint_id, count, ret_sandboxes);
+	r = fork_held(ctx, checkpoint_id, count, timeout_s, ret_sandboxes);
 	cp_unlock(ctx, c.sandbox_id, lock);
 	return r;
+}
+
+SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
+				    space_sandbox **ret_sandboxes)
+{
+	CTX_ENTER(ctx);
+	return space_checkpoint_fork_v2(ctx, checkpoint_id, count, SPACE_FORK_INHERIT_TIMEOUT, ret_sandboxes);
 }

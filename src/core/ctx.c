@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -290,6 +291,16 @@ int ctx_state_path(space_ctx *ctx, const char *name, char *buf, size_t len)
 	return 0;
 }
 
+int ctx_error_needs_root(space_ctx *ctx, int err, const char *path)
+{
+	/* Never "not initialized" nor a raw errno: the operator made the directory 0700 on purpose (write
+	 * access to the store is a way to root), so the answer is who may use it, not how to repair it. */
+	return ctx_error_msg(ctx, err,
+			     "%s: %s: the state directory %s is root's alone; this needs root (or the HTTP API of "
+			     "`space serve`, with an API key from its operator)",
+			     path, strerror(-err), ctx->state_dir);
+}
+
 int ctx_store(space_ctx *ctx, struct store **ret)
 {
 	if (!ctx->store) {
@@ -297,6 +308,9 @@ int ctx_store(space_ctx *ctx, struct store **ret)
 		int r = ctx_state_path(ctx, "space.db", db, sizeof(db));
 		if (r < 0)
 			return ctx_error(ctx, r, "state dir %s", ctx->state_dir);
+		/* As this process's effective ids would open it: a missing store and a closed one differ. */
+		if (faccessat(AT_FDCWD, db, R_OK | W_OK, AT_EACCESS) < 0 && (errno == EACCES || errno == EPERM))
+			return ctx_error_needs_root(ctx, -errno, db);
 		if (access(db, F_OK) < 0)
 			return ctx_error_msg(ctx, -ENOMEDIUM,
 					     "state directory %s is not initialized: run `space init` first "
@@ -304,6 +318,8 @@ int ctx_store(space_ctx *ctx, struct store **ret)
 					     ctx->state_dir);
 		char msg[512];
 		r = store_open(db, false, &ctx->store, msg, sizeof(msg));
+		if (r == -EACCES || r == -EPERM)
+			return ctx_error_needs_root(ctx, r, db);
 		if (r < 0)
 			return ctx_error_msg(ctx, r, "%s", msg);
 	}

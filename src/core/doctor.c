@@ -322,7 +322,9 @@ static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok
 	int r = space_pool_info(ctx, &pi);
 	if (r < 0) {
 		snprintf(buf, sizeof(buf), "%s", space_ctx_last_error(ctx));
-		add_check(checks, "pool", LVL_FAIL, buf, "run `space init` (as root) to create the state dir and pool");
+		add_check(checks, "pool", LVL_FAIL, buf,
+			  r == -EACCES || r == -EPERM ? "needs root: run `space doctor` as root to check the pool"
+						      : "run `space init` (as root) to create the state dir and pool");
 		*vm_ok = *jail_ok = false;
 		return;
 	}
@@ -336,8 +338,11 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 	char buf[256];
 	int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(buf, sizeof(buf), "/dev/loop-control: %s", strerror(errno));
-		add_check(checks, "loop", LVL_WARN, buf, "modprobe loop (needed for --loop-pool and jail sandboxes)");
+		/* A closed device is a question of who runs us, not of a missing module. */
+		bool denied = errno == EACCES || errno == EPERM;
+		snprintf(buf, sizeof(buf), "/dev/loop-control: %s%s", strerror(errno), denied ? " (needs root)" : "");
+		add_check(checks, "loop", LVL_WARN, buf,
+			  denied ? "run as root" : "modprobe loop (needed for --loop-pool and jail sandboxes)");
 		*jail_ok = false;
 	} else {
 		close(fd);
@@ -383,8 +388,9 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 
 	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(buf, sizeof(buf), "/dev/net/tun: %s", strerror(errno));
-		add_check(checks, "tap", LVL_WARN, buf, "modprobe tun (VM sandboxes' network)");
+		bool denied = errno == EACCES || errno == EPERM;
+		snprintf(buf, sizeof(buf), "/dev/net/tun: %s%s", strerror(errno), denied ? " (needs root)" : "");
+		add_check(checks, "tap", LVL_WARN, buf, denied ? "run as root" : "modprobe tun (VM sandboxes' network)");
 	} else {
 		close(fd);
 		add_check(checks, "tap", LVL_OK, "TAP devices (/dev/net/tun)", NULL);

@@ -70,8 +70,13 @@ void ctx_log(space_ctx *ctx, int level, const char *fmt, ...) __attribute__((for
 int ctx_store_finish(space_ctx *ctx, struct store *s, int r, const char *sandbox_id, const char *kind,
 		     const char *detail);
 
-/* Opens the store; -ENOMEDIUM (with a message saying to run `space init`) if the state dir has none. */
+/* Opens the store; -ENOMEDIUM (with a message saying to run `space init`) if the state dir has none; -EACCES
+ * or -EPERM (ctx_error_needs_root's message) if this caller may not reach it. */
 int ctx_store(space_ctx *ctx, struct store **ret);
+
+/* err (-EACCES or -EPERM met at path, in the state directory) as the one message every caller gets: the
+ * state directory is root's alone, so this needs root (or `space serve`'s API). Returns err. */
+int ctx_error_needs_root(space_ctx *ctx, int err, const char *path);
 
 /* Opens the store and makes sure the pool is there (re-mounting a loop pool); fills ctx->pool_root. */
 int ctx_pool(space_ctx *ctx, const char **ret_root);
@@ -89,6 +94,9 @@ int core_new_id(const char *prefix, char *buf, size_t len);
 /* Sandbox rows. */
 int core_status_parse(const char *name);
 uint64_t core_process_start_time(int pid);
+/* Work subvolumes under the pool's .tmp named after their owner, and the sweep of a dead owner's (template.c). */
+int core_pool_tmp_path(space_ctx *ctx, const char *root, char *buf, size_t len);
+int core_pool_tmp_sweep(space_ctx *ctx, const char *root);
 bool core_process_alive(int pid, uint64_t start_time);
 /* Moves a sandbox to status along the state machine (store/sandboxes.h) from whatever status may precede
  * it, with its event; -ESTALE (with a message) when its current status may not, -ENOENT when no row. */

@@ -66,6 +66,11 @@ SPACE_API int space_kernel_list(space_ctx *ctx, space_kernel_fn fn, void *userda
 		return ctx_error_msg(ctx, -EINVAL, "list kernels: no callback");
 	struct kernel_api_list l = { fn, userdata, 0 };
 	int r = vm_kernel_list(ctx, kernel_api_one, &l);
+	if ((r == -EACCES || r == -EPERM) && r != l.stopped) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s/kernels", ctx->state_dir);
+		return ctx_error_needs_root(ctx, r, dir);
+	}
 	if (r < 0 && r != l.stopped)
 		return ctx_error(ctx, r, "list kernels under %s/kernels", ctx->state_dir);
 	return r;

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Processes and files in a sandbox: the public face of the agent client. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/backend.h"
 #include "core/sandbox.h"
 #include "proto/agent_client.h"
+#include "store/db.h"
 #include "util/cleanup.h"
+#include "util/escape.h"
 
 static const char *const default_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -97,6 +101,53 @@ static int exec_prepare(space_sandbox *sb, const struct space_exec_options *in, 
 	return *ret_env ? 0 : -ENOMEM;
 }
 
+/*
+ * Out-of-memory kills of a jail's commands: the jail's cgroup counts the kills of its OOM killer, so a
+ * command that ended by SIGKILL (not the agent's timeout), or with 137 (a shell passing on its child's
+ * SIGKILL: `sh -c 'a | b'`), while the counter rose was killed for memory. Another process of the same
+ * sandbox killed meanwhile can be mistaken for it; the exit status stays the truth either way. A VM's
+ * commands are killed by the guest's own kernel, which the host does not see.
+ */
+struct oom_watch {
+	const struct backend_ops *ops; /* NULL: not armed */
+	struct sandbox_row row;        /* a copy (no metadata): a process may outlive its sandbox handle */
+	uint64_t before;
+	char what[128]; /* argv[0], escaped: it goes into the event log */
+};
+
+static void oom_watch_begin(space_sandbox *sb, const char *argv0, struct oom_watch *w)
+{
+	const struct backend_ops *ops;
+	w->ops = NULL;
+	w->row = *sandbox_handle_row(sb);
+	w->row.metadata = NULL;
+	if (backend_for_row(sandbox_ctx(sb), &w->row, &ops) < 0 || !ops->oom_kills ||
+	    ops->oom_kills(&w->row, &w->before) < 0)
+		return;
+	util_text_one_line(argv0, w->what, sizeof(w->what));
+	w->ops = ops;
+}
+
+/* Sets ret->oom_killed when the OOM killer ended the command, and records an "oom" event. */
+static void oom_watch_end(space_ctx *ctx, const struct oom_watch *w, struct space_exec_result *ret)
+{
+	uint64_t after;
+	bool killed = ret->exited ? ret->exit_code == 128 + SIGKILL : ret->signal == SIGKILL;
+	if (!w->ops || !killed || ret->timed_out || w->ops->oom_kills(&w->row, &after) < 0 || after <= w->before)
+		return;
+	ret->oom_killed = true;
+	char detail[256];
+	uint32_t limit = w->row.info.memory_mib;
+	if (limit)
+		snprintf(detail, sizeof(detail), "killed: out of memory (limit %u MiB): %s", limit, w->what);
+	else
+		snprintf(detail, sizeof(detail), "killed: out of memory: %s", w->what);
+	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s: %s", w->row.info.id, detail);
+	struct store *s;
+	if (ctx_store(ctx, &s) == 0)
+		(void)store_event(s, w->row.info.id, "oom", detail); /* the result says it whatever the log does */
+}
+
 static void result_from(const struct agent_exit *ex, struct space_exec_result *ret)
 {
 	*ret = (struct space_exec_result){
@@ -112,6 +163,7 @@ struct space_process {
 	struct agent_exec *x;
 	space_output_fn output;
 	void *userdata;
+	struct oom_watch oom;
 };
 
 static int deliver(int stream, const void *buf, size_t len, void *userdata)
@@ -139,6 +191,7 @@ SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_opt
 	p->output = o.output;
 	p->userdata = o.userdata;
 	struct agent_error err = { 0 };
+	oom_watch_begin(sb, o.argv[0], &p->oom);
 	r = agent_exec_start(sandbox_addr(sb), &req, &p->x, &err);
 	if (r < 0) {
 		free(p);
@@ -205,8 +258,10 @@ SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret
 	int r = agent_exec_pump(p->x, deliver, p, &ex);
 	if (r < 0)
 		return ctx_error(p->ctx, r, "process output");
-	if (r == 1 && ret)
+	if (r == 1 && ret) {
 		result_from(&ex, ret);
+		oom_watch_end(p->ctx, &p->oom, ret);
+	}
 	return r;
 }
 
@@ -233,11 +288,14 @@ SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_opti
 	struct agent_exit ex;
 	struct agent_error err = { 0 };
 	int stdin_fd = o.flags & SPACE_EXEC_STDIN ? o.stdin_fd : -1;
+	oom_watch_begin(sb, o.argv[0], &p.oom);
 	r = agent_exec_run(sandbox_addr(sb), &req, stdin_fd, deliver, &p, &ex, &err);
 	if (r < 0)
 		return agent_fail(ctx, r, &err, "run", o.argv[0]);
-	if (ret)
+	if (ret) {
 		result_from(&ex, ret);
+		oom_watch_end(ctx, &p.oom, ret);
+	}
 	return 0;
 }
 

@@ -24,6 +24,7 @@
 #include "store/lock.h"
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/loop.h"
 #include "util/util.h"
 
@@ -88,6 +89,7 @@ struct space_sandbox {
 	char addr[PATH_MAX + 16];    /* agent address for the client */
 	char log_path[PATH_MAX];
 	char **env;                  /* sandbox-wide environment, NULL-terminated */
+	int tether_fd;               /* space_sandbox_tether's connection to the agent; -1: none */
 };
 
 void sandbox_strv_free(char **v)
@@ -127,6 +129,7 @@ int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **
 	if (!sb)
 		return -ENOMEM;
 	sb->ctx = ctx;
+	sb->tether_fd = -1;
 	sb->row = *row;
 	row->metadata = NULL; /* moved */
 	ops->agent_addr(sb->row.runtime_dir, sb->addr, sizeof(sb->addr));
@@ -152,9 +155,22 @@ SPACE_API void space_sandbox_free(space_sandbox *sb)
 {
 	if (!sb)
 		return;
+	sandbox_set_tether_fd(sb, -1); /* a tethered sandbox ends here (core/tether.c) */
 	sandbox_row_clear(&sb->row);
 	sandbox_strv_free(sb->env);
 	free(sb);
+}
+
+int sandbox_tether_fd(const space_sandbox *sb)
+{
+	return sb->tether_fd;
+}
+
+void sandbox_set_tether_fd(space_sandbox *sb, int fd)
+{
+	if (sb->tether_fd >= 0)
+		close(sb->tether_fd);
+	sb->tether_fd = fd;
 }
 
 SPACE_API const char *space_sandbox_id(const space_sandbox *sb)
@@ -180,6 +196,11 @@ space_ctx *sandbox_ctx(const space_sandbox *sb)
 char *const *sandbox_env(const space_sandbox *sb)
 {
 	return sb->env;
+}
+
+const struct sandbox_row *sandbox_handle_row(const space_sandbox *sb)
+{
+	return &sb->row;
 }
 
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row)
@@ -265,8 +286,12 @@ SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_inf
 /* keep_events: its rows in the event log stay (space_sandbox_remove_v2), else they go with it. */
 static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason, bool keep_events)
 {
-	if (row->info.status == SPACE_SANDBOX_DESTROYED)
+	if (row->info.status == SPACE_SANDBOX_DESTROYED) {
+		/* Slots a destroy killed right after marking it (before this order) left held. */
+		uids_release(ctx, row);
+		logcap_release(ctx, row->info.id);
 		return 0;
+	}
 	const struct backend_ops *ops;
 	int r = backend_for_row(ctx, row, &ops);
 	if (r < 0)
@@ -278,17 +303,22 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	r = ops->stop(ctx, row);
 	if (r < 0)
 		return r;
+	util_fault_point("destroy", 1);
 	(void)net_sandbox_detach(ctx, row->info.id); /* egress gateway */
+	util_fault_point("destroy", 2);
 	r = sandbox_release_disk(ctx, row);
 	if (r < 0) {
 		(void)sandbox_mark(ctx, row->info.id, SPACE_SANDBOX_FAILED, ctx->last_error);
 		return r;
 	}
+	/* Nothing of it runs any more: its uid slots are free, before the row says destroyed (a destroy
+	 * killed in between is rerun, and releasing a slot twice is a no-op). */
+	util_fault_point("destroy", 3);
+	uids_release(ctx, row);
+	logcap_release(ctx, row->info.id);
+	util_fault_point("destroy", 4);
 	r = sandbox_mark(ctx, row->info.id, SPACE_SANDBOX_DESTROYED, reason);
-	if (r == 0) {
-		uids_release(ctx, row); /* nothing of it runs any more */
-		logcap_release(ctx, row->info.id);
-	}
+	util_fault_point("destroy", 5);
 	/* Nothing kept unless asked: its event log rows go too (the gateway's were collected on detach). */
 	if (r == 0 && !keep_events) {
 		int e = store_events_remove(ctx->store, row->info.id);
@@ -348,9 +378,19 @@ SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
 SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned flags)
 {
 	CTX_ENTER(ctx);
-	if (!ctx || !id || (flags & ~SPACE_REMOVE_KEEP_EVENTS))
+	if (!ctx || !id || (flags & ~(SPACE_REMOVE_KEEP_EVENTS | SPACE_REMOVE_WITH_CHECKPOINTS)))
 		return -EINVAL;
-	return destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true);
+	int r = destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true);
+	/* Its checkpoints after the sandbox (a failed destroy keeps them); a rerun after a failure half-way
+	 * (the sandbox gone, some checkpoints left) finishes the job. */
+	if ((r == 0 || r == -ENOENT) && (flags & SPACE_REMOVE_WITH_CHECKPOINTS)) {
+		int n = checkpoint_remove_all(ctx, id);
+		if (n < 0)
+			return n;
+		if (n > 0)
+			r = 0;
+	}
+	return r;
 }
 
 SPACE_API int space_sandbox_reap(space_ctx *ctx)
@@ -383,6 +423,14 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	for (int i = 0; i < n; i++) {
 		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: lifetime expired", ids[i]);
+			done++;
+		}
+	}
+	/* Tethered ones whose holder is gone (core/tether.c): their lifetime was the holder's. */
+	n = tether_orphans(ctx, ids, 64);
+	for (int i = 0; i < n; i++) {
+		if (destroy_locked(ctx, ids[i], "its tether holder exited", false, true) == 0) {
+			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: its tether holder exited", ids[i]);
 			done++;
 		}
 	}

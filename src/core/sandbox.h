@@ -26,9 +26,13 @@ void sandbox_row_clear(struct sandbox_row *row);
 const char *sandbox_addr(const space_sandbox *sb);
 space_ctx *sandbox_ctx(const space_sandbox *sb);
 char *const *sandbox_env(const space_sandbox *sb);
+/* The row a handle holds (as of its last load). */
+const struct sandbox_row *sandbox_handle_row(const space_sandbox *sb);
 
 /* space_sandbox_create with the disk snapshotted from disk_src (a subvolume holding rootfs.ext4) instead
  * of the template's; NULL = the template's. */
+/* -ENOSPC (with the numbers and what to do) when the pool under root is too full for a new sandbox. */
+int sandbox_pool_space_check(space_ctx *ctx, const char *root);
 int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
 			space_sandbox **ret);
 
@@ -65,6 +69,22 @@ int sandbox_policy_to_meta(struct cJSON *meta, const struct space_sandbox_option
 /* The trust stored with a row's policy (untrusted when the metadata says nothing), and its allowed
  * resolve ranges as a NULL-terminated list (free with sandbox_strv_free). */
 int sandbox_policy_from_meta(const struct cJSON *meta, bool *ret_trusted, char ***ret_allow_resolve);
+
+/* ---- tethers (core/tether.c) ---- */
+
+/* The handle's tether connection (-1: none); set closes the one it had (which ends the sandbox). */
+int sandbox_tether_fd(const space_sandbox *sb);
+void sandbox_set_tether_fd(space_sandbox *sb, int fd);
+/* After a restart (rollback) started a new agent: a tethered handle tethers it again. 0 when untethered. */
+int tether_retether(space_sandbox *sb);
+/* Whether a row's metadata names a tether holder / one that is gone (its pid no longer that process). */
+bool tether_recorded(const char *meta);
+bool tether_holder_gone(const char *meta);
+/* PROTO_TETHER_HOLD (hold) or RELEASE at the agent addr: around a memory snapshot, so that a restored copy
+ * is not ended by the reset of the tethers it recorded. 0 for an agent without tethers. */
+int tether_hold(const char *addr, bool hold);
+/* Up to max ids of sandboxes (not destroyed) whose tether holder is gone; their count or -errno. */
+int tether_orphans(space_ctx *ctx, char (*ids)[32], int max);
 
 /* ---- the lifecycle's own (sandbox.c, sandbox_create.c, sandbox_restart.c) ---- */
 

@@ -8,10 +8,12 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "core/autosnap.h"
@@ -27,6 +29,7 @@
 #include "store/lock.h"
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/procstat.h"
 #include "util/util.h"
 
@@ -188,6 +191,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	r = insert_row(ctx, &row, meta);
 	if (r < 0)
 		return r;
+	util_fault_point("create", 1);
 
 	struct backend_proc proc = { 0 };
 	bool started = false;
@@ -195,16 +199,19 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	/* Its machine-wide host uid(s), once its row exists (a stale-slot reaper checks the row). */
 	if ((r = uids_acquire(ctx, &row)) < 0)
 		goto fail;
+	util_fault_point("create", 2);
 	r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
+	util_fault_point("create", 3);
 	backend_snapshot_files_drop(b->path); /* restores map the source's file */
 	r = ops->start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, restore ? snap : NULL, &proc, &ai);
 	if (r < 0)
 		goto fail;
 	started = true;
+	util_fault_point("create", 4);
 	/* egress: the sandbox's network and its gateway (src/net, docs/network.md) */
 	if ((r = sandbox_net_attach(ctx, ops, &row, proc.pid, o->network_policy, o->network_policy_trusted,
 				    o->network_allow_resolve)) < 0)
@@ -215,9 +222,11 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		r = -ENOMEM;
 		goto fail;
 	}
+	util_fault_point("create", 5);
 	r = sandbox_row_set_running(ctx, &row, &proc, meta, "running", ai.version);
 	if (r < 0)
 		goto fail;
+	util_fault_point("create", 6);
 	meta = NULL; /* owned by the row */
 	if ((r = autosnap_started(ctx, b->id, tname, o)) < 0) /* periodic snapshots (core/autosnap.c) */
 		goto fail;
@@ -237,13 +246,36 @@ fail: {
 	if (started)
 		backend_stop_started(ctx, ops, &row, &proc);
 	(void)sandbox_release_disk(ctx, &row);
-	if (sandbox_mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg) == 0) {
-		uids_release(ctx, &row);
-		logcap_release(ctx, b->id);
-	}
+	/* Slots first: a kill between the two would leave them held by a row nobody destroys again. */
+	uids_release(ctx, &row);
+	logcap_release(ctx, b->id);
+	(void)sandbox_mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg);
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	return r;
 }
+}
+
+/*
+ * A pool with less than this free is full for a new sandbox: its clone costs nearly nothing, but it could
+ * not write, and its disk would fail inside as I/O errors. Refused before anything is made, with the
+ * numbers (-ENOSPC: the API's 507).
+ */
+#define POOL_MIN_FREE_MIB 64
+
+int sandbox_pool_space_check(space_ctx *ctx, const char *root)
+{
+	struct statvfs sv;
+	if (statvfs(root, &sv) < 0)
+		return ctx_error(ctx, -errno, "statvfs %s", root);
+	uint64_t free_mib = (uint64_t)sv.f_bavail * sv.f_frsize >> 20;
+	uint64_t size_mib = (uint64_t)sv.f_blocks * sv.f_frsize >> 20;
+	if (free_mib >= POOL_MIN_FREE_MIB)
+		return 0;
+	return ctx_error_msg(ctx, -ENOSPC,
+			     "pool full (%" PRIu64 " MiB free of %" PRIu64 " MiB, a sandbox needs %d MiB): remove "
+			     "sandboxes, checkpoints or templates (space ls, space checkpoint ls, space template ls) "
+			     "or grow the pool",
+			     free_mib, size_mib, POOL_MIN_FREE_MIB);
 }
 
 int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
@@ -251,6 +283,11 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 {
 	if (!ctx || !o || o->version == 0 || !ret)
 		return -EINVAL;
+	/* The one longest lifetime: the agent's alarm, space_sandbox_set_timeout, the CLI and the API's. */
+	_Static_assert(SPACE_TIMEOUT_MAX_S == PROTO_MAX_LIFETIME, "space.h and the agent protocol agree");
+	if (o->timeout_s > PROTO_MAX_LIFETIME)
+		return ctx_error_msg(ctx, -EINVAL, "a lifetime of %u s is over the limit of %u s (366 days)",
+				     o->timeout_s, PROTO_MAX_LIFETIME);
 	const char *root;
 	int r = ctx_pool(ctx, &root);
 	if (r < 0)
@@ -282,6 +319,8 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 	if ((r = autosnap_validate(ctx, o->snapshot_every_s, o->snapshot_keep)) < 0)
 		return r;
 	if ((r = sandbox_policy_check(ctx, o)) < 0) /* before any disk is cloned */
+		return r;
+	if ((r = sandbox_pool_space_check(ctx, root)) < 0)
 		return r;
 	return create_checked(ctx, o, root, tname, disk_src, ops, ret);
 }

@@ -139,10 +139,19 @@ int core_sandbox_reap_dead(space_ctx *ctx)
 	for (size_t i = 0; b && i < n; i++) {
 		if (!core_sandbox_observe(ctx, &rows[i], b))
 			continue;
-		/* From the status just seen only: whatever happened since (a destroy) is not undone. */
-		if (core_sandbox_transition(ctx, rows[i].id, STORE_ST(rows[i].status), SPACE_SANDBOX_FAILED, b->reason) ==
-		    0)
+		/* Not while an operation holds it: a restart stops the process with the row still running, and
+		 * settles the status itself (or a crash of it leaves the lock free for the next reap). */
+		int lock = store_lock_take(ctx->state_dir, rows[i].id, 0);
+		if (lock < 0)
+			continue;
+		/* Seen again under the lock (a restart may have finished with a new process meanwhile), and
+		 * changed from the status just seen only: whatever happened since (a destroy) is not undone. */
+		struct store_sandbox now = { 0 };
+		if (store_sandbox_get(ctx->store, rows[i].id, &now) == 0 && core_sandbox_observe(ctx, &now, b) &&
+		    core_sandbox_transition(ctx, now.id, STORE_ST(now.status), SPACE_SANDBOX_FAILED, b->reason) == 0)
 			done++;
+		store_sandbox_clear(&now);
+		store_lock_release(lock);
 	}
 	free(b);
 	store_sandbox_list_free(rows, n);
@@ -169,7 +178,7 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++) {
 		/* Past its lifetime it is as good as gone: the next reap destroys it. */
-		if (rows[i].expires_ms > 0 && rows[i].expires_ms <= now)
+		if ((rows[i].expires_ms > 0 && rows[i].expires_ms <= now) || tether_holder_gone(rows[i].metadata))
 			continue;
 		(void)core_sandbox_observe(ctx, &rows[i], &list[k++]);
 	}

@@ -20,6 +20,7 @@
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/loop.h"
 #include "util/util.h"
 
@@ -97,6 +98,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	r = ops->stop(ctx, &row);
 	if (r < 0)
 		goto out;
+	util_fault_point("rollback", 1);
 	snprintf(image, sizeof(image), "%s/rootfs.ext4", row.info.path);
 	if (util_loop_wait_released(image, SANDBOX_KILL_TIMEOUT_MS) < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
@@ -105,6 +107,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		ctx_error(ctx, r, "delete subvolume %s", row.info.path);
 		goto failed;
 	}
+	util_fault_point("rollback", 2);
 	/* A VM checkpoint restores memory too; a disk-only one boots the VM afresh on it (backend.h). */
 	char snap[PATH_MAX];
 	uint32_t snap_cpus, snap_mem;
@@ -116,6 +119,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		goto failed;
 	}
 	backend_snapshot_files_drop(row.info.path); /* restores map the source's file */
+	util_fault_point("rollback", 3);
 	if (row.info.expires_ms) {
 		int64_t left = (row.info.expires_ms - util_wall_ms() + 999) / 1000;
 		lifetime = left > 0 ? (uint32_t)left : 1;
@@ -127,6 +131,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	r = ops->start(ctx, &row, hostname, lifetime, restore ? snap : NULL, &proc, &ai);
 	if (r < 0)
 		goto failed;
+	util_fault_point("rollback", 4);
 	if ((r = net_reattach(ctx, ops, &row, proc.pid)) < 0) {
 		backend_stop_started(ctx, ops, &row, &proc);
 		goto failed;
@@ -143,6 +148,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 		backend_stop_started(ctx, ops, &row, &proc);
 		goto failed;
 	}
+	util_fault_point("rollback", 5);
 	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s restarted on %s (%s pid %d%s)", id, disk_src, ops->proc_name, proc.pid,
 		restore ? ", memory restored" : "");
 	if (autosnap_started(ctx, id, NULL, NULL) < 0) /* periodic snapshots go on */

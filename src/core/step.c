@@ -59,7 +59,13 @@ SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec
 		r = space_sandbox_rollback(sb, cp);
 		if (r < 0)
 			return r;
-	} else {
+	} else if (cp[0]) {
+		/* Nothing kept unless asked: the step's own checkpoint has served once the step succeeded (one per
+		 * step would pile up for ever). A failure to drop it does not undo the step. */
+		r = space_checkpoint_remove(ctx, cp);
+		if (r < 0)
+			ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: the step succeeded but its checkpoint %s stays: %s",
+				space_sandbox_id(sb), cp, space_ctx_last_error(ctx));
 		cp[0] = 0;
 	}
 	*ret_result = res;

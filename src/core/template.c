@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Templates: a rootfs.ext4 (plus optional kernel and initrd) in a subvolume of the pool. */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
@@ -21,6 +22,8 @@
 #include "store/btrfs.h"
 #include "store/templates.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
+#include "util/escape.h"
 #include "util/util.h"
 
 enum rootfs_kind { ROOTFS_DIR, ROOTFS_TAR, ROOTFS_EXT4 };
@@ -286,6 +289,53 @@ static int stage_template(space_ctx *ctx, const struct space_template_import_opt
 	return 0;
 }
 
+/*
+ * A work subvolume under the pool's .tmp, named after its owner ("tpl-<id>.<pid>-<start time>"), so that
+ * what a killed import or template snapshot left there can be told from another process's work in progress
+ * and removed (core_pool_tmp_sweep).
+ */
+int core_pool_tmp_path(space_ctx *ctx, const char *root, char *buf, size_t len)
+{
+	char id[32];
+	int r = core_new_id("tpl-", id, sizeof(id));
+	if (r < 0)
+		return ctx_error(ctx, r, "random id");
+	pid_t me = getpid();
+	if ((size_t)snprintf(buf, len, "%s/.tmp/%s.%d-%llu", root, id, (int)me,
+			     (unsigned long long)core_process_start_time(me)) >= len)
+		return ctx_error_msg(ctx, -ENAMETOOLONG, "pool path %s too long", root);
+	return 0;
+}
+
+/* Removes the work subvolumes under .tmp whose owner process is gone. Returns how many. */
+int core_pool_tmp_sweep(space_ctx *ctx, const char *root)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/.tmp", root);
+	_cleanup_closedir_ DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *dot = strchr(e->d_name, '.');
+		int pid;
+		unsigned long long start;
+		char end;
+		if (strncmp(e->d_name, "tpl-", 4) || !dot || sscanf(dot + 1, "%d-%llu%c", &pid, &start, &end) != 2 ||
+		    pid <= 0 || core_process_alive(pid, start))
+			continue;
+		char path[PATH_MAX];
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= sizeof(path))
+			continue;
+		if (store_btrfs_subvolume_delete(path) == 0) {
+			ctx_log(ctx, SPACE_LOG_INFO, "removed %s, left by an interrupted template operation", path);
+			n++;
+		}
+	}
+	return n;
+}
+
 SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts)
 {
 	CTX_ENTER(ctx);
@@ -338,19 +388,20 @@ SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_
 		return ctx_error_msg(ctx, -EEXIST, "template %s already exists (remove it with `space template rm %s`)",
 				     o->name, o->name);
 
-	char id[32], tmp[PATH_MAX], dst[PATH_MAX];
-	r = core_new_id("tpl-", id, sizeof(id));
-	if (r < 0)
-		return ctx_error(ctx, r, "random id");
-	snprintf(tmp, sizeof(tmp), "%s/.tmp/%s", root, id);
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	(void)core_pool_tmp_sweep(ctx, root);
+	if ((r = core_pool_tmp_path(ctx, root, tmp, sizeof(tmp))) < 0)
+		return r;
 	snprintf(dst, sizeof(dst), "%s/templates/%s", root, o->name);
 	progress(o, "create subvolume");
 	r = store_btrfs_subvolume_create(tmp);
 	if (r < 0)
 		return ctx_error(ctx, r, "create subvolume %s", tmp);
+	util_fault_point("template-import", 1);
 	r = stage_template(ctx, o, kind, tmp);
 	if (r < 0)
 		goto fail;
+	util_fault_point("template-import", 2);
 
 	struct stat st;
 	char image[PATH_MAX];
@@ -388,11 +439,21 @@ SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_
 		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
 		goto fail;
 	}
+	util_fault_point("template-import", 3);
+	/* No row and yet the final name: an import killed between its rename and its commit (we hold the
+	 * store's write lock, which that import held until it died). Its leftover goes. */
+	struct stat dst_st;
+	if (lstat(dst, &dst_st) == 0 && (r = store_btrfs_subvolume_delete(dst)) < 0) {
+		store_rollback(s);
+		r = ctx_error(ctx, r, "remove %s, left by an interrupted import", dst);
+		goto fail;
+	}
 	if (rename(tmp, dst) < 0) {
 		r = ctx_error(ctx, -errno, "move template into %s", dst);
 		store_rollback(s);
 		goto fail;
 	}
+	util_fault_point("template-import", 4);
 	r = store_commit(s);
 	if (r < 0) {
 		store_rollback(s);
@@ -471,6 +532,33 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
 	return 0;
 }
 
+#define TEMPLATE_CPS_SHOWN 5
+
+/* "(ID NAME, ID, ...)" of the checkpoints that depend on template name into buf (len >= 512; "" if none or
+ * unknown), so a refusal says which. Names are the API caller's text: shown on one line, escaped, cut. */
+static void template_checkpoints_of(space_ctx *ctx, const char *name, char *buf, size_t len)
+{
+	_cleanup_free_ struct space_checkpoint_info *list = NULL;
+	size_t n = 0, used = 0, shown = 0;
+	buf[0] = 0;
+	if (space_checkpoint_list(ctx, NULL, &list, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(list[i].template_name, name))
+			continue;
+		if (shown++ == TEMPLATE_CPS_SHOWN) {
+			used += (size_t)snprintf(buf + used, len - used, ", ...");
+			break;
+		}
+		char nm[41]; /* 5 x (", " + id + " " + 40) fits 512 */
+		util_text_one_line(list[i].name, nm, sizeof(nm));
+		used += (size_t)snprintf(buf + used, len - used, "%s%s%s%s", used ? ", " : "(", list[i].id,
+					 nm[0] ? " " : "", nm);
+	}
+	if (used)
+		snprintf(buf + used, len - used, ")");
+}
+
 SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force)
 {
 	CTX_ENTER(ctx);
@@ -478,11 +566,14 @@ SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force
 	int r = space_template_get(ctx, name, &t);
 	if (r < 0)
 		return r;
-	if (!force && (t.sandboxes || t.checkpoints))
+	if (!force && (t.sandboxes || t.checkpoints)) {
+		char cps[512];
+		template_checkpoints_of(ctx, name, cps, sizeof(cps));
 		return ctx_error_msg(ctx, -EBUSY,
-				     "template %s is used by %u sandbox(es) and %u checkpoint(s): remove them first, "
-				     "or pass --force",
-				     name, t.sandboxes, t.checkpoints);
+				     "template %s is used by %u sandbox(es) and %u checkpoint(s)%s%s: remove them first "
+				     "(`space rm --with-checkpoints ID`, `space checkpoint rm ID`), or pass --force",
+				     name, t.sandboxes, t.checkpoints, cps[0] ? " " : "", cps);
+	}
 	const char *root;
 	r = ctx_pool(ctx, &root);
 	if (r < 0)

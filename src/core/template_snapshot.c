@@ -91,11 +91,10 @@ static int template_swap(space_ctx *ctx, const struct space_template_info *t, co
 	int r = ctx_pool(ctx, &root);
 	if (r < 0)
 		return r;
-	char id[32], tmp[PATH_MAX];
-	r = core_new_id("tpl-", id, sizeof(id));
-	if (r < 0)
-		return ctx_error(ctx, r, "random id");
-	snprintf(tmp, sizeof(tmp), "%s/.tmp/%s", root, id);
+	char tmp[PATH_MAX];
+	(void)core_pool_tmp_sweep(ctx, root);
+	if ((r = core_pool_tmp_path(ctx, root, tmp, sizeof(tmp))) < 0)
+		return r;
 	r = store_btrfs_snapshot(src, tmp, false);
 	if (r < 0)
 		return ctx_error(ctx, r, "snapshot %s", src);

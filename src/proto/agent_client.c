@@ -520,6 +520,33 @@ int agent_set_lifetime(const char *addr, uint32_t seconds, struct agent_error *e
 	return send_expect_ok(&c, proto_put_u32_msg(&c.out, PROTO_SET_LIFETIME, seconds), err);
 }
 
+int agent_tether(const char *addr, int *ret_fd, struct agent_error *err)
+{
+	err_reset(err);
+	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
+	int r = request_with_cap(&c, addr, PROTO_CAP_TETHER, "end with its caller (no TETHER: an older agent)", err);
+	if (r < 0)
+		return r;
+	r = send_expect_ok(&c, proto_put_u32_msg(&c.out, PROTO_TETHER, PROTO_TETHER_ARM), err);
+	if (r < 0)
+		return r;
+	/* Nothing more is read: the agent sends nothing after OK, and the descriptor only has to stay open. */
+	*ret_fd = c.fd;
+	c.fd = -1;
+	return 0;
+}
+
+int agent_tether_hold(const char *addr, bool hold, struct agent_error *err)
+{
+	err_reset(err);
+	_cleanup_conn_ struct agent_conn c = AGENT_CONN_INIT;
+	int r = request_with_cap(&c, addr, PROTO_CAP_TETHER, "hold its tethers", err);
+	if (r < 0)
+		return r;
+	return send_expect_ok(&c, proto_put_u32_msg(&c.out, PROTO_TETHER, hold ? PROTO_TETHER_HOLD : PROTO_TETHER_RELEASE),
+			      err);
+}
+
 int agent_set_hostname(const char *addr, const char *hostname, struct agent_error *err)
 {
 	err_reset(err);

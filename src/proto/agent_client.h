@@ -157,6 +157,15 @@ int agent_set_lifetime(const char *addr, uint32_t seconds, struct agent_error *e
 /* SET_HOSTNAME: the sandbox's new name (a fork or restore of a snapshot). -EOPNOTSUPP from an agent
  * without PROTO_CAP_HOSTNAME. */
 int agent_set_hostname(const char *addr, const char *hostname, struct agent_error *err);
+/*
+ * TETHER ARM: returns the open connection (O_CLOEXEC, caller owns it); the agent shuts the sandbox down
+ * when it closes, which the kernel does however the owning process ends. -EOPNOTSUPP (with a message)
+ * from an agent without PROTO_CAP_TETHER: it is not sent the request.
+ */
+int agent_tether(const char *addr, int *ret_fd, struct agent_error *err);
+/* TETHER HOLD (hold) / RELEASE: the tethers open now stop / start again ending the sandbox when they
+ * close. -EOPNOTSUPP from an agent without PROTO_CAP_TETHER (which holds no tether). */
+int agent_tether_hold(const char *addr, bool hold, struct agent_error *err);
 /* Asks the agent to power off (VM) or exit (jail); returns after the agent acknowledged. */
 int agent_shutdown(const char *addr, struct agent_error *err);
 /* Signals a process the agent started (any connection's); -ESRCH for others. */

@@ -622,6 +622,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_SHUTDOWN: return "SHUTDOWN";
 	case PROTO_SET_LIFETIME: return "SET_LIFETIME";
 	case PROTO_SET_HOSTNAME: return "SET_HOSTNAME";
+	case PROTO_TETHER: return "TETHER";
 	case PROTO_OK: return "OK";
 	case PROTO_ERR: return "ERR";
 	case PROTO_STARTED: return "STARTED";

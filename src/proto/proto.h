@@ -17,7 +17,7 @@
 
 #define PROTO_MAGIC 0x47415053u /* "SPAG" little-endian */
 #define PROTO_VERSION_MAJOR 1
-#define PROTO_VERSION_MINOR 2
+#define PROTO_VERSION_MINOR 3
 
 /* Limits (all enforced by the decoders). */
 #define PROTO_HEADER_SIZE 5u
@@ -57,6 +57,7 @@ enum proto_type {
 	PROTO_SHUTDOWN = 0x3c,   /* empty -> OK, then the agent powers off / exits */
 	PROTO_SET_LIFETIME = 0x3d, /* u32 seconds from now (0: none) -> OK | ERR (minor 1, CAP_LIFETIME) */
 	PROTO_SET_HOSTNAME = 0x3e, /* hostname bytes (1..64, [A-Za-z0-9.-]) -> OK | ERR (minor 2, CAP_HOSTNAME) */
+	PROTO_TETHER = 0x3f,       /* u32 PROTO_TETHER_* -> OK | ERR (minor 3, CAP_TETHER) */
 
 	PROTO_OK = 0x82,         /* empty */
 	PROTO_ERR = 0x83,        /* i32 errno (positive), string message */
@@ -84,6 +85,14 @@ enum proto_type {
 #define PROTO_CAP_VSOCK 0x8u /* the agent is listening on vsock (VM mode) */
 #define PROTO_CAP_LIFETIME 0x10u /* SET_LIFETIME is understood */
 #define PROTO_CAP_HOSTNAME 0x20u /* SET_HOSTNAME is understood */
+#define PROTO_CAP_TETHER 0x40u   /* TETHER is understood */
+/* TETHER operations. ARM: after OK the connection stays open, carries nothing more, and its closing (for
+ * whatever reason: the client exited or was killed) shuts the sandbox down. HOLD / RELEASE: the tethers
+ * open now stop / start again shutting it down when they close (around a memory snapshot, whose restore
+ * resets every connection it recorded: its tethers must not end the restored sandbox). */
+#define PROTO_TETHER_ARM 1u
+#define PROTO_TETHER_HOLD 2u
+#define PROTO_TETHER_RELEASE 3u
 
 /* uid/gid value meaning "the agent's own" */
 #define PROTO_ID_INHERIT 0xffffffffu

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +238,56 @@ int store_schema_version(sqlite3 *db)
 	return v;
 }
 
+/*
+ * Before a store with rows in it is migrated: a copy of it as it is, "<store>.bak-schema-<version>" (0600,
+ * through SQLite's online backup, so it is a consistent database even with other writers), made once per
+ * version. A migration that goes wrong, or a libspace that has to be downgraded, has it to go back to.
+ */
+static int backup_before_migration(sqlite3 *db, int version, char *errbuf, size_t errlen)
+{
+	const char *path = sqlite3_db_filename(db, "main");
+	if (!path || !*path)
+		return 0; /* in memory */
+	char dst[PATH_MAX], tmp[PATH_MAX];
+	if ((size_t)snprintf(dst, sizeof(dst), "%s.bak-schema-%d", path, version) >= sizeof(dst) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dst, (int)getpid()) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (access(dst, F_OK) == 0)
+		return 0;
+	int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || fchmod(fd, 0600) < 0) {
+		int r = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(errbuf, errlen, "back up the store before its migration: %s: %s", tmp, strerror(-r));
+		return r;
+	}
+	close(fd);
+	sqlite3 *out = NULL;
+	int rc = sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE, NULL);
+	sqlite3_backup *b = rc == SQLITE_OK ? sqlite3_backup_init(out, "main", db, "main") : NULL;
+	if (b) {
+		rc = sqlite3_backup_step(b, -1);
+		int f = sqlite3_backup_finish(b);
+		rc = rc == SQLITE_DONE ? f : rc;
+	} else if (rc == SQLITE_OK) {
+		rc = sqlite3_errcode(out);
+	}
+	if (rc != SQLITE_OK)
+		snprintf(errbuf, errlen, "back up the store before its migration into %s: %s", tmp,
+			 out ? sqlite3_errmsg(out) : "out of memory");
+	sqlite3_close(out);
+	if (rc == SQLITE_OK && rename(tmp, dst) < 0) {
+		snprintf(errbuf, errlen, "back up the store: rename %s: %s", tmp, strerror(errno));
+		rc = SQLITE_IOERR;
+	}
+	if (rc != SQLITE_OK) {
+		unlink(tmp);
+		return store_errno(rc) < 0 ? store_errno(rc) : -EIO;
+	}
+	return 0;
+}
+
 int store_migrate(sqlite3 *db, int target, char *errbuf, size_t errlen)
 {
 	if (target > STORE_SCHEMA_VERSION)
@@ -246,6 +297,11 @@ int store_migrate(sqlite3 *db, int target, char *errbuf, size_t errlen)
 	int cur = store_schema_version(db);
 	if (cur >= target && cur <= STORE_SCHEMA_VERSION)
 		return 0;
+	if (cur > 0 && cur < target) {
+		int r = backup_before_migration(db, cur, errbuf, errlen);
+		if (r < 0)
+			return r;
+	}
 	for (;;) {
 		/* Take the write lock before reading the version so two processes never run one step twice. */
 		int rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -324,6 +380,18 @@ static int retention_from_env(struct store_events_retention *r, char *errbuf, si
 	return 0;
 }
 
+/* A store SQLite finds damaged (not a database, malformed, truncated) is refused with what to do. */
+static void damaged_hint(const char *path, char *errbuf, size_t errlen)
+{
+	char why[256];
+	snprintf(why, sizeof(why), "%s", errbuf);
+	snprintf(errbuf, errlen,
+		 "the store %s is damaged (%s): nothing was changed. Restore a copy (%s.bak-schema-N is the one "
+		 "made before the last schema migration), or recover its rows with `sqlite3 %s .recover | "
+		 "sqlite3 NEW.db` and put NEW.db in its place (mode 0600)",
+		 path, why, path, path);
+}
+
 int store_open(const char *path, bool create, struct store **ret, char *errbuf, size_t errlen)
 {
 	if (!create && access(path, F_OK) < 0) {
@@ -374,11 +442,15 @@ int store_open(const char *path, bool create, struct store **ret, char *errbuf, 
 		snprintf(errbuf, errlen, "configure store %s: %s", path, msg ? msg : sqlite3_errmsg(db));
 		sqlite3_free(msg);
 		sqlite3_close(db);
+		if (store_errno(rc) == -EUCLEAN)
+			damaged_hint(path, errbuf, errlen);
 		return store_errno(rc);
 	}
 	int r = store_migrate(db, STORE_SCHEMA_VERSION, errbuf, errlen);
 	if (r < 0) {
 		sqlite3_close(db);
+		if (r == -EUCLEAN)
+			damaged_hint(path, errbuf, errlen);
 		return r;
 	}
 	struct store_events_retention keep;

@@ -410,3 +410,33 @@ int util_cgroup_read(const char *spec, const char *ctrl, const char *file, char 
 	r = cg_path(path, sizeof(path), ver, ctrl, rel, file);
 	return r < 0 ? r : read_line(path, buf, len);
 }
+
+int util_cgroup_oom_kills(const char *spec, uint64_t *ret_count)
+{
+	char path[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	/* v2: memory.events counts the subtree's kills; v1: memory.oom_control has the same line since 4.13. */
+	r = cg_path(path, sizeof(path), ver, "memory", rel, ver == 2 ? "memory.events" : "memory.oom_control");
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char buf[1024];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long v;
+		if (!strncmp(line, "oom_kill ", 9) && sscanf(line + 9, "%llu", &v) == 1) {
+			*ret_count = v;
+			return 0;
+		}
+	}
+	return -EOPNOTSUPP; /* a kernel older than the counter */
+}

@@ -46,5 +46,9 @@ int util_cgroup_freeze(const char *spec, bool frozen);
  */
 int util_cgroup_remove(const char *spec, int timeout_ms);
 
+/* How many processes of the cgroup(s) of spec the OOM killer has killed so far (the memory controller's
+ * oom_kill counter, its subtree's on v2). -EOPNOTSUPP when the kernel keeps no such counter. */
+int util_cgroup_oom_kills(const char *spec, uint64_t *ret_count);
+
 /* Reads the first line of <hierarchy>/<rel>/<file> for the given spec ("memory.max" etc.). For tests. */
 int util_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len);

@@ -178,15 +178,23 @@ int util_write_file_atomic(const char *path, const void *buf, size_t len, mode_t
 	return r;
 }
 
-int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+/* The leading decimal digits of s (no sign, no space) into *v, *end after them. */
+static int parse_digits(const char *s, unsigned long long *v, char **end)
 {
 	if (!s || !isdigit((unsigned char)s[0]))
 		return -EINVAL;
 	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno == ERANGE ? -ERANGE : 0;
+}
+
+int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	unsigned long long v;
+	int r = parse_digits(s, &v, &end);
+	if (r < 0)
+		return r;
 	if (*end)
 		return -EINVAL;
 	if (v < min || v > max)
@@ -197,13 +205,11 @@ int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
 
 int util_parse_size(const char *s, uint64_t *ret)
 {
-	if (!s || !isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
+	unsigned long long v;
+	int r = parse_digits(s, &v, &end);
+	if (r < 0)
+		return r;
 	unsigned shift = 0;
 	switch (toupper((unsigned char)*end)) {
 	case '\0': break;
@@ -220,6 +226,47 @@ int util_parse_size(const char *s, uint64_t *ret)
 	if (shift && v > (UINT64_MAX >> shift))
 		return -ERANGE;
 	*ret = (uint64_t)v << shift;
+	return 0;
+}
+
+int util_parse_mib(const char *s, uint64_t *ret_mib)
+{
+	uint64_t v;
+	int r = util_parse_size(s, &v);
+	if (r < 0)
+		return r;
+	if (isdigit((unsigned char)s[strlen(s) - 1])) { /* no unit: MiB, as these flags always took */
+		*ret_mib = v;
+		return 0;
+	}
+	if (v & ((1u << 20) - 1))
+		return -EINVAL;
+	*ret_mib = v >> 20;
+	return 0;
+}
+
+int util_parse_duration(const char *s, uint64_t *ret_s)
+{
+	char *end;
+	unsigned long long v;
+	int r = parse_digits(s, &v, &end);
+	if (r < 0)
+		return r;
+	uint64_t mult;
+	switch (*end) {
+	case '\0': mult = 1; break;
+	case 's': mult = 1; end++; break;
+	case 'm': mult = 60; end++; break;
+	case 'h': mult = 3600; end++; break;
+	case 'd': mult = 86400; end++; break;
+	default: return -EINVAL;
+	}
+	if (*end)
+		return -EINVAL;
+	uint64_t out;
+	if (__builtin_mul_overflow((uint64_t)v, mult, &out))
+		return -ERANGE;
+	*ret_s = out;
 	return 0;
 }
 

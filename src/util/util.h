@@ -25,6 +25,15 @@ int util_parse_size(const char *s, uint64_t *ret);
 /* Parses a decimal unsigned integer in [min, max]; rejects sign, junk and overflow. */
 int util_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 
+/* Parses a size in MiB: a bare number is MiB ("512"), else a size with a binary unit as util_parse_size
+ * ("1G", "1536M", "1GiB") that must be a whole number of MiB. -EINVAL on junk or a fraction of a MiB,
+ * -ERANGE on overflow. */
+int util_parse_mib(const char *s, uint64_t *ret_mib);
+
+/* Parses a duration in seconds: a bare number is seconds ("90"), else one unit s, m, h or d ("10m", "2h",
+ * "1d"). -EINVAL on junk (sign, "1X", "", "10ms"), -ERANGE on overflow. */
+int util_parse_duration(const char *s, uint64_t *ret_s);
+
 /* Formats bytes for humans ("1.5 GiB") into buf. */
 const char *util_format_size(uint64_t bytes, char *buf, size_t len);
 

@@ -107,12 +107,13 @@ static int options_one(struct vmm_options *o, int c, char *arg, uint64_t *uid, u
 			return vmm_fail(VMM_STATUS_USAGE, "--cpus wants 1..%d", VM_MAX_VCPUS);
 		break;
 	case OPT_MEMORY:
-		if (util_parse_uint(arg, 16, 1u << 20, &d->mem_mib) < 0)
-			return vmm_fail(VMM_STATUS_USAGE, "--memory wants MiB in 16..1048576");
+		/* `space vm-boot` hands its flags here: the CLI's units (a bare number is MiB; 1G). */
+		if (util_parse_mib(arg, &d->mem_mib) < 0 || d->mem_mib < 16 || d->mem_mib > (1u << 20))
+			return vmm_fail(VMM_STATUS_USAGE, "--memory wants 16M..1T (a bare number is MiB)");
 		break;
 	case OPT_TIMEOUT:
-		if (util_parse_uint(arg, 0, 86400 * 365, &o->timeout_s) < 0)
-			return vmm_fail(VMM_STATUS_USAGE, "--timeout wants seconds");
+		if (util_parse_duration(arg, &o->timeout_s) < 0 || o->timeout_s > 86400 * 365)
+			return vmm_fail(VMM_STATUS_USAGE, "--timeout wants 0..365d (a bare number is seconds; s, m, h, d)");
 		break;
 	case OPT_LOG_MAX:
 		/* The guest writes the console: a log is always capped, within sane bounds, never "no cap". */

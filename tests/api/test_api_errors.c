@@ -331,6 +331,11 @@ static void test_unknown_ids(space_ctx *ctx)
 	so.isolation = "jail";
 	CHECK(space_sandbox_create(ctx, &so, &sb) == -ENOENT && !sb);
 	LAST_ERROR(ctx, "no-such-template");
+	/* Issue 20: the longest lifetime is one limit (PROTO_MAX_LIFETIME), named in the refusal. */
+	so.timeout_s = 366u * 86400 + 1;
+	CHECK(space_sandbox_create(ctx, &so, &sb) == -EINVAL && !sb);
+	LAST_ERROR(ctx, "limit of 31622400 s");
+	so.timeout_s = 0;
 
 	/* Ids that cannot be ids: refused, never looked up as paths. */
 	static const char *const bad[] = { "", "../../../etc", "sb-/../x", "sb-AAAA", "sb-aaaaaaaaaaaaaaaa\n", NULL };

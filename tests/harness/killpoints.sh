@@ -62,5 +62,11 @@ fi
 [ "$done_kills" -ge "$kills" ] || fail "only $done_kills kills"
 ids=$(grep -o 'sb-[a-z2-7]\{16\}' "$WORK/journal" | sort -u)
 left=$(leaks_of $ids)
-[ -z "$left" ] || fail "left on the host: $left"
+if [ -n "$left" ]; then
+	for id in $(echo "$left" | grep -o 'sb-[a-z2-7]\{16\}' | sort -u); do
+		echo "history of $id:"
+		grep -F "$id" "$WORK/journal" | sed 's/^/    /'
+	done
+	fail "left on the host: $left"
+fi
 echo "killpoints ($MODE): ok, $done_kills kills, $(echo "$ids" | grep -c sb-) sandboxes, nothing left"

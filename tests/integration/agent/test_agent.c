@@ -25,10 +25,16 @@
 #include "util/util.h"
 
 static char dir[64], sock[96], addr[160];
-static pid_t agent_pid = -1;
+static pid_t agent_pid = -1, tether_agent_pid = -1;
+static const char *agent_path;
 
 static void cleanup(void)
 {
+	if (tether_agent_pid > 0) {
+		kill(tether_agent_pid, SIGKILL);
+		waitpid(tether_agent_pid, NULL, 0);
+		tether_agent_pid = -1;
+	}
 	if (agent_pid > 0) {
 		kill(agent_pid, SIGTERM);
 		waitpid(agent_pid, NULL, 0);
@@ -615,6 +621,42 @@ static void test_shutdown(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "agent status %x", status);
 }
 
+/* TETHER (issue 20): a held tether's closing ends nothing; an armed one's ends the agent. Its own agent. */
+static void test_tether(void)
+{
+	char tsock[128], taddr[160];
+	snprintf(tsock, sizeof(tsock), "%s/tether.sock", dir);
+	snprintf(taddr, sizeof(taddr), "unix:%s", tsock);
+	pid_t pid = tether_agent_pid = fork();
+	if (pid == 0) {
+		execl(agent_path, agent_path, "--listen", tsock, (char *)NULL);
+		_exit(127);
+	}
+	struct agent_error err;
+	struct agent_info info;
+	CHECK(agent_hello(taddr, 5000, &info, &err) == 0, "tether agent did not come up: %s", err.msg);
+	CHECK(info.caps & PROTO_CAP_TETHER, "no TETHER capability");
+	int t1 = -1, t2 = -1, status;
+	CHECK(agent_tether(taddr, &t1, &err) == 0, "arm: %s", err.msg);
+	CHECK(agent_tether_hold(taddr, true, &err) == 0, "hold: %s", err.msg);
+	close(t1);
+	usleep(200000);
+	CHECK(waitpid(pid, &status, WNOHANG) == 0, "a held tether's closing ended the agent");
+	CHECK(agent_hello(taddr, 1000, NULL, &err) == 0, "agent after a held tether closed: %s", err.msg);
+	CHECK(agent_tether_hold(taddr, false, &err) == 0, "release: %s", err.msg);
+	CHECK(agent_tether(taddr, &t2, &err) == 0, "arm again: %s", err.msg);
+	usleep(100000);
+	CHECK(waitpid(pid, &status, WNOHANG) == 0, "an armed tether ended the agent while open");
+	close(t2); /* as the kernel does for a killed holder */
+	uint64_t t0 = util_now_ns();
+	pid_t w;
+	while ((w = waitpid(pid, &status, WNOHANG)) == 0 && util_now_ns() - t0 < 5000000000ull)
+		usleep(10000);
+	if (w == pid)
+		tether_agent_pid = -1;
+	CHECK(w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the agent did not end with its tether");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -623,7 +665,7 @@ static const struct {
 	{ "stdin", test_stdin },	 { "signal", test_signal_timeout }, { "pty", test_pty },
 	{ "concurrent", test_concurrent }, { "big-output", test_big_output }, { "files", test_files },
 	{ "errors", test_errors },	 { "procs", test_procs },	{ "malformed", test_malformed }, { "vsock-uds", test_vsock_uds },
-	{ "shutdown", test_shutdown },
+	{ "tether", test_tether },	 { "shutdown", test_shutdown },
 };
 
 int main(int argc, char **argv)
@@ -634,6 +676,7 @@ int main(int argc, char **argv)
 		printf("FAIL: space-agent not built (SPACE_AGENT_PATH=%s)\n", agent ? agent : "unset");
 		return 1;
 	}
+	agent_path = agent;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(dir, sizeof(dir), "/tmp/space-agent-test-XXXXXX");

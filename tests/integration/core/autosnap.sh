@@ -55,7 +55,7 @@ wait_three_after() {
 
 # Bad values are refused, with what is wrong.
 expect_rc 2 "$SPACE" create --template tiny --isolation jail --snapshot-every 0 "${S[@]}"
-echo "$err" | grep -q -- "--snapshot-every needs a number from 1" || fail "every 0: $err"
+echo "$err" | grep -q -- "--snapshot-every needs a duration from 1s" || fail "every 0: $err"
 expect_rc 2 "$SPACE" create --template tiny --isolation jail --snapshot-every 1 --snapshot-keep 101 "${S[@]}"
 echo "$err" | grep -q -- "--snapshot-keep needs a number from 1 to 100" || fail "keep 101: $err"
 expect_rc 2 "$SPACE" create --template tiny --isolation jail --snapshot-keep 3 "${S[@]}"

@@ -292,7 +292,7 @@ for how in ({"path": "?stream=1", "headers": {}}, {"path": "", "headers": {"Acce
     got = [(x.get("stream"), x.get("data")) for x in lines[:-1]]
     check(r.status == 200 and r.getheader("Content-Type") == "application/x-ndjson" and
           got == [("stdout", "one\n"), ("stderr", "two\n"), ("stdout", "three\n")] and
-          lines[-1] == {"exit_code": 4, "signal": None, "timed_out": False},
+          lines[-1] == {"exit_code": 4, "signal": None, "timed_out": False, "oom_killed": False},
           f"stream {how}: order and result ({lines})")
     check(first_at is not None and first_at < 1.5, f"first line came before the process ended ({first_at:.2f} s)")
 c = conn()
@@ -391,6 +391,11 @@ st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {"timeout_s": 600, "ext
 check(st == 400 and err_code(data) == "unknown_field", "timeout with an unknown field: 400")
 st, data, _ = call("POST", f"/v1/sandboxes/{a}/timeout", {"timeout_s": 400 * 86400})
 check(st == 400 and err_code(data) == "invalid", "timeout over 366 days: 400")
+# Issue 20: one longest lifetime (366 days) in the CLI, the library and the API, named in each refusal.
+check("31622400" in json.dumps(data), f"the refused timeout names the limit: {data}")
+st, data, _ = call("POST", "/v1/sandboxes", {"template": "tiny", "isolation": "jail", "timeout_s": 366 * 86400 + 1})
+check(st == 400 and err_code(data) == "invalid" and "31622400" in json.dumps(data),
+      f"create with a lifetime over 366 days: 400 naming the limit ({st} {data})")
 st, data, _ = call("POST", "/v1/sandboxes/sb-aaaaaaaaaaaaaaaa/timeout", {"timeout_s": 5})
 check(st == 404, "timeout of an unknown sandbox: 404")
 short, longer = create(timeout_s=300), create(timeout_s=3)

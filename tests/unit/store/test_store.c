@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -358,6 +359,62 @@ static void test_util(void)
 	CHECK(!util_name_valid(""));
 }
 
+/* Before a store with rows is migrated, a consistent copy of it stays beside it (0600); a fresh one has none. */
+static void test_migration_backup(void)
+{
+	char p[256], bak[300], err[256];
+	db_path(p, sizeof(p), "backup.db");
+	sqlite3 *db;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+	raw_pid_ns(db);
+	CHECK(store_migrate(db, 6, err, sizeof(err)) == 0);
+	CHECK(sqlite3_exec(db, "INSERT INTO templates VALUES ('keep', '/p', 1, NULL, NULL, 1);", NULL, NULL, NULL) ==
+	      SQLITE_OK);
+	sqlite3_close(db);
+	struct store *s;
+	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
+	CHECK(store_schema_version(store_db(s)) == STORE_SCHEMA_VERSION);
+	store_close(s);
+	snprintf(bak, sizeof(bak), "%s.bak-schema-6", p);
+	struct stat st;
+	CHECK(stat(bak, &st) == 0 && (st.st_mode & 0777) == 0600);
+	CHECK(sqlite3_open_v2(bak, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
+	CHECK(store_schema_version(db) == 6);
+	CHECK(count(db, "SELECT count(*) FROM templates WHERE name = 'keep'") == 1);
+	sqlite3_close(db);
+
+	db_path(p, sizeof(p), "fresh-nobak.db");
+	CHECK(store_open(p, true, &s, err, sizeof(err)) == 0);
+	store_close(s);
+	snprintf(bak, sizeof(bak), "%s.bak-schema-0", p);
+	CHECK(access(bak, F_OK) < 0);
+}
+
+/* A damaged store is refused with what to do, and left exactly as it was. */
+static void test_damaged_refused(void)
+{
+	static const char junk[] = "this is not a database; it was overwritten by something else entirely.....";
+	char p[256], err[512];
+	db_path(p, sizeof(p), "damaged.db");
+	FILE *f = fopen(p, "we");
+	CHECK(f != NULL);
+	for (int i = 0; f && i < 64; i++)
+		fwrite(junk, 1, sizeof(junk) - 1, f);
+	if (f)
+		fclose(f);
+	struct stat before, after;
+	CHECK(stat(p, &before) == 0);
+	struct store *s = NULL;
+	err[0] = 0;
+	int r = store_open(p, false, &s, err, sizeof(err));
+	CHECK(r == -EUCLEAN);
+	CHECK(strstr(err, "is damaged") != NULL);
+	CHECK(strstr(err, ".recover") != NULL && strstr(err, "bak-schema") != NULL);
+	CHECK(stat(p, &after) == 0 && after.st_size == before.st_size && after.st_mtime == before.st_mtime);
+	if (r == 0)
+		store_close(s);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -369,6 +426,8 @@ int main(void)
 	test_migration_v7();
 	test_migration_v8();
 	test_newer_refused();
+	test_migration_backup();
+	test_damaged_refused();
 	test_concurrent_writers();
 	test_crash_mid_transaction();
 	test_ids();
