@@ -265,8 +265,12 @@ static void pid1_main(const struct plan *p, int go_fd, int err_fd)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
+	/* Raw system calls: glibc's set*id wrappers act on every thread of the process they believe they are
+	 * in, and PID 1 was cloned (not forked) from a caller that may be multithreaded: they would signal and
+	 * wait for the caller's threads, and hang when one of them was just being created. */
 	step = "become root in the user namespace";
-	if (setsid() < 0 || setresgid(0, 0, 0) < 0 || setgroups(0, NULL) < 0 || setresuid(0, 0, 0) < 0)
+	if (setsid() < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresuid, 0, 0, 0) < 0)
 		goto fail_errno;
 	step = "sethostname";
 	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
