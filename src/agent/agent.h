@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,7 +86,11 @@ struct agent {
 	bool jail; /* jail mode: exit on shutdown */
 	bool quit;
 	bool listen_paused; /* out of fds: accept again once a connection is gone */
+	bool reap_more;     /* proc_reap stopped at its batch: children may be left to reap */
 	struct rlimit nofile; /* as the agent found it: what its children get */
+	int child_nice;       /* its children's nice level (the agent runs AGENT_PRIORITY_BOOST above it) */
+	bool child_cpus_set;  /* children's CPU affinity (--cpus in a jail); the agent keeps all CPUs */
+	cpu_set_t child_cpus;
 	struct watch listen, sig;
 	struct conn *conns;
 	struct proc *procs;
@@ -113,7 +118,9 @@ void agent_reap_dead(struct agent *a);
 int exec_start(struct conn *c, const struct proto_exec *x);
 void exec_frame(struct conn *c, const struct proto_frame *f);
 void proc_event(struct watch *w, uint32_t events);
-void proc_reap(struct agent *a);
+/* Reaps exited children, at most AGENT_REAP_BATCH; true when there may be more. */
+#define AGENT_REAP_BATCH 128
+bool proc_reap(struct agent *a);
 /* The connection has room again: resume reading the process's output. */
 void proc_resume(struct proc *p);
 /* The connection is gone: kill the process group, keep reaping it. */
@@ -145,7 +152,7 @@ int system_setup_jail(const char *hostname);
  * jail's cgroup stays the limit: a process may widen its own affinity again and gain nothing by it. The n
  * CPUs start at a random one, so that many small jails spread over the host. Nothing to do when n is 0 or
  * not below the CPUs allowed. */
-int system_limit_cpus(unsigned n);
+int system_child_cpus(unsigned n, cpu_set_t *ret);
 int system_setup_vm(void);
 void system_request(struct conn *c, const struct proto_frame *f);
 void system_final(struct agent *a);

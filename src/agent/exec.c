@@ -69,6 +69,8 @@ struct child_setup {
 	int pty_slave;    /* >= 0: becomes 0, 1, 2 and the controlling terminal */
 	int report;       /* CLOEXEC pipe: (stage, errno) on failure */
 	struct rlimit nofile;
+	int nice;
+	const cpu_set_t *cpus; /* NULL: the agent's */
 };
 
 static _Noreturn void child_fail(int report, int stage, int err)
@@ -94,6 +96,10 @@ static _Noreturn void child_run(const struct child_setup *s)
 			signal(sig, SIG_DFL);
 	/* The agent raised its own fd limit; programs expect the usual one (some loop over all fds). */
 	setrlimit(RLIMIT_NOFILE, &s->nofile);
+	/* Back to the sandbox's priority (always allowed: it is lower than the agent's) and its CPUs. */
+	if (setpriority(PRIO_PROCESS, 0, s->nice) < 0 ||
+	    (s->cpus && sched_setaffinity(0, sizeof(*s->cpus), s->cpus) < 0))
+		child_fail(s->report, STAGE_SETUP, errno);
 	if (setsid() < 0)
 		child_fail(s->report, STAGE_SETUP, errno);
 	/* Move the report pipe out of the way of 0..2, then put the stdio fds in place. */
@@ -235,7 +241,8 @@ int exec_start(struct conn *c, const struct proto_exec *x)
 		return r;
 	}
 	struct child_setup s = { .x = x, .in = fd[0], .out = fd[3], .err = fd[5], .pty_slave = fd[7],
-				 .report = fd[9], .nofile = a->nofile };
+				 .report = fd[9], .nofile = a->nofile, .nice = a->child_nice,
+				 .cpus = a->child_cpus_set ? &a->child_cpus : NULL };
 	pid_t pid = fork();
 	if (pid == 0)
 		child_run(&s);
@@ -510,13 +517,15 @@ void proc_event(struct watch *w, uint32_t events)
 		conn_flush(c);
 }
 
-void proc_reap(struct agent *a)
+bool proc_reap(struct agent *a)
 {
-	for (;;) {
+	/* Bounded: as PID 1 we reap the sandbox's orphans too, and a fork bomb makes them faster than one
+	 * loop ends; the caller comes back for the rest after its other events (timeouts, kills). */
+	for (unsigned n = 0; n < AGENT_REAP_BATCH; n++) {
 		int status;
 		pid_t pid = waitpid(-1, &status, WNOHANG);
 		if (pid <= 0)
-			return;
+			return false;
 		struct proc *p = proc_find(a, pid);
 		if (!p)
 			continue; /* an orphan re-parented to us (PID 1) or an exec that failed early */
@@ -529,6 +538,7 @@ void proc_reap(struct agent *a)
 		if (c && !c->dead)
 			conn_flush(c);
 	}
+	return true;
 }
 
 void proc_detach(struct proc *p)

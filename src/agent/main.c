@@ -121,14 +121,15 @@ static void on_signal(struct agent *a)
 		a->quit = true;
 	}
 	/* One wait loop for every child: a tracked exec's status goes to its connection, orphans vanish. */
-	proc_reap(a);
+	a->reap_more = proc_reap(a);
 }
 
 static int run(struct agent *a)
 {
 	struct epoll_event evs[64];
 	while (!a->quit) {
-		int n = epoll_wait(a->epfd, evs, 64, -1);
+		/* Children left to reap: look at the other events without waiting, then reap on. */
+		int n = epoll_wait(a->epfd, evs, 64, a->reap_more ? 0 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -152,6 +153,8 @@ static int run(struct agent *a)
 				break;
 			}
 		}
+		if (a->reap_more)
+			a->reap_more = proc_reap(a);
 		agent_reap_dead(a);
 	}
 	return 0;
@@ -160,7 +163,7 @@ static int run(struct agent *a)
 static void usage(void)
 {
 	fputs("usage: space-agent [--jail --listen-fd N | --listen PATH | --vsock-port P] [--hostname H]\n"
-	      "                   [--lifetime SECONDS] [--cpus N]\n",
+	      "                   [--lifetime SECONDS] [--cpus N] [--child-nice N]\n",
 	      stderr);
 }
 
@@ -171,11 +174,12 @@ int main(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' }, { "vsock-port", required_argument, NULL, 'p' },
 		{ "hostname", required_argument, NULL, 'H' }, { "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },	 { "lifetime", required_argument, NULL, 'L' },
-		{ "cpus", required_argument, NULL, 'c' }, { 0 },
+		{ "cpus", required_argument, NULL, 'c' }, { "child-nice", required_argument, NULL, 'n' }, { 0 },
 	};
 	struct agent a = { .epfd = -1 };
 	const char *listen_path = NULL, *hostname = NULL;
-	uint64_t listen_fd = UINT64_MAX, port = 1024, lifetime = 0, cpus = 0;
+	uint64_t listen_fd = UINT64_MAX, port = 1024, lifetime = 0, cpus = 0, nice_given = 0;
+	bool have_nice = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -202,6 +206,14 @@ int main(int argc, char **argv)
 		case 'c':
 			if (util_parse_uint(optarg, 1, 4096, &cpus) < 0)
 				return usage(), 2;
+			break;
+		case 'n': /* -20..19: a leading '-' then the magnitude */
+			if (optarg[0] == '-' ? util_parse_uint(optarg + 1, 0, 20, &nice_given) < 0 ||
+						       (nice_given = 20 - nice_given, false)
+					     : util_parse_uint(optarg, 0, 19, &nice_given) < 0 ||
+						       (nice_given += 20, false))
+				return usage(), 2;
+			have_nice = true; /* nice_given holds the level + 20 */
 			break;
 		case 'V': puts("space-agent " SPACE_VERSION_STRING); return 0;
 		case 'h': usage(); return 0;
@@ -251,12 +263,24 @@ int main(int argc, char **argv)
 	if (lifetime)
 		alarm((unsigned)lifetime);
 
+	/* Our children's level: as given (a jail's starter raised us above it), else ours, which we then
+	 * raise ourselves where we may (a VM's PID 1 is root). */
+	errno = 0;
+	int own_nice = getpriority(PRIO_PROCESS, 0);
+	if (own_nice == -1 && errno)
+		own_nice = 0;
+	a.child_nice = have_nice ? (int)nice_given - 20 : own_nice;
+	if (!have_nice && setpriority(PRIO_PROCESS, 0, own_nice - AGENT_PRIORITY_BOOST < -20 ? -20
+											     : own_nice - AGENT_PRIORITY_BOOST) < 0)
+		agent_log("cannot raise the agent's priority: %s", strerror(errno));
 	if (a.jail) {
 		system_setup_jail(hostname);
-		/* Before any process of the sandbox starts: they inherit it. A VM has its cpus as vCPUs. */
-		int cr = system_limit_cpus((unsigned)cpus);
+		/* Our children run on the sandbox's CPUs; we keep all of them, so that the host's requests reach
+		 * us whatever they do (a VM has its cpus as vCPUs). */
+		int cr = system_child_cpus((unsigned)cpus, &a.child_cpus);
 		if (cr < 0)
 			agent_log("cannot narrow the CPU affinity to %u CPUs: %s", (unsigned)cpus, strerror(-cr));
+		a.child_cpus_set = cr > 0;
 	} else if (a.vm && getpid() == 1) {
 		system_setup_vm();
 	}

@@ -122,7 +122,7 @@ int system_setup_jail(const char *hostname)
  * VM mode: we are /init of an initramfs (or the rootfs). The kernel gave us an empty /dev; loading
  * modules and switching to the real root would go between devtmpfs and the rest.
  */
-int system_limit_cpus(unsigned n)
+int system_child_cpus(unsigned n, cpu_set_t *ret)
 {
 	cpu_set_t have, want;
 	if (sched_getaffinity(0, sizeof(have), &have) < 0)
@@ -143,7 +143,8 @@ int system_limit_cpus(unsigned n)
 			taken++;
 		}
 	}
-	return sched_setaffinity(0, sizeof(want), &want) < 0 ? -errno : 0;
+	*ret = want;
+	return 1;
 }
 
 int system_setup_vm(void)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -28,6 +29,7 @@
 #include "jail/jail.h"
 #include "net/net.h"
 #include "proto/agent_client.h"
+#include "proto/proto.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/stop.h"
@@ -107,12 +109,18 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	if ((r = logcap_start(ctx, b->id, row->runtime_dir, &logfd)) < 0)
 		return r;
 	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
-	char life_arg[24], cpus_arg[16];
+	char life_arg[24], cpus_arg[16], nice_arg[16];
 	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
 	snprintf(cpus_arg, sizeof(cpus_arg), "%u", b->cpus ? b->cpus : 1);
-	/* --cpus: `nproc` inside says the sandbox's CPUs (the agent narrows its affinity, agent/system.c). */
+	/* The agent runs AGENT_PRIORITY_BOOST levels above us (the jail raises it); its children at ours. */
+	errno = 0;
+	int nice_now = getpriority(PRIO_PROCESS, 0);
+	snprintf(nice_arg, sizeof(nice_arg), "%d", nice_now == -1 && errno ? 0 : nice_now);
+	/* --cpus: `nproc` inside says the sandbox's CPUs (the agent narrows its children's affinity,
+	 * agent/system.c). */
 	const char *agent_argv[] = { "space-agent", "--jail", "--listen-fd", "3", "--hostname", hostname,
-				     "--cpus", cpus_arg, lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
+				     "--cpus", cpus_arg, "--child-nice", nice_arg,
+				     lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
 	struct jail_config jc = {
 		.id = b->id,
 		.rootfs_image = image,
@@ -125,6 +133,7 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 		.memory_bytes = (uint64_t)b->memory_mib << 20,
 		.uid_base = row->host_uid, /* its machine-wide range (core/uids.h) */
 		.allow_identity_fallback = uids_identity_map_allowed(ctx),
+		.agent_priority_boost = AGENT_PRIORITY_BOOST,
 	};
 	char why[512] = "";
 	struct jail_info ji;

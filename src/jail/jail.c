@@ -416,6 +416,22 @@ static void stager_net_sysctls(const struct plan *p)
 	}
 }
 
+/* PID 1 above the caller's priority (jail_config.agent_priority_boost): only host root can raise it, and
+ * only before PID 1 is in its user namespace is there a host root to do it. Best effort: a host without
+ * CAP_SYS_NICE runs the jail at one level. */
+static void boost_pid1(const struct plan *p, pid_t pid)
+{
+	if (!p->cfg->agent_priority_boost)
+		return;
+	errno = 0;
+	int base = getpriority(PRIO_PROCESS, 0);
+	if (base == -1 && errno)
+		return;
+	int want = base - (int)(p->cfg->agent_priority_boost > 39 ? 39 : p->cfg->agent_priority_boost);
+	if (setpriority(PRIO_PROCESS, (id_t)pid, want < -20 ? -20 : want) < 0)
+		log_line(p->log_fd, "space-jail: cannot raise PID 1's priority: %s\n", strerror(errno));
+}
+
 static int stager_main(struct plan *p, pid_t caller, int out)
 {
 	char loop[64], path[64];
@@ -452,6 +468,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	pid_t pid = spawn_pid1(p, &pa, &go, &errfd, &stack);
 	if (pid < 0)
 		return send_done(out, pid, "clone namespaces");
+	boost_pid1(p, pid);
 
 	if (p->uid_base) {
 		/* Private uid range; the rootfs is idmapped so its root-owned files are root's inside. */
@@ -483,6 +500,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 			pid = spawn_pid1(p, &pa, &go, &errfd, &stack);
 			if (pid < 0)
 				return send_done(out, pid, "clone namespaces");
+			boost_pid1(p, pid);
 		}
 	}
 	if (!p->uid_base && (r = write_id_maps(pid, 0)) < 0) {

@@ -66,6 +66,12 @@ struct jail_config {
 	bool allow_identity_fallback;
 	/* Forces the identity uid/gid mapping (0..65535) instead of a private range + idmapped rootfs. */
 	bool identity_map;
+	/*
+	 * PID 1 runs this many nice levels above the caller (0 = as the caller; clamped at -20). The agent then
+	 * keeps answering the host when the jail's own processes saturate its CPUs (a fork bomb: thousands of
+	 * runnable tasks in its cgroup); it starts its children at the caller's level (--child-nice).
+	 */
+	unsigned agent_priority_boost;
 };
 
 #define JAIL_CGROUP_MAX 256 /* = UTIL_CGROUP_SPEC_MAX (src/util/cgroup.h) */

@@ -30,6 +30,9 @@
 #define PROTO_MAX_IDENT 64u            /* agent version string, hostname */
 #define PROTO_MAX_RESEED 4096u         /* RESEED bytes */
 #define PROTO_MAX_LIFETIME (366u * 24 * 3600) /* SET_LIFETIME seconds (the agent's --lifetime limit) */
+/* Nice levels the agent runs above the sandbox's processes, so that a sandbox saturating its CPUs (a fork
+ * bomb) cannot starve the agent's answers to the host: its exec timeouts, kills and shutdown. */
+#define AGENT_PRIORITY_BOOST 10
 #define PROTO_CHUNK (64u << 10)        /* data chunk size senders use (receivers accept up to a frame) */
 
 /* Frame types. 0x0_/0x1_/0x2_/0x3_ are sent by the client, 0x8_..0xa_ by the agent; DATA and END both. */
