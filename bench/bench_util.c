@@ -161,7 +161,7 @@ int bu_env_close(struct bu_env *e)
 	if (!e->ctx)
 		goto rm;
 	if (e->imported) {
-		(void)space_template_set_pool(e->ctx, e->template_name, 0);
+		(void)space_template_set_warm_pool(e->ctx, e->template_name, 0);
 		if (space_template_remove(e->ctx, e->template_name, true) < 0) {
 			fprintf(stderr, "bench: remove template: %s\n", space_ctx_last_error(e->ctx));
 			r = -1;
@@ -203,8 +203,8 @@ static int subvol_delete(const char *dir, const char *name)
 int bu_peer_open(struct bu_peer *p, space_ctx *ctx, const char *template_name, const char *bwrap, char *why,
 		 size_t why_len)
 {
-	struct space_template_info ti;
-	struct space_pool_info pi;
+	struct space_template_info *ti = NULL;
+	struct space_pool_info *pi = NULL;
 	int r;
 	char path[sizeof(p->bwrap)];
 	snprintf(path, sizeof(path), "%s", bwrap); /* bwrap may be p->bwrap itself */
@@ -213,12 +213,16 @@ int bu_peer_open(struct bu_peer *p, space_ctx *ctx, const char *template_name, c
 	bwrap = p->bwrap;
 	if (access(bwrap, X_OK) < 0)
 		return util_errf(why, why_len, -ENOENT, "peer missing: %s (install bubblewrap)", bwrap);
-	if ((r = space_template_get(ctx, template_name, &ti)) < 0 || (r = space_pool_info(ctx, &pi)) < 0)
+	if ((r = space_template_get(ctx, template_name, &ti)) < 0 || (r = space_pool_get_info(ctx, &pi)) < 0) {
+		space_template_info_free(ti);
 		return util_errf(why, why_len, r, "template or pool: %s", space_ctx_last_error(ctx));
+	}
 	char img[4200], mnt[64] = "/tmp/space-bench-peer-XXXXXX", runs[4200];
-	snprintf(img, sizeof(img), "%s/rootfs.ext4", ti.path);
-	snprintf(p->base, sizeof(p->base), "%s/bench-peer-%d", pi.path, (int)getpid());
-	snprintf(runs, sizeof(runs), "%s/bench-peer-%d-runs", pi.path, (int)getpid());
+	snprintf(img, sizeof(img), "%s/rootfs.ext4", ti->path);
+	snprintf(p->base, sizeof(p->base), "%s/bench-peer-%d", pi->path, (int)getpid());
+	snprintf(runs, sizeof(runs), "%s/bench-peer-%d-runs", pi->path, (int)getpid());
+	space_template_info_free(ti);
+	space_pool_info_free(pi);
 	if (!mkdtemp(mnt))
 		return util_errf(why, why_len, -errno, "mkdtemp");
 	const char *const mount_argv[] = { "mount", "-o", "ro,loop", img, mnt, NULL };

@@ -113,8 +113,12 @@ static long long rss_beyond_guest(int pid, unsigned long long guest_bytes)
 
 static int sandbox_pid(space_sandbox *sb)
 {
-	struct space_sandbox_info info;
-	return space_sandbox_get_info(sb, &info) == 0 ? info.pid : -1;
+	struct space_sandbox_info *info;
+	if (space_sandbox_get_info(sb, &info) < 0)
+		return -1;
+	int pid = info->pid;
+	space_sandbox_info_free(info);
+	return pid;
 }
 
 /* One timed create; *ret_sb stays for the caller to measure and destroy. */
@@ -228,7 +232,10 @@ static int vm_part(space_ctx *ctx, size_t runs, size_t cold_runs, size_t nclones
 	if (r < 0)
 		goto out;
 	uint64_t t0 = util_now_ns();
-	r = space_template_snapshot(ctx, TEMPLATE, 1, memory_mib);
+	struct space_template_snapshot_options so = SPACE_TEMPLATE_SNAPSHOT_OPTIONS_INIT;
+	so.cpus = 1;
+	so.memory_mib = memory_mib;
+	r = space_template_snapshot(ctx, TEMPLATE, &so);
 	if (r < 0) {
 		fail_msg(ctx, "template snapshot", r);
 		goto out;

@@ -66,7 +66,7 @@ int fleet_cycle(struct fleet *f, space_ctx *ctx, bool destroy, double *ret_tti, 
 	static const char *const argv[] = { "true", NULL };
 	struct space_sandbox_options so = SPACE_SANDBOX_OPTIONS_INIT;
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
-	struct space_exec_result res = { 0 };
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	space_sandbox *sb = NULL;
 	so.template_name = f->template_name;
 	so.isolation = f->isolation;
@@ -231,19 +231,19 @@ static void phase_cold(struct fleet *f, space_ctx *ctx, struct results *R)
 static void phase_pool(struct fleet *f, space_ctx *ctx, struct results *R)
 {
 	unsigned batch = f->runs < 64 ? f->runs : 64;
-	int r = space_template_set_pool(ctx, f->template_name, batch);
+	int r = space_template_set_warm_pool(ctx, f->template_name, batch);
 	if (r < 0) {
 		fleet_error(f, "set pool: %s", space_ctx_last_error(ctx));
 		return;
 	}
 	for (unsigned done = 0; done < f->runs;) {
-		struct space_template_warm_info before, after;
-		if ((r = space_pool_fill(ctx, f->template_name)) < 0 ||
-		    (r = space_template_warm_get(ctx, f->template_name, &before)) < 0) {
+		struct space_template_warm_info before = SPACE_TEMPLATE_WARM_INFO_INIT, after = SPACE_TEMPLATE_WARM_INFO_INIT;
+		if ((r = space_warm_pool_fill(ctx, f->template_name)) < 0 ||
+		    (r = space_template_get_warm_info(ctx, f->template_name, &before)) < 0) {
 			fleet_error(f, "pool fill: %s", space_ctx_last_error(ctx));
 			break;
 		}
-		unsigned n = before.pooled < f->runs - done ? before.pooled : f->runs - done;
+		unsigned n = before.warm_pool_ready < f->runs - done ? before.warm_pool_ready : f->runs - done;
 		if (n == 0) {
 			fleet_error(f, "pool fill made nothing");
 			break;
@@ -253,10 +253,10 @@ static void phase_pool(struct fleet *f, space_ctx *ctx, struct results *R)
 			if (fleet_cycle(f, ctx, true, &tti, NULL, NULL, NULL) == 0)
 				bu_series_add(&R->pool_tti, tti);
 		}
-		if (space_template_warm_get(ctx, f->template_name, &after) == 0 && before.pooled >= after.pooled)
-			R->pool_taken += before.pooled - after.pooled;
+		if (space_template_get_warm_info(ctx, f->template_name, &after) == 0 && before.warm_pool_ready >= after.warm_pool_ready)
+			R->pool_taken += before.warm_pool_ready - after.warm_pool_ready;
 	}
-	if (space_template_set_pool(ctx, f->template_name, 0) < 0)
+	if (space_template_set_warm_pool(ctx, f->template_name, 0) < 0)
 		fleet_error(f, "drain pool: %s", space_ctx_last_error(ctx));
 }
 
@@ -266,18 +266,19 @@ static void phase_exec(struct fleet *f, space_ctx *ctx, struct results *R)
 	space_sandbox *sb = NULL;
 	if (fleet_cycle(f, ctx, false, NULL, NULL, NULL, &sb) < 0)
 		return;
-	struct space_sandbox_info info;
+	struct space_sandbox_info *info = NULL;
 	if (space_sandbox_get_info(sb, &info) == 0) {
-		char *slash = strrchr(info.path, '/');
+		snprintf(R->subvol_dir, sizeof(R->subvol_dir), "%s", info->path);
+		char *slash = strrchr(R->subvol_dir, '/');
 		if (slash)
 			*slash = '\0';
-		snprintf(R->subvol_dir, sizeof(R->subvol_dir), "%s", info.path);
+		space_sandbox_info_free(info);
 	}
 	static const char *const argv[] = { "true", NULL };
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
 	eo.argv = argv;
 	for (unsigned i = 0; i < f->runs; i++) {
-		struct space_exec_result res;
+		struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 		uint64_t t0 = util_now_ns();
 		int r = space_sandbox_exec(sb, &eo, &res);
 		if (r == 0 && res.exited && res.exit_code == 0)
@@ -300,17 +301,17 @@ static unsigned phase_leaks(struct fleet *f, space_ctx *ctx, struct results *R, 
 			break;
 		util_sleep_ms(500);
 	}
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	if (space_sandbox_list(ctx, &list, &n) == 0)
 		for (size_t i = 0; i < n; i++)
-			if (!strcmp(list[i].template_name, f->template_name)) {
+			if (!strcmp(list[i]->template_name, f->template_name)) {
 				s->subvols++; /* counted with what is left: a sandbox row not destroyed */
 				if (!s->first[0])
-					snprintf(s->first, sizeof(s->first), "sandbox %s still %s", list[i].id,
-						 space_sandbox_status_name(list[i].status));
+					snprintf(s->first, sizeof(s->first), "sandbox %s still %s", list[i]->id,
+						 space_sandbox_status_name(list[i]->status));
 			}
-	free(list);
+	space_sandbox_info_list_free(list);
 	return bu_scan_leaks(s);
 }
 

@@ -130,7 +130,7 @@ static int space_once(space_ctx *ctx, double part[3])
 	static const char *const argv[] = { "true", NULL };
 	struct space_sandbox_options so = SPACE_SANDBOX_OPTIONS_INIT;
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
-	struct space_exec_result res = { 0 };
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	space_sandbox *sb = NULL;
 	so.template_name = "bench";
 	so.isolation = "jail";

@@ -302,12 +302,13 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	inited = true;
-	struct space_pool_info pi = { .version = SPACE_POOL_INFO_VERSION };
-	if ((r = space_pool_info(ctx, &pi)) < 0) {
+	struct space_pool_info *pi;
+	if ((r = space_pool_get_info(ctx, &pi)) < 0) {
 		fprintf(stderr, "pool_clone: pool info: %s\n", space_ctx_last_error(ctx));
 		goto out;
 	}
-	snprintf(b.work, sizeof(b.work), "%s/bench-clone", pi.path);
+	snprintf(b.work, sizeof(b.work), "%s/bench-clone", pi->path);
+	space_pool_info_free(pi);
 	for (int s = 0; s < NSIZES; s++)
 		snprintf(b.tpl[s], sizeof(b.tpl[s]), "%s/template-%d", b.work, s);
 	if (mkdir(b.work, 0755) < 0) {

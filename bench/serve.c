@@ -133,7 +133,7 @@ static void lib_round(struct bench *b, space_ctx *ctx)
 	record(b, OP_CREATE, t0, space_sandbox_id(sb));
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
 	eo.argv = argv;
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	t0 = util_now_ns();
 	r = space_sandbox_exec(sb, &eo, &res);
 	if (r == 0 && res.exited && res.exit_code == 0)
@@ -277,10 +277,10 @@ static int count_sandboxes(const char *state)
 	space_ctx *ctx;
 	if (space_ctx_new(&co, &ctx) < 0)
 		return -1;
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	int r = space_sandbox_list(ctx, &list, &n);
-	free(list);
+	space_sandbox_info_list_free(list);
 	space_ctx_free(ctx);
 	return r < 0 ? r : (int)n;
 }

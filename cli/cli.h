@@ -98,7 +98,7 @@ cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path
 /* After `space rm ID`: says on stderr which checkpoints of ID stayed, and how to remove them. */
 void cli_report_kept_checkpoints(struct cli *cli, const char *sandbox_id);
 /* "a (cp-x), cp-y" of the checkpoints in list (name and id, or the id) into buf, cut with "..." when long. */
-void cli_checkpoint_names(const struct space_checkpoint_info *list, size_t n, char *buf, size_t len);
+void cli_checkpoint_names(struct space_checkpoint_info *const *list, size_t n, char *buf, size_t len);
 
 /* The sandboxes `space rm --all` / `--older-than` remove (cli/rm_select.c): after a reap (which destroys
  * those past their lifetime or tether), every user sandbox not destroyed, created at least older_than_s
@@ -112,6 +112,8 @@ void cli_rm_select_free(struct cli_rm_selection *sel);
 
 /* A sandbox as JSON (the shape of `space ls --json` entries). */
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b);
+/* The same of a handle's current info (space_sandbox_get_info); NULL when it cannot be read. */
+cJSON *cli_sandbox_handle_json(space_sandbox *sb);
 
 /* Path of a helper binary: $SPACE_VMM_PATH / $SPACE_AGENT_PATH, else $SPACE_LIBEXEC_DIR or the install
  * location. 0 if it exists and is executable, else -errno (buf still holds the path tried). */

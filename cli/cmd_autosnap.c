@@ -26,14 +26,14 @@ static void add_policy(cJSON *j, const struct space_snapshot_policy *p, bool wit
 
 void cli_sandbox_snapshots_json(struct cli *cli, cJSON *j, const char *id)
 {
-	struct space_snapshot_policy p;
+	struct space_snapshot_policy p = SPACE_SNAPSHOT_POLICY_INIT;
 	if (space_sandbox_get_snapshot_policy(cli_ctx(cli), id, &p) == 0)
 		add_policy(j, &p, true);
 }
 
 void cli_template_snapshots_json(struct cli *cli, cJSON *j, const char *name)
 {
-	struct space_snapshot_policy p;
+	struct space_snapshot_policy p = SPACE_SNAPSHOT_POLICY_INIT;
 	if (space_template_get_snapshot_policy(cli_ctx(cli), name, &p) == 0)
 		add_policy(j, &p, false);
 }

@@ -37,14 +37,14 @@ cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path
 	return j;
 }
 
-void cli_checkpoint_names(const struct space_checkpoint_info *list, size_t n, char *buf, size_t len)
+void cli_checkpoint_names(struct space_checkpoint_info *const *list, size_t n, char *buf, size_t len)
 {
 	size_t used = 0;
 	buf[0] = 0;
 	for (size_t i = 0; i < n && used + 1 < len; i++) {
-		int w = list[i].name[0] ? snprintf(buf + used, len - used, "%s%s (%s)", i ? ", " : "", list[i].name,
-						   list[i].id)
-					: snprintf(buf + used, len - used, "%s%s", i ? ", " : "", list[i].id);
+		const struct space_checkpoint_info *c = list[i];
+		int w = c->name[0] ? snprintf(buf + used, len - used, "%s%s (%s)", i ? ", " : "", c->name, c->id)
+				   : snprintf(buf + used, len - used, "%s%s", i ? ", " : "", c->id);
 		if (w < 0 || (size_t)w >= len - used) {
 			snprintf(buf + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
 			return;
@@ -55,10 +55,10 @@ void cli_checkpoint_names(const struct space_checkpoint_info *list, size_t n, ch
 
 void cli_report_kept_checkpoints(struct cli *cli, const char *sandbox_id)
 {
-	struct space_checkpoint_info *list = NULL;
+	struct space_checkpoint_info **list = NULL;
 	size_t n = 0;
 	if (space_checkpoint_list(cli_ctx(cli), sandbox_id, &list, &n) < 0 || n == 0) {
-		free(list);
+		space_checkpoint_info_list_free(list);
 		return;
 	}
 	char names[512];
@@ -68,7 +68,7 @@ void cli_report_kept_checkpoints(struct cli *cli, const char *sandbox_id)
 		"space: %s: kept %zu checkpoint%s: %s (remove them with `space checkpoint rm ID...` or `space rm "
 		"--with-checkpoints`)\n",
 		sandbox_id, n, n == 1 ? "" : "s", shown ? shown : "?");
-	free(list);
+	space_checkpoint_info_list_free(list);
 }
 
 static int pause_resume(struct cli *cli, int argc, char **argv, bool pause)
@@ -141,8 +141,7 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 	}
 	if (!id)
 		return cli_usage_error(cmd, "checkpoint needs a sandbox ID");
-	struct space_checkpoint_info named = { .created_ms = 0 };
-	snprintf(named.name, sizeof(named.name), "%s", name ? name : "");
+	struct space_checkpoint_info named = { .size = sizeof(named), .name = name ? name : "" };
 	if (space_checkpoint_is_automatic(&named))
 		return cli_usage_error(cmd, "names auto-<digits> are those of periodic snapshots, which are pruned");
 	space_sandbox *sb;
@@ -154,9 +153,12 @@ int cmd_checkpoint(struct cli *cli, int argc, char **argv)
 	space_sandbox_free(sb);
 	if (r < 0)
 		return cli_fail(cli, r, "checkpoint %s", id);
-	struct space_checkpoint_info c;
-	if (cli->json && space_checkpoint_get(cli_ctx(cli), cp, &c) == 0)
-		return cli_print_json(cli_checkpoint_json(&c, true));
+	struct space_checkpoint_info *c;
+	if (cli->json && space_checkpoint_get(cli_ctx(cli), cp, &c) == 0) {
+		cJSON *j = cli_checkpoint_json(c, true);
+		space_checkpoint_info_free(c);
+		return cli_print_json(j);
+	}
 	printf("%s\n", cp);
 	return EXIT_OK;
 }
@@ -168,7 +170,7 @@ int cmd_checkpoints(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	if (argc > 2)
 		return cli_usage_error(cmd, "checkpoints takes at most one sandbox ID");
-	struct space_checkpoint_info *list;
+	struct space_checkpoint_info **list;
 	size_t n;
 	int r = space_checkpoint_list(cli_ctx(cli), argc == 2 ? argv[1] : NULL, &list, &n);
 	if (r < 0)
@@ -176,17 +178,18 @@ int cmd_checkpoints(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		cJSON *a = cJSON_CreateArray();
 		for (size_t i = 0; i < n; i++)
-			cJSON_AddItemToArray(a, cli_checkpoint_json(&list[i], true));
-		free(list);
+			cJSON_AddItemToArray(a, cli_checkpoint_json(list[i], true));
+		space_checkpoint_info_list_free(list);
 		return cli_print_json(a);
 	}
 	printf("%-22s %-22s %-12s %-5s %-19s %s\n", "ID", "SANDBOX", "TEMPLATE", "KIND", "CREATED", "NAME");
 	for (size_t i = 0; i < n; i++) {
 		char t[32];
-		printf("%-22s %-22s %-12s %-5s %-19s %s\n", list[i].id, list[i].sandbox_id, list[i].template_name,
-		       list[i].kind, cli_time(list[i].created_ms, t, sizeof(t)), list[i].name);
+		const struct space_checkpoint_info *c = list[i];
+		printf("%-22s %-22s %-12s %-5s %-19s %s\n", c->id, c->sandbox_id, c->template_name, c->kind,
+		       cli_time(c->created_ms, t, sizeof(t)), c->name);
 	}
-	free(list);
+	space_checkpoint_info_list_free(list);
 	return EXIT_OK;
 }
 
@@ -205,9 +208,9 @@ int cmd_rollback(struct cli *cli, int argc, char **argv)
 	if (r < 0)
 		rc = cli_fail(cli, r, "roll %s back to %s", argv[1], argv[2]);
 	else if (cli->json) {
-		struct space_sandbox_info info;
-		if (space_sandbox_get_info(sb, &info) == 0)
-			rc = cli_print_json(cli_sandbox_json(&info));
+		cJSON *j = cli_sandbox_handle_json(sb);
+		if (j)
+			rc = cli_print_json(j);
 	}
 	space_sandbox_free(sb);
 	return rc;
@@ -220,7 +223,7 @@ int cmd_fork(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	const char *cp = NULL, *sandbox = NULL;
 	uint64_t count = 1;
-	uint32_t timeout_s = SPACE_FORK_INHERIT_TIMEOUT; /* what is left of the sandbox's lifetime */
+	uint32_t timeout_s = 0; /* 0: what is left of the sandbox's lifetime */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--count")) {
 			if (++i >= argc || util_parse_uint(argv[i], 1, 64, &count) < 0)
@@ -240,24 +243,31 @@ int cmd_fork(struct cli *cli, int argc, char **argv)
 	if (!cp)
 		return cli_usage_error(cmd, "fork needs a checkpoint ID or name");
 	/* A name is looked up among the sandbox's checkpoints, or among all when no sandbox is given. */
-	struct space_checkpoint_info c;
+	struct space_checkpoint_info *c = NULL;
 	int r = space_checkpoint_find(cli_ctx(cli), sandbox, cp, &c);
 	if (r < 0)
 		return cli_fail(cli, r, "fork %s", cp);
-	if (sandbox && strcmp(c.sandbox_id, sandbox)) {
-		fprintf(stderr, "space: fork %s: checkpoint %s is of sandbox %s, not %s\n", cp, c.id, c.sandbox_id,
+	char id[SPACE_CHECKPOINT_ID_MAX];
+	snprintf(id, sizeof(id), "%s", c->id);
+	bool other = sandbox && strcmp(c->sandbox_id, sandbox);
+	if (other)
+		fprintf(stderr, "space: fork %s: checkpoint %s is of sandbox %s, not %s\n", cp, c->id, c->sandbox_id,
 			sandbox);
+	space_checkpoint_info_free(c);
+	if (other)
 		return EXIT_FAIL;
-	}
 	space_sandbox *sbs[64];
-	r = space_checkpoint_fork_v2(cli_ctx(cli), c.id, (uint32_t)count, timeout_s, sbs);
+	struct space_checkpoint_fork_options fo = SPACE_CHECKPOINT_FORK_OPTIONS_INIT;
+	fo.count = (uint32_t)count;
+	fo.timeout_s = timeout_s;
+	r = space_checkpoint_fork(cli_ctx(cli), id, &fo, sbs);
 	if (r < 0)
 		return cli_fail(cli, r, "fork %s", cp);
 	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
 	for (uint64_t i = 0; i < count; i++) {
-		struct space_sandbox_info info;
-		if (a && space_sandbox_get_info(sbs[i], &info) == 0)
-			cJSON_AddItemToArray(a, cli_sandbox_json(&info));
+		cJSON *j = a ? cli_sandbox_handle_json(sbs[i]) : NULL;
+		if (j)
+			cJSON_AddItemToArray(a, j);
 		else if (!a)
 			printf("%s\n", space_sandbox_id(sbs[i]));
 		space_sandbox_free(sbs[i]);

@@ -232,7 +232,7 @@ static int cp_out(struct cli *cli, space_sandbox *sb, const char *id, const char
 		o.progress = cp_progress;
 		o.progress_userdata = &prog;
 	}
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	int r;
 	char dest[PATH_MAX];
 	struct cp_target t = { .dirfd = -1, .fd = -1 };
@@ -274,7 +274,7 @@ static int cp_out(struct cli *cli, space_sandbox *sb, const char *id, const char
 		snprintf(src, sizeof(src), "%s:%s", id, rpath);
 		cJSON_AddStringToObject(j, "source", src);
 		cJSON_AddStringToObject(j, "destination", dest);
-		cJSON_AddNumberToObject(j, "bytes", (double)st.size);
+		cJSON_AddNumberToObject(j, "bytes", (double)st.file_size);
 		cJSON_AddNumberToObject(j, "mode", st.mode & 0777);
 		rc = cli_print_json(j);
 	}

@@ -38,17 +38,19 @@ static void pool_print(const struct space_pool_info *p, const char *state_dir)
 
 static int show_pool(struct cli *cli)
 {
-	struct space_pool_info p = { .version = SPACE_POOL_INFO_VERSION };
-	int r = space_pool_info(cli->ctx, &p);
+	struct space_pool_info *p;
+	int r = space_pool_get_info(cli->ctx, &p);
 	if (r < 0)
 		return cli_fail(cli, r, "pool");
 	int idmap = space_identity_map_allowed(cli->ctx);
 	if (cli->json) {
-		cJSON *j = pool_json(&p, space_ctx_state_dir(cli->ctx));
+		cJSON *j = pool_json(p, space_ctx_state_dir(cli->ctx));
+		space_pool_info_free(p);
 		cJSON_AddBoolToObject(j, "identity_map_allowed", idmap > 0);
 		return cli_print_json(j);
 	}
-	pool_print(&p, space_ctx_state_dir(cli->ctx));
+	pool_print(p, space_ctx_state_dir(cli->ctx));
+	space_pool_info_free(p);
 	if (idmap > 0)
 		printf("uid map:    identity map ALLOWED where idmapped mounts fail (root in a jail may be host uid 0: "
 		       "a weaker boundary; `space init --refuse-identity-map` turns it off)\n");

@@ -15,6 +15,8 @@
 #include "util/escape.h"
 #include "util/util.h"
 
+#define LS_REASON_MAX 256
+
 cJSON *cli_sandbox_json(const struct space_sandbox_info *b)
 {
 	cJSON *j = cJSON_CreateObject();
@@ -23,7 +25,7 @@ cJSON *cli_sandbox_json(const struct space_sandbox_info *b)
 	cJSON_AddStringToObject(j, "isolation", b->isolation);
 	cJSON_AddStringToObject(j, "status", space_sandbox_status_name(b->status));
 	if (b->reason[0]) {
-		_cleanup_free_ char *reason = util_utf8_sanitize(b->reason, strnlen(b->reason, sizeof(b->reason)));
+		_cleanup_free_ char *reason = util_utf8_sanitize(b->reason, strlen(b->reason));
 		cJSON_AddStringToObject(j, "reason", reason ? reason : "");
 	}
 	cJSON_AddNumberToObject(j, "pid", b->pid);
@@ -37,6 +39,16 @@ cJSON *cli_sandbox_json(const struct space_sandbox_info *b)
 	return j;
 }
 
+cJSON *cli_sandbox_handle_json(space_sandbox *sb)
+{
+	struct space_sandbox_info *info;
+	if (space_sandbox_get_info(sb, &info) < 0)
+		return NULL;
+	cJSON *j = cli_sandbox_json(info);
+	space_sandbox_info_free(info);
+	return j;
+}
+
 int cmd_ls(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("ls");
@@ -44,7 +56,7 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	if (argc > 1)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[1]);
-	struct space_sandbox_info *list;
+	struct space_sandbox_info **list;
 	size_t n;
 	/* Listing writes nothing: expired sandboxes are destroyed and dead ones recorded failed first. */
 	(void)space_sandbox_reap(cli_ctx(cli));
@@ -54,11 +66,11 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 	if (cli->json) {
 		cJSON *a = cJSON_CreateArray();
 		for (size_t i = 0; i < n; i++) {
-			cJSON *j = cli_sandbox_json(&list[i]);
-			cli_sandbox_snapshots_json(cli, j, list[i].id);
+			cJSON *j = cli_sandbox_json(list[i]);
+			cli_sandbox_snapshots_json(cli, j, list[i]->id);
 			cJSON_AddItemToArray(a, j);
 		}
-		free(list);
+		space_sandbox_info_list_free(list);
 		return cli_print_json(a);
 	}
 	if (space_identity_map_allowed(cli_ctx(cli)) > 0)
@@ -69,19 +81,20 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 	       "EXPIRES", "CREATED");
 	int64_t now = util_wall_ms();
 	for (size_t i = 0; i < n; i++) {
-		char tm[32], left[32] = "-", reason[4 * sizeof(list[i].reason) + 1];
-		size_t rl = strnlen(list[i].reason, sizeof(list[i].reason));
-		util_escape_text(reason, sizeof(reason), list[i].reason, rl, UTIL_ESC_KEEP_BACKSLASH);
+		const struct space_sandbox_info *b = list[i];
+		/* A reason may quote the sandbox: escaped, and cut at LS_REASON_MAX bytes. */
+		char tm[32], left[32] = "-", reason[4 * LS_REASON_MAX + 1];
+		util_escape_text(reason, sizeof(reason), b->reason, strnlen(b->reason, LS_REASON_MAX),
+				 UTIL_ESC_KEEP_BACKSLASH);
 		/* Time left of its lifetime, rounded up: "9m58s"; "-" when it has none. */
-		if (list[i].expires_ms && list[i].expires_ms <= now)
+		if (b->expires_ms && b->expires_ms <= now)
 			snprintf(left, sizeof(left), "expired");
-		else if (list[i].expires_ms)
-			cli_duration((uint64_t)(list[i].expires_ms - now + 999) / 1000, left, sizeof(left));
-		printf("%-20s %-12s %-5s %-9s %7d %5u %5uM %8s  %s%s%s\n", list[i].id, list[i].template_name,
-		       list[i].isolation, space_sandbox_status_name(list[i].status), list[i].pid, list[i].cpus,
-		       list[i].memory_mib, left, cli_time(list[i].created_ms, tm, sizeof(tm)), reason[0] ? "  " : "",
-		       reason);
+		else if (b->expires_ms)
+			cli_duration((uint64_t)(b->expires_ms - now + 999) / 1000, left, sizeof(left));
+		printf("%-20s %-12s %-5s %-9s %7d %5u %5uM %8s  %s%s%s\n", b->id, b->template_name, b->isolation,
+		       space_sandbox_status_name(b->status), b->pid, b->cpus, b->memory_mib, left,
+		       cli_time(b->created_ms, tm, sizeof(tm)), reason[0] ? "  " : "", reason);
 	}
-	free(list);
+	space_sandbox_info_list_free(list);
 	return EXIT_OK;
 }

@@ -201,11 +201,12 @@ static int exit_status_of(space_sandbox *sb, const struct space_exec_result *res
 		fprintf(stderr, "space: the command timed out and was killed\n");
 		return 124;
 	}
-	struct space_sandbox_info info;
-	if (res->oom_killed && space_sandbox_get_info(sb, &info) == 0 && info.memory_mib)
-		fprintf(stderr, "space: killed: out of memory (limit %u MiB)\n", info.memory_mib);
+	struct space_sandbox_info *info = NULL;
+	if (res->oom_killed && space_sandbox_get_info(sb, &info) == 0 && info->memory_mib)
+		fprintf(stderr, "space: killed: out of memory (limit %u MiB)\n", info->memory_mib);
 	else if (res->oom_killed)
 		fprintf(stderr, "space: killed: out of memory\n");
+	space_sandbox_info_free(info);
 	return res->exited ? res->exit_code : 128 + res->signal;
 }
 
@@ -258,7 +259,7 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 	}
 	bool stdin_open = eo.stdin_fd >= 0;
 	int interrupts = 0;
-	struct space_exec_result res = { 0 };
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	int status = EXIT_FAIL;
 	for (;;) {
 		struct pollfd pf[3] = {
@@ -383,9 +384,9 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 		return cli_fail(cli, r, "create sandbox");
 	int rc = EXIT_OK;
 	if (cli->json) {
-		struct space_sandbox_info info;
-		if (space_sandbox_get_info(sb, &info) == 0)
-			rc = cli_print_json(cli_sandbox_json(&info));
+		cJSON *j = cli_sandbox_handle_json(sb);
+		if (j)
+			rc = cli_print_json(j);
 	} else {
 		printf("%s\n", space_sandbox_id(sb));
 	}
@@ -405,7 +406,7 @@ static int run_step(struct cli *cli, space_sandbox *sb, const struct run_opts *o
 	eo.timeout_ms = o->exec_timeout_ms;
 	eo.output = to_fd;
 	signal(SIGPIPE, SIG_IGN);
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	char cp[SPACE_CHECKPOINT_ID_MAX];
 	int r = space_sandbox_exec_step(sb, &eo, step & STEP_CHECKPOINT_FIRST ? SPACE_STEP_CHECKPOINT_FIRST : 0, &res,
 					cp);
@@ -640,14 +641,14 @@ int cmd_timeout(struct cli *cli, int argc, char **argv)
 	if (r < 0)
 		return cli_fail(cli, r, "open sandbox %s", argv[1]);
 	int rc = EXIT_OK;
-	struct space_sandbox_info info;
+	cJSON *j = NULL;
 	r = space_sandbox_set_timeout(sb, seconds);
-	if (r == 0)
-		r = space_sandbox_get_info(sb, &info);
+	if (r == 0 && cli->json && !(j = cli_sandbox_handle_json(sb)))
+		r = -ENOMEM;
 	if (r < 0)
 		rc = cli_fail(cli, r, "timeout %s", argv[1]);
-	else if (cli->json)
-		rc = cli_print_json(cli_sandbox_json(&info));
+	else if (j)
+		rc = cli_print_json(j);
 	space_sandbox_free(sb);
 	return rc;
 }

@@ -121,7 +121,7 @@ static int secret_set(struct cli *cli, const struct cli_command *cmd, int argc, 
 
 static int secret_ls(struct cli *cli)
 {
-	struct space_secret_info *list = NULL;
+	struct space_secret_info **list = NULL;
 	size_t n = 0;
 	int r = space_secret_list(cli_ctx(cli), &list, &n);
 	if (r < 0)
@@ -130,19 +130,19 @@ static int secret_ls(struct cli *cli)
 		cJSON *a = cJSON_CreateArray();
 		for (size_t i = 0; a && i < n; i++) {
 			cJSON *j = cJSON_CreateObject();
-			cJSON_AddStringToObject(j, "name", list[i].name);
-			cJSON_AddNumberToObject(j, "created_ms", (double)list[i].created_ms);
+			cJSON_AddStringToObject(j, "name", list[i]->name);
+			cJSON_AddNumberToObject(j, "created_ms", (double)list[i]->created_ms);
 			cJSON_AddItemToArray(a, j);
 		}
-		free(list);
+		space_secret_info_list_free(list);
 		return cli_print_json(a);
 	}
 	printf("%-40s %s\n", "NAME", "SET");
 	for (size_t i = 0; i < n; i++) {
 		char t[32];
-		printf("%-40s %s\n", list[i].name, cli_time(list[i].created_ms, t, sizeof(t)));
+		printf("%-40s %s\n", list[i]->name, cli_time(list[i]->created_ms, t, sizeof(t)));
 	}
-	free(list);
+	space_secret_info_list_free(list);
 	return EXIT_OK;
 }
 

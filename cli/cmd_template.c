@@ -48,27 +48,29 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 	int r = space_template_import(cli_ctx(cli), &o);
 	if (r < 0)
 		return cli_fail(cli, r, "import template %s", o.name);
-	struct space_template_info t;
+	struct space_template_info *t;
 	if (space_template_get(cli->ctx, o.name, &t) < 0)
 		return cli_fail(cli, r, "import template %s", o.name);
 	if (cli->json) {
 		cJSON *j = cJSON_CreateObject();
-		cJSON_AddStringToObject(j, "name", t.name);
-		cJSON_AddStringToObject(j, "path", t.path);
-		cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t.rootfs_bytes);
+		cJSON_AddStringToObject(j, "name", t->name);
+		cJSON_AddStringToObject(j, "path", t->path);
+		cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+		space_template_info_free(t);
 		return cli_print_json(j);
 	}
 	char sz[32];
-	printf("template %s imported: %s (rootfs %s)\n", t.name, t.path,
-	       util_format_size(t.rootfs_bytes, sz, sizeof(sz)));
+	printf("template %s imported: %s (rootfs %s)\n", t->name, t->path,
+	       util_format_size(t->rootfs_bytes, sz, sizeof(sz)));
+	space_template_info_free(t);
 	return EXIT_OK;
 }
 
 /* "snapshot": {cpus, memory_mib, created_ms} or null, "pool_size", "pooled" of `template ls --json`. */
 static void add_warm_json(struct cli *cli, cJSON *j, const char *name)
 {
-	struct space_template_warm_info w;
-	if (space_template_warm_get(cli->ctx, name, &w) < 0)
+	struct space_template_warm_info w = SPACE_TEMPLATE_WARM_INFO_INIT;
+	if (space_template_get_warm_info(cli->ctx, name, &w) < 0)
 		return;
 	if (w.has_snapshot) {
 		cJSON *s = cJSON_AddObjectToObject(j, "snapshot");
@@ -78,15 +80,15 @@ static void add_warm_json(struct cli *cli, cJSON *j, const char *name)
 	} else {
 		cJSON_AddNullToObject(j, "snapshot");
 	}
-	cJSON_AddNumberToObject(j, "pool_size", w.pool_size);
-	cJSON_AddNumberToObject(j, "pooled", w.pooled);
+	cJSON_AddNumberToObject(j, "pool_size", w.warm_pool_size);
+	cJSON_AddNumberToObject(j, "pooled", w.warm_pool_ready);
 }
 
 static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
 	if (argc > 1)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[1]);
-	struct space_template_info *list;
+	struct space_template_info **list;
 	size_t n;
 	int r = space_template_list(cli_ctx(cli), &list, &n);
 	if (r < 0)
@@ -94,42 +96,43 @@ static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc,
 	if (cli->json) {
 		cJSON *a = cJSON_CreateArray();
 		for (size_t i = 0; i < n; i++) {
+			const struct space_template_info *t = list[i];
 			cJSON *j = cJSON_CreateObject();
-			cJSON_AddStringToObject(j, "name", list[i].name);
-			cJSON_AddStringToObject(j, "path", list[i].path);
+			cJSON_AddStringToObject(j, "name", t->name);
+			cJSON_AddStringToObject(j, "path", t->path);
 			char p[4200];
-			snprintf(p, sizeof(p), "%s/rootfs.ext4", list[i].path);
+			snprintf(p, sizeof(p), "%s/rootfs.ext4", t->path);
 			cJSON_AddStringToObject(j, "rootfs", p);
-			cJSON_AddNumberToObject(j, "rootfs_bytes", (double)list[i].rootfs_bytes);
-			cJSON_AddBoolToObject(j, "kernel", list[i].has_kernel);
-			cJSON_AddBoolToObject(j, "initrd", list[i].has_initrd);
-			cJSON_AddNumberToObject(j, "created_ms", (double)list[i].created_ms);
-			cJSON_AddNumberToObject(j, "sandboxes", list[i].sandboxes);
-			cJSON_AddNumberToObject(j, "checkpoints", list[i].checkpoints);
-			cli_template_snapshots_json(cli, j, list[i].name);
-			add_warm_json(cli, j, list[i].name);
+			cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+			cJSON_AddBoolToObject(j, "kernel", t->has_kernel);
+			cJSON_AddBoolToObject(j, "initrd", t->has_initrd);
+			cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
+			cJSON_AddNumberToObject(j, "sandboxes", t->sandboxes);
+			cJSON_AddNumberToObject(j, "checkpoints", t->checkpoints);
+			cli_template_snapshots_json(cli, j, t->name);
+			add_warm_json(cli, j, t->name);
 			cJSON_AddItemToArray(a, j);
 		}
-		free(list);
+		space_template_info_list_free(list);
 		return cli_print_json(a);
 	}
 	printf("%-20s %10s %-6s %-6s %-14s %-5s %9s  %s\n", "NAME", "ROOTFS", "KERNEL", "INITRD", "SNAPSHOT", "POOL",
 	       "SANDBOXES", "CREATED");
 	for (size_t i = 0; i < n; i++) {
 		char sz[32], tm[32], snap[32] = "-", pool[24] = "-";
-		struct space_template_warm_info w;
-		if (space_template_warm_get(cli->ctx, list[i].name, &w) == 0) {
+		struct space_template_warm_info w = SPACE_TEMPLATE_WARM_INFO_INIT;
+		const struct space_template_info *t = list[i];
+		if (space_template_get_warm_info(cli->ctx, t->name, &w) == 0) {
 			if (w.has_snapshot)
 				snprintf(snap, sizeof(snap), "%ucpu/%uMiB", w.snapshot_cpus, w.snapshot_memory_mib);
-			if (w.pool_size || w.pooled)
-				snprintf(pool, sizeof(pool), "%u/%u", w.pooled, w.pool_size);
+			if (w.warm_pool_size || w.warm_pool_ready)
+				snprintf(pool, sizeof(pool), "%u/%u", w.warm_pool_ready, w.warm_pool_size);
 		}
-		printf("%-20s %10s %-6s %-6s %-14s %-5s %9u  %s\n", list[i].name,
-		       util_format_size(list[i].rootfs_bytes, sz, sizeof(sz)), list[i].has_kernel ? "yes" : "-",
-		       list[i].has_initrd ? "yes" : "-", snap, pool, list[i].sandboxes,
-		       cli_time(list[i].created_ms, tm, sizeof(tm)));
+		printf("%-20s %10s %-6s %-6s %-14s %-5s %9u  %s\n", t->name,
+		       util_format_size(t->rootfs_bytes, sz, sizeof(sz)), t->has_kernel ? "yes" : "-",
+		       t->has_initrd ? "yes" : "-", snap, pool, t->sandboxes, cli_time(t->created_ms, tm, sizeof(tm)));
 	}
-	free(list);
+	space_template_info_list_free(list);
 	return EXIT_OK;
 }
 
@@ -195,12 +198,15 @@ static int template_snapshot(struct cli *cli, const struct cli_command *cmd, int
 	if (drop && (cpus || mem))
 		return cli_usage_error(cmd, "--drop takes no --cpus or --memory");
 	const char *name = argv[optind];
+	struct space_template_snapshot_options so = SPACE_TEMPLATE_SNAPSHOT_OPTIONS_INIT;
+	so.cpus = (uint32_t)cpus;
+	so.memory_mib = (uint32_t)mem;
 	int r = drop ? space_template_snapshot_drop(cli_ctx(cli), name)
-		     : space_template_snapshot(cli_ctx(cli), name, (uint32_t)cpus, (uint32_t)mem);
+		     : space_template_snapshot(cli_ctx(cli), name, &so);
 	if (r < 0)
 		return cli_fail(cli, r, "%s of template %s", drop ? "drop the snapshot" : "snapshot", name);
-	struct space_template_warm_info w;
-	if (space_template_warm_get(cli->ctx, name, &w) < 0)
+	struct space_template_warm_info w = SPACE_TEMPLATE_WARM_INFO_INIT;
+	if (space_template_get_warm_info(cli->ctx, name, &w) < 0)
 		return cli_fail(cli, -EIO, "template %s", name);
 	if (cli->json) {
 		cJSON *j = cJSON_CreateObject();
@@ -224,7 +230,7 @@ static int template_set_pool(struct cli *cli, const struct cli_command *cmd, int
 		return cli_usage_error(cmd, "template set-pool needs NAME and a size");
 	if (util_parse_uint(argv[2], 0, 64, &n) < 0)
 		return cli_usage_error(cmd, "invalid pool size '%s' (0..64)", argv[2]);
-	int r = space_template_set_pool(cli_ctx(cli), argv[1], (uint32_t)n);
+	int r = space_template_set_warm_pool(cli_ctx(cli), argv[1], (uint32_t)n);
 	if (r < 0)
 		return cli_fail(cli, r, "set the pool size of template %s", argv[1]);
 	if (cli->json) {
@@ -242,7 +248,7 @@ int cli_pool_fill(struct cli *cli, const struct cli_command *cmd, int argc, char
 	if (argc > 2)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[2]);
 	const char *name = argc == 2 ? argv[1] : NULL;
-	int r = space_pool_fill(cli_ctx(cli), name);
+	int r = space_warm_pool_fill(cli_ctx(cli), name);
 	if (r < 0)
 		return cli_fail(cli, r, "fill the warm pool%s%s", name ? " of " : "", name ? name : "");
 	if (cli->json) {

@@ -21,22 +21,22 @@ int cli_rm_select(struct cli *cli, int64_t older_than_s, struct cli_rm_selection
 	int r = space_sandbox_reap(ctx);
 	if (r < 0)
 		return r;
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	r = space_sandbox_list(ctx, &list, &n);
 	if (r < 0)
 		return r;
 	char(*ids)[32] = n ? calloc(n, sizeof(*ids)) : NULL;
 	if (n && !ids) {
-		free(list);
+		space_sandbox_info_list_free(list);
 		return -ENOMEM;
 	}
 	int64_t cutoff = older_than_s >= 0 ? wall_ms() - older_than_s * 1000 : INT64_MAX;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
-		if (list[i].status != SPACE_SANDBOX_DESTROYED && list[i].created_ms <= cutoff)
-			snprintf(ids[k++], sizeof(ids[0]), "%s", list[i].id);
-	free(list);
+		if (list[i]->status != SPACE_SANDBOX_DESTROYED && list[i]->created_ms <= cutoff)
+			snprintf(ids[k++], sizeof(ids[0]), "%s", list[i]->id);
+	space_sandbox_info_list_free(list);
 	ret->ids = ids;
 	ret->n = k;
 	return 0;

@@ -17,6 +17,15 @@
 #include <stdint.h>
 
 #include "space.h"
+#include "util/cleanup.h"
+
+/* _cleanup_ for the library's objects (space.h frees them with their own *_free). */
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct space_sandbox_info, space_sandbox_info_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct space_checkpoint_info, space_checkpoint_info_free)
+#define _cleanup_sandbox_info_ _cleanup_(space_sandbox_info_freep)
+#define _cleanup_checkpoint_info_ _cleanup_(space_checkpoint_info_freep)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct space_sandbox_info *, space_sandbox_info_list_free)
+#define _cleanup_sandbox_info_list_ _cleanup_(space_sandbox_info_list_freep)
 
 struct serve_store;
 

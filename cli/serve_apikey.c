@@ -209,7 +209,7 @@ int serve_metadata_prune(struct serve_store *s, space_ctx *ctx)
 	int r = prune_candidates(s, ids, PRUNE_BATCH, &n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		enum space_sandbox_status status = SPACE_SANDBOX_CREATING;
-		int e = space_sandbox_status_get(ctx, ids[i], &status);
+		int e = space_sandbox_get_status(ctx, ids[i], &status);
 		if (e < 0 && e != -ENOENT)
 			continue; /* the library's store is busy: keep the rows for now */
 		if (e == -ENOENT || status == SPACE_SANDBOX_DESTROYED)

@@ -281,17 +281,17 @@ static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info 
 /* Answers status with the Sandbox JSON of r->sb and a new access token for it. */
 static enum MHD_Result reply_with_token(struct serve_req *r, unsigned status)
 {
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	int e = space_sandbox_get_info(r->sb, &info);
 	if (e < 0)
 		return e2b_api_error(r, 500, "sandbox info: %s", space_strerror(e));
 	char token[SERVE_TOKEN_SIZE];
 	pthread_mutex_lock(&r->srv->store_lock);
-	e = serve_token_create(r->srv->store, info.id, token);
+	e = serve_token_create(r->srv->store, info->id, token);
 	pthread_mutex_unlock(&r->srv->store_lock);
 	if (e < 0)
 		return e2b_api_error(r, 500, "access token: %s", space_strerror(e));
-	enum MHD_Result ret = serve_reply_json(r, status, sandbox_json(r, &info, false, token));
+	enum MHD_Result ret = serve_reply_json(r, status, sandbox_json(r, info, false, token));
 	explicit_bzero(token, sizeof(token));
 	return ret;
 }
@@ -402,13 +402,14 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	return ret;
 }
 
-/* The sandbox of params[0] from the listing, running or paused; false after answering 404. */
-static bool find_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
+/* The sandbox of params[0] from the listing, running or paused, into *ret (the caller frees it); false
+ * after answering 404. */
+static bool find_sandbox(struct serve_req *r, struct space_sandbox_info **ret)
 {
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return false;
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	int e = space_sandbox_list(ctx, &list, &n);
 	if (e < 0) {
@@ -417,19 +418,22 @@ static bool find_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
 	}
 	bool found = false;
 	for (size_t i = 0; i < n && !found; i++)
-		if (!strcmp(list[i].id, r->params[0]) &&
-		    (list[i].status == SPACE_SANDBOX_RUNNING || list[i].status == SPACE_SANDBOX_PAUSED)) {
+		if (!strcmp(list[i]->id, r->params[0]) &&
+		    (list[i]->status == SPACE_SANDBOX_RUNNING || list[i]->status == SPACE_SANDBOX_PAUSED)) {
+			/* Taken out of the list, whose last element fills its place. */
 			*ret = list[i];
+			list[i] = list[n - 1];
+			list[n - 1] = NULL;
 			found = true;
 		}
-	free(list);
+	space_sandbox_info_list_free(list);
 	if (!found)
 		e2b_api_error(r, 404, "sandbox \"%s\" not found", r->params[0]);
 	return found;
 }
 
 /* find_sandbox, then a handle on it in r->sb; false after answering. */
-static bool open_sandbox(struct serve_req *r, struct space_sandbox_info *ret)
+static bool open_sandbox(struct serve_req *r, struct space_sandbox_info **ret)
 {
 	if (!find_sandbox(r, ret))
 		return false;
@@ -460,10 +464,10 @@ static int resume_for(struct serve_req *r, uint32_t timeout_s)
 
 static enum MHD_Result sandbox_get(struct serve_req *r)
 {
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	if (!find_sandbox(r, &info))
 		return MHD_YES;
-	return serve_reply_json(r, 200, sandbox_json(r, &info, true, NULL));
+	return serve_reply_json(r, 200, sandbox_json(r, info, true, NULL));
 }
 
 /* connect: 200 for a running sandbox (its lifetime is extended to timeout, never shortened), 201 for a
@@ -471,30 +475,30 @@ static enum MHD_Result sandbox_get(struct serve_req *r)
 static enum MHD_Result sandbox_connect(struct serve_req *r)
 {
 	uint32_t timeout;
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	if (!body_timeout(r, NULL, E2B_TIMEOUT_DEFAULT_S, &timeout) || !open_sandbox(r, &info))
 		return MHD_YES;
 	int e = 0;
-	if (info.status == SPACE_SANDBOX_PAUSED) {
+	if (info->status == SPACE_SANDBOX_PAUSED) {
 		e = resume_for(r, timeout);
-	} else if (info.expires_ms && timeout &&
-		   info.expires_ms < util_wall_ms() + (int64_t)timeout * 1000) {
+	} else if (info->expires_ms && timeout &&
+		   info->expires_ms < util_wall_ms() + (int64_t)timeout * 1000) {
 		e = space_sandbox_set_timeout(r->sb, timeout);
 	}
 	if (e < 0)
 		return sandbox_error(r, e, "connect");
-	return reply_with_token(r, info.status == SPACE_SANDBOX_PAUSED ? 201 : 200);
+	return reply_with_token(r, info->status == SPACE_SANDBOX_PAUSED ? 201 : 200);
 }
 
 /* resume (SDKs before connect existed): 201 for a paused sandbox, 409 for a running one. */
 static enum MHD_Result sandbox_resume(struct serve_req *r)
 {
 	uint32_t timeout;
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	if (!body_timeout(r, NULL, E2B_TIMEOUT_DEFAULT_S, &timeout) || !open_sandbox(r, &info))
 		return MHD_YES;
-	if (info.status != SPACE_SANDBOX_PAUSED)
-		return e2b_api_error(r, 409, "sandbox \"%s\" is already running", info.id);
+	if (info->status != SPACE_SANDBOX_PAUSED)
+		return e2b_api_error(r, 409, "sandbox \"%s\" is already running", info->id);
 	int e = resume_for(r, timeout);
 	if (e < 0)
 		return sandbox_error(r, e, "resume");
@@ -504,7 +508,7 @@ static enum MHD_Result sandbox_resume(struct serve_req *r)
 static enum MHD_Result sandbox_timeout(struct serve_req *r)
 {
 	uint32_t timeout;
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	if (!body_timeout(r, NULL, UINT32_MAX, &timeout))
 		return MHD_YES;
 	if (timeout == UINT32_MAX)
@@ -521,11 +525,11 @@ static enum MHD_Result sandbox_timeout(struct serve_req *r)
  * (and given back if the pause fails); resuming sets a new one. */
 static enum MHD_Result sandbox_pause(struct serve_req *r)
 {
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	if (!open_sandbox(r, &info))
 		return MHD_YES;
-	if (info.status == SPACE_SANDBOX_PAUSED)
-		return e2b_api_error(r, 409, "sandbox \"%s\" is already paused", info.id);
+	if (info->status == SPACE_SANDBOX_PAUSED)
+		return e2b_api_error(r, 409, "sandbox \"%s\" is already paused", info->id);
 	int e = space_sandbox_set_timeout(r->sb, 0);
 	if (e < 0)
 		return sandbox_error(r, e, "pause");
@@ -533,8 +537,8 @@ static enum MHD_Result sandbox_pause(struct serve_req *r)
 	if (e < 0) {
 		char msg[512];
 		snprintf(msg, sizeof(msg), "%s", space_ctx_last_error(r->ctx));
-		if (info.expires_ms) {
-			int64_t left = (info.expires_ms - util_wall_ms() + 999) / 1000;
+		if (info->expires_ms) {
+			int64_t left = (info->expires_ms - util_wall_ms() + 999) / 1000;
 			(void)space_sandbox_set_timeout(r->sb, left > 0 ? (uint32_t)left : 1);
 		}
 		return e2b_api_error(r, e == -EOPNOTSUPP ? 501 : 500, "pause: %s", msg);
@@ -581,7 +585,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	int e = space_sandbox_list(ctx, &list, &n);
 	if (e < 0)
@@ -591,7 +595,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	uint64_t taken = 0;
 	const struct space_sandbox_info *last = NULL;
 	for (size_t i = 0; i < n && a; i++) {
-		const struct space_sandbox_info *b = &list[i];
+		const struct space_sandbox_info *b = list[i];
 		bool wanted = (b->status == SPACE_SANDBOX_RUNNING && running) || (b->status == SPACE_SANDBOX_PAUSED && paused);
 		if (!wanted || (tmpl && strcmp(tmpl, b->template_name)) ||
 		    (token && !after_token(b, token)))
@@ -604,7 +608,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 		last = b;
 		taken++;
 	}
-	free(list);
+	space_sandbox_info_list_free(list);
 	_cleanup_free_ char *text = a ? cJSON_PrintUnformatted(a) : NULL;
 	cJSON_Delete(a);
 	if (!text)

@@ -61,7 +61,7 @@ enum MHD_Result e2b_files_get(struct serve_req *r)
 	space_sandbox *sb = e2b_sandbox(r);
 	if (!sb)
 		return MHD_YES;
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	int e = space_sandbox_stat(sb, path, &st);
 	if (e == -ENOENT)
 		return e2b_api_error(r, 404, "path '%s' does not exist", path);
@@ -70,12 +70,12 @@ enum MHD_Result e2b_files_get(struct serve_req *r)
 	if (S_ISDIR(st.mode))
 		return e2b_api_error(r, 400, "path '%s' is a directory", path);
 	uint64_t max = r->srv->download_max;
-	if (st.size > max) {
+	if (st.file_size > max) {
 		char a[32], b[32];
 		return e2b_api_error(r, 413, "file '%s' is %s, over the download limit of %s", path,
-				     util_format_size(st.size, a, sizeof(a)), util_format_size(max, b, sizeof(b)));
+				     util_format_size(st.file_size, a, sizeof(a)), util_format_size(max, b, sizeof(b)));
 	}
-	if (st.size == 0) {
+	if (st.file_size == 0) {
 		/* An empty file: Content-Length 0 rather than an empty chunked body. */
 		struct MHD_Response *resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
 		if (resp)
@@ -299,7 +299,7 @@ static cJSON *entry_json(const char *path, const struct space_file_stat *st)
 					   "FILE_TYPE_SYMLINK" : "FILE_TYPE_FILE");
 	cJSON_AddStringToObject(j, "path", cpath ? cpath : "");
 	char size[24], perms[11], mtime[48];
-	snprintf(size, sizeof(size), "%llu", (unsigned long long)st->size);
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)st->file_size);
 	cJSON_AddStringToObject(j, "size", size);
 	cJSON_AddNumberToObject(j, "mode", st->mode & 0777);
 	perm_string(st->mode, perms);
@@ -328,7 +328,7 @@ static space_sandbox *rpc_target(struct serve_req *r, const cJSON *j, const char
 /* Stat of path as an EntryInfo reply under "entry"; answers. */
 static enum MHD_Result reply_entry(struct serve_req *r, space_sandbox *sb, const char *path)
 {
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	int e = space_sandbox_stat(sb, path, &st);
 	if (e < 0)
 		return e2b_rpc_error(r, e2b_rpc_code(e), "stat '%s': %s", path, space_strerror(e));
@@ -386,7 +386,7 @@ enum MHD_Result e2b_fs_list_dir(struct serve_req *r)
 	if (!sb)
 		return MHD_YES;
 	unsigned depth = d >= 1 && d <= LIST_DEPTH_MAX ? (unsigned)d : d > LIST_DEPTH_MAX ? LIST_DEPTH_MAX : 1;
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	int e = space_sandbox_stat(sb, path, &st);
 	if (e == 0 && !S_ISDIR(st.mode))
 		return e2b_rpc_error(r, "invalid_argument", "'%s' is not a directory", path);
@@ -414,7 +414,7 @@ enum MHD_Result e2b_fs_make_dir(struct serve_req *r)
 	space_sandbox *sb = path_request(r, path, NULL);
 	if (!sb)
 		return MHD_YES;
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	if (space_sandbox_stat(sb, path, &st) == 0)
 		return e2b_rpc_error(r, "already_exists", "'%s' already exists", path);
 	int e = space_sandbox_mkdir(sb, path, 0755, true);

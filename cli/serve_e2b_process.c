@@ -244,7 +244,7 @@ static void start_producer(struct serve_producer *pr)
 	cJSON_AddNumberToObject(st, "pid", p->pid);
 	event(pr->fd, "start", st);
 
-	struct space_exec_result res = { 0 };
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	for (;;) {
 		struct pollfd pf[2] = { { .fd = space_process_fd(sp), .events = POLLIN },
 					{ .fd = p->wake[0], .events = POLLIN } };
@@ -339,7 +339,7 @@ static const char *start_parse(struct start *s, space_sandbox *sb)
 		return "out of memory";
 	s->argv[0] = cmd->valuestring;
 	/* Templates without bash (busybox) run the SDK's `/bin/bash -l -c CMD` with /bin/sh. */
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	if (!strcmp(cmd->valuestring, "/bin/bash") && space_sandbox_stat(sb, "/bin/bash", &st) == -ENOENT)
 		s->argv[0] = "/bin/sh";
 	int i = 1;

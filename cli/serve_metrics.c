@@ -86,7 +86,7 @@ enum MHD_Result serve_metrics_handler(struct serve_req *r)
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
-	_cleanup_free_ struct space_sandbox_info *list = NULL;
+	_cleanup_sandbox_info_list_ struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	int e = space_sandbox_list(ctx, &list, &n);
 	if (e < 0)
@@ -98,7 +98,7 @@ enum MHD_Result serve_metrics_handler(struct serve_req *r)
 	for (int s = SPACE_SANDBOX_CREATING; s < SPACE_SANDBOX_DESTROYED; s++) {
 		uint64_t k = 0;
 		for (size_t i = 0; i < n; i++)
-			k += list[i].status == (enum space_sandbox_status)s;
+			k += list[i]->status == (enum space_sandbox_status)s;
 		text_add(&t, "space_sandboxes{state=\"%s\"} %llu\n",
 			 space_sandbox_status_name((enum space_sandbox_status)s), (unsigned long long)k);
 	}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* `space serve`: the thread that keeps templates' warm pools full (space_pool_fill). */
+/* `space serve`: the thread that keeps templates' warm pools full (space_warm_pool_fill). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -34,7 +34,7 @@ static void *pool_thread(void *arg)
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
 		pthread_mutex_unlock(&p->lock);
-		int n = space_pool_fill(ctx, NULL);
+		int n = space_warm_pool_fill(ctx, NULL);
 		if (n > 0)
 			fprintf(stderr, "space serve: warm pools: %d sandbox%s made ready\n", n, n == 1 ? "" : "es");
 		/* The same failure every second is said once. */

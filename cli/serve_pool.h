@@ -4,7 +4,7 @@
 
 struct serve_pool;
 
-/* Starts a thread (with its own context over state_dir, NULL: the default) that runs space_pool_fill for
+/* Starts a thread (with its own context over state_dir, NULL: the default) that runs space_warm_pool_fill for
  * every template at once and then every second, so a hand-out is replaced within about a second. */
 int serve_pool_start(const char *state_dir, struct serve_pool **ret);
 

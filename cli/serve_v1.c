@@ -167,33 +167,34 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 	env_free(env);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "create sandbox");
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	e = space_sandbox_get_info(r->sb, &info);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "sandbox info");
 	if (meta && cJSON_IsObject(meta)) {
 		_cleanup_free_ char *m = cJSON_PrintUnformatted(meta);
 		pthread_mutex_lock(&r->srv->store_lock);
-		e = m ? serve_metadata_set(r->srv->store, info.id, m) : -ENOMEM;
+		e = m ? serve_metadata_set(r->srv->store, info->id, m) : -ENOMEM;
 		pthread_mutex_unlock(&r->srv->store_lock);
 		if (e < 0) {
 			space_sandbox_destroy(r->sb);
 			return serve_reply_error(r, 500, "internal", "store metadata: %s", space_strerror(e));
 		}
 	}
-	return serve_reply_json(r, 201, serve_v1_sandbox_json(r, &info));
+	return serve_reply_json(r, 201, serve_v1_sandbox_json(r, info));
 }
 
 static int info_cmp(const void *a, const void *b)
 {
-	const struct space_sandbox_info *x = a, *y = b;
+	const struct space_sandbox_info *x = *(const struct space_sandbox_info *const *)a;
+	const struct space_sandbox_info *y = *(const struct space_sandbox_info *const *)b;
 	if (x->created_ms != y->created_ms)
 		return x->created_ms < y->created_ms ? -1 : 1;
 	return strcmp(x->id, y->id);
 }
 
 /* All sandboxes, ordered by (created_ms, id); false after answering on failure. */
-static bool sandboxes(struct serve_req *r, struct space_sandbox_info **ret_list, size_t *ret_n)
+static bool sandboxes(struct serve_req *r, struct space_sandbox_info ***ret_list, size_t *ret_n)
 {
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
@@ -228,7 +229,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 			return serve_reply_error(r, 400, "invalid", "bad 'cursor'");
 		strcpy(cur_id, us + 1);
 	}
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	if (!sandboxes(r, &list, &n))
 		return MHD_YES;
@@ -238,7 +239,7 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	const struct space_sandbox_info *last = NULL;
 	bool more = false;
 	for (size_t i = 0; i < n && a; i++) {
-		const struct space_sandbox_info *b = &list[i];
+		const struct space_sandbox_info *b = list[i];
 		if (cursor && ((uint64_t)b->created_ms < cur_ms ||
 			       ((uint64_t)b->created_ms == cur_ms && strcmp(b->id, cur_id) <= 0)))
 			continue;
@@ -260,25 +261,25 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 	} else {
 		cJSON_AddNullToObject(j, "next_cursor");
 	}
-	free(list);
+	space_sandbox_info_list_free(list);
 	return serve_reply_json(r, 200, j);
 }
 
 static enum MHD_Result sandbox_get(struct serve_req *r)
 {
 	/* A failed sandbox has no live handle; the listing still knows it. */
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	if (!sandboxes(r, &list, &n))
 		return MHD_YES;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(list[i].id, r->params[0])) {
-			cJSON *j = serve_v1_sandbox_json(r, &list[i]);
-			free(list);
+		if (!strcmp(list[i]->id, r->params[0])) {
+			cJSON *j = serve_v1_sandbox_json(r, list[i]);
+			space_sandbox_info_list_free(list);
 			return serve_reply_json(r, 200, j);
 		}
 	}
-	free(list);
+	space_sandbox_info_list_free(list);
 	return serve_reply_error(r, 404, "not_found", "no sandbox '%s'", r->params[0]);
 }
 
@@ -303,7 +304,7 @@ static enum MHD_Result template_list(struct serve_req *r)
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
-	struct space_template_info *list = NULL;
+	struct space_template_info **list = NULL;
 	size_t n = 0;
 	int e = space_template_list(ctx, &list, &n);
 	if (e < 0)
@@ -312,14 +313,14 @@ static enum MHD_Result template_list(struct serve_req *r)
 	cJSON *a = cJSON_AddArrayToObject(j, "templates");
 	for (size_t i = 0; i < n && a; i++) {
 		cJSON *t = cJSON_CreateObject();
-		cJSON_AddStringToObject(t, "name", list[i].name);
-		cJSON_AddNumberToObject(t, "rootfs_bytes", (double)list[i].rootfs_bytes);
-		cJSON_AddBoolToObject(t, "has_kernel", list[i].has_kernel);
-		cJSON_AddNumberToObject(t, "created_ms", (double)list[i].created_ms);
-		cJSON_AddNumberToObject(t, "sandboxes", list[i].sandboxes);
+		cJSON_AddStringToObject(t, "name", list[i]->name);
+		cJSON_AddNumberToObject(t, "rootfs_bytes", (double)list[i]->rootfs_bytes);
+		cJSON_AddBoolToObject(t, "has_kernel", list[i]->has_kernel);
+		cJSON_AddNumberToObject(t, "created_ms", (double)list[i]->created_ms);
+		cJSON_AddNumberToObject(t, "sandboxes", list[i]->sandboxes);
 		cJSON_AddItemToArray(a, t);
 	}
-	free(list);
+	space_template_info_list_free(list);
 	return serve_reply_json(r, 200, j);
 }
 
@@ -489,7 +490,7 @@ static void exec_producer(struct serve_producer *p)
 	struct exec_stream es = { .fd = p->fd };
 	struct space_exec_options o = SPACE_EXEC_OPTIONS_INIT;
 	exec_options(x, stream_output, &es, &o);
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	int e = space_sandbox_exec(p->sb, &o, &res);
 	/* Flush what an incomplete UTF-8 sequence held back (it is invalid now: no more bytes come). */
 	for (int s = 0; s < 2; s++) {
@@ -528,7 +529,7 @@ static enum MHD_Result sandbox_exec(struct serve_req *r)
 	struct capture c = { 0 };
 	struct space_exec_options o = SPACE_EXEC_OPTIONS_INIT;
 	exec_options(x, capture_output, &c, &o);
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	int e = space_sandbox_exec(r->sb, &o, &res);
 	exec_req_free(x);
 	enum MHD_Result ret;

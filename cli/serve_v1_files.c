@@ -60,7 +60,7 @@ static cJSON *stat_json(const char *name_key, const char *name, const struct spa
 	cJSON_AddNumberToObject(j, "mode", st->mode & 07777);
 	cJSON_AddNumberToObject(j, "uid", st->uid);
 	cJSON_AddNumberToObject(j, "gid", st->gid);
-	cJSON_AddNumberToObject(j, "size", (double)st->size);
+	cJSON_AddNumberToObject(j, "size", (double)st->file_size);
 	cJSON_AddNumberToObject(j, "mtime_ms", (double)(st->mtime_ns / 1000000));
 	return j;
 }
@@ -182,7 +182,7 @@ enum MHD_Result serve_v1_upload(struct serve_req *r)
 	if (e < 0)
 		return serve_reply_space_error(r, e, "write file");
 	u->committed = true;
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	if (space_sandbox_stat(u->sb, u->path, &st) < 0)
 		memset(&st, 0, sizeof(st));
 	return serve_reply_json(r, 201, stat_json("path", u->path, &st));
@@ -210,17 +210,17 @@ static void download_producer(struct serve_producer *p)
 enum MHD_Result serve_v1_download(struct serve_req *r)
 {
 	const char *path;
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	space_sandbox *sb = file_target(r, &path, &st);
 	if (!sb)
 		return MHD_YES;
 	if (S_ISDIR(st.mode))
 		return serve_reply_error(r, 400, "is_directory", "%s is a directory (use files/list)", path);
 	uint64_t max = r->srv->download_max;
-	if (st.size > max) {
+	if (st.file_size > max) {
 		char a[32], b[32];
 		return serve_reply_error(r, 413, "too_large", "%s is %s, over the download limit of %s", path,
-					 util_format_size(st.size, a, sizeof(a)), util_format_size(max, b, sizeof(b)));
+					 util_format_size(st.file_size, a, sizeof(a)), util_format_size(max, b, sizeof(b)));
 	}
 	size_t len = strlen(path);
 	struct download *d = malloc(sizeof(*d) + len + 1);
@@ -248,7 +248,7 @@ enum MHD_Result serve_v1_file_remove(struct serve_req *r)
 enum MHD_Result serve_v1_file_stat(struct serve_req *r)
 {
 	const char *path;
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	space_sandbox *sb = file_target(r, &path, &st);
 	if (!sb)
 		return MHD_YES;

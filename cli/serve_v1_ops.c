@@ -29,11 +29,11 @@ static cJSON *optional_body(struct serve_req *r, const char *const *allowed)
 /* Answers status with the sandbox of r->sb as the API shows it. */
 static enum MHD_Result reply_sandbox(struct serve_req *r, unsigned status)
 {
-	struct space_sandbox_info info;
+	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	int e = space_sandbox_get_info(r->sb, &info);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "sandbox info");
-	return serve_reply_json(r, status, serve_v1_sandbox_json(r, &info));
+	return serve_reply_json(r, status, serve_v1_sandbox_json(r, info));
 }
 
 static enum MHD_Result pause_resume(struct serve_req *r, bool pause)
@@ -79,8 +79,8 @@ enum MHD_Result serve_v1_timeout(struct serve_req *r)
 
 /* --- checkpoints --- */
 
-/* The checkpoint named by params[0]; false after answering. */
-static bool find_checkpoint(struct serve_req *r, struct space_checkpoint_info *ret)
+/* The checkpoint named by params[0] into *ret (the caller frees it); false after answering. */
+static bool find_checkpoint(struct serve_req *r, struct space_checkpoint_info **ret)
 {
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
@@ -104,11 +104,11 @@ enum MHD_Result serve_v1_checkpoint_create(struct serve_req *r)
 	int e = space_checkpoint_create(r->sb, name, id);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "checkpoint");
-	struct space_checkpoint_info info;
+	_cleanup_checkpoint_info_ struct space_checkpoint_info *info = NULL;
 	e = space_checkpoint_get(r->ctx, id, &info);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "checkpoint");
-	return serve_reply_json(r, 201, cli_checkpoint_json(&info, false));
+	return serve_reply_json(r, 201, cli_checkpoint_json(info, false));
 }
 
 /* The checkpoints of a sandbox, oldest first (also after the sandbox is gone: they outlive it). */
@@ -117,7 +117,7 @@ enum MHD_Result serve_v1_checkpoint_list(struct serve_req *r)
 	space_ctx *ctx = serve_req_ctx(r);
 	if (!ctx)
 		return MHD_YES;
-	struct space_checkpoint_info *list = NULL;
+	struct space_checkpoint_info **list = NULL;
 	size_t n = 0;
 	int e = space_checkpoint_list(ctx, r->params[0], &list, &n);
 	if (e < 0)
@@ -125,25 +125,25 @@ enum MHD_Result serve_v1_checkpoint_list(struct serve_req *r)
 	cJSON *j = cJSON_CreateObject();
 	cJSON *a = cJSON_AddArrayToObject(j, "checkpoints");
 	for (size_t i = 0; i < n && a; i++)
-		cJSON_AddItemToArray(a, cli_checkpoint_json(&list[i], false));
-	free(list);
+		cJSON_AddItemToArray(a, cli_checkpoint_json(list[i], false));
+	space_checkpoint_info_list_free(list);
 	return serve_reply_json(r, 200, j);
 }
 
 enum MHD_Result serve_v1_checkpoint_get(struct serve_req *r)
 {
-	struct space_checkpoint_info info;
+	_cleanup_checkpoint_info_ struct space_checkpoint_info *info = NULL;
 	if (!find_checkpoint(r, &info))
 		return MHD_YES;
-	return serve_reply_json(r, 200, cli_checkpoint_json(&info, false));
+	return serve_reply_json(r, 200, cli_checkpoint_json(info, false));
 }
 
 enum MHD_Result serve_v1_checkpoint_delete(struct serve_req *r)
 {
-	struct space_checkpoint_info info;
+	_cleanup_checkpoint_info_ struct space_checkpoint_info *info = NULL;
 	if (!find_checkpoint(r, &info))
 		return MHD_YES;
-	int e = space_checkpoint_remove(r->ctx, info.id);
+	int e = space_checkpoint_remove(r->ctx, info->id);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "remove checkpoint");
 	return serve_reply_empty(r, 204);
@@ -175,19 +175,21 @@ enum MHD_Result serve_v1_fork(struct serve_req *r)
 		return MHD_YES;
 	if (count < 1)
 		return serve_reply_error(r, 400, "invalid", "'count' must be from 1 to %d", FORK_MAX);
-	struct space_checkpoint_info info;
+	_cleanup_checkpoint_info_ struct space_checkpoint_info *info = NULL;
 	if (!find_checkpoint(r, &info))
 		return MHD_YES;
 	space_sandbox *sbs[FORK_MAX];
-	int e = space_checkpoint_fork(r->ctx, info.id, (uint32_t)count, sbs);
+	struct space_checkpoint_fork_options fo = SPACE_CHECKPOINT_FORK_OPTIONS_INIT;
+	fo.count = (uint32_t)count;
+	int e = space_checkpoint_fork(r->ctx, info->id, &fo, sbs);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "fork");
 	cJSON *out = cJSON_CreateObject();
 	cJSON *a = cJSON_AddArrayToObject(out, "sandboxes");
 	for (uint64_t i = 0; i < count; i++) {
-		struct space_sandbox_info si;
+		_cleanup_sandbox_info_ struct space_sandbox_info *si = NULL;
 		if (a && space_sandbox_get_info(sbs[i], &si) == 0)
-			cJSON_AddItemToArray(a, serve_v1_sandbox_json(r, &si));
+			cJSON_AddItemToArray(a, serve_v1_sandbox_json(r, si));
 		space_sandbox_free(sbs[i]);
 	}
 	return serve_reply_json(r, 201, out);

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
 	eo.argv = cmd;
 	eo.output = on_output;
 	eo.userdata = &cap;
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	r = space_sandbox_exec(sb, &eo, &res);
 	if (r < 0) {
 		fail(ctx, "exec", r);
@@ -104,13 +104,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "embed: file came back different: %s\n", buf);
 		goto out;
 	}
-	struct space_file_stat st;
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
 	r = space_sandbox_stat(sb, "/root/notes/hello.txt", &st);
-	if (r < 0 || st.size != sizeof(text) - 1) {
+	if (r < 0 || st.file_size != sizeof(text) - 1) {
 		fail(ctx, "stat", r);
 		goto out;
 	}
-	printf("file round trip ok (%llu bytes)\n", (unsigned long long)st.size);
+	printf("file round trip ok (%llu bytes)\n", (unsigned long long)st.file_size);
 	status = 0;
 out:
 	r = space_sandbox_destroy(sb);

@@ -14,6 +14,28 @@
  *  - Output parameters are named ret_* and are written only on success.
  *  - Strings passed in are copied; the caller keeps ownership. Objects returned through ret_* are owned
  *    by the caller and freed with the matching *_free() function; *_free(NULL) is a no-op.
+ *  - Output structs start with uint32_t size, so later versions can add fields at their end:
+ *     . Objects (the *_info structs holding strings, and every element of a list) are allocated by the
+ *       library: size is the sizeof of the struct the library filled. Their strings are const char *
+ *       owned by the object (never NULL; "" when empty) and go with it. A list is a NULL-terminated array
+ *       of pointers to objects (plus its count), freed with its element type's *_list_free(); one object
+ *       with its *_free(). No struct holding an inline string or a 4096-byte path is part of the ABI.
+ *     . Records (fixed-size structs of numbers: space_exec_result, space_file_stat,
+ *       space_template_warm_info, space_snapshot_policy) are the caller's: set size to the sizeof of the
+ *       struct you were built with (their *_INIT macro does) before the call. The library writes at most
+ *       size bytes and sets size to how many it wrote; a size below the struct's first version is
+ *       refused with -EINVAL. Records the library passes to a callback have size set like objects.
+ *    A program built against a later header reads a field only when size covers it
+ *    (offsetof(struct, field) + sizeof(field) <= size); an older library leaves it out.
+ *  - The object a call acts on is its first argument. A sandbox is named by its handle (space_sandbox *,
+ *    from space_sandbox_create or space_sandbox_open, which checks it runs) in every call that acts on
+ *    its processes, its agent or its files, and in the handle's own reads (id, info, log path). It is
+ *    named by ctx and its id in the calls that must also work when it cannot be opened (failed, still
+ *    being created, destroyed with its row kept): the store's records of it (status, log, snapshot
+ *    policy) and its removal. Templates, checkpoints, secrets and the pool have no handles: ctx and the
+ *    name or id. Getters are space_<object>_get_<what> (space_<object>_get for a lookup by name or id).
+ *  - "pool" is the btrfs storage pool (space_pool_*); the sandboxes a template keeps ready ahead of time
+ *    are its "warm pool" (space_warm_pool_*, space_template_set_warm_pool).
  *  - Option structs carry a version field first; initialize them with their *_INIT macro or their
  *    space_*_options_init(opts, VERSION) function (the safe defaults; zero means "none" or "the default"
  *    for every field of the current versions), so that later versions of the library can add fields
@@ -68,7 +90,7 @@ extern "C" {
 #define SPACE_VERSION_NUMBER ((SPACE_VERSION_MAJOR << 16) | (SPACE_VERSION_MINOR << 8) | SPACE_VERSION_PATCH)
 
 /* The version of the library actually linked, e.g. "0.1.0". Static string. The shared library's soname
- * is libspace.so.1: ABI 1, the one deliberate break (issue 15); from then on fields and functions are only
+ * is libspace.so.1: ABI 1, the one deliberate break (version 0.1); from then on fields and functions are only
  * added. */
 SPACE_API const char *space_version(void);
 
@@ -181,12 +203,12 @@ SPACE_API int space_init_options_init(struct space_init_options *opts, uint32_t 
  */
 SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts);
 
-#define SPACE_POOL_INFO_VERSION 1
+/* An object (see Conventions): free with space_pool_info_free(). */
 struct space_pool_info {
-	uint32_t version;
-	char path[4096];          /* pool root */
-	char loop_image[4096];    /* backing image of a loop pool, "" otherwise */
-	char isolation[8];        /* default isolation */
+	uint32_t size;            /* sizeof(struct space_pool_info) as the library filled it */
+	const char *path;         /* pool root */
+	const char *loop_image;   /* backing image of a loop pool, "" otherwise */
+	const char *isolation;    /* default isolation of new sandboxes: "vm" or "jail" */
 	uint64_t total_bytes;     /* filesystem size */
 	uint64_t free_bytes;      /* available to unprivileged writers */
 	bool mounted;
@@ -196,8 +218,10 @@ struct space_pool_info {
  * (space_init_options.identity_map), 0 if it refuses them (the default), or -errno. */
 SPACE_API int space_identity_map_allowed(space_ctx *ctx);
 
-/* Reports where the pool is and how full. Re-mounts a loop pool that is not mounted. */
-SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret_info);
+/* Reports where the pool is and how full. Re-mounts a loop pool that is not mounted. *ret_info is the
+ * caller's: space_pool_info_free(). */
+SPACE_API int space_pool_get_info(space_ctx *ctx, struct space_pool_info **ret_info);
+SPACE_API void space_pool_info_free(struct space_pool_info *info);
 
 /* Unmounts a loop pool (its loop device is released). Nothing else changes; the next use re-mounts it.
  * Returns -EBUSY while sandboxes are running. A pool on an existing btrfs path is left alone. */
@@ -246,9 +270,11 @@ SPACE_API int space_template_import_options_init(struct space_template_import_op
  * is taken, -EINVAL for a bad name or a rootfs that is neither directory, tarball nor ext4 image. */
 SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts);
 
+/* An object (see Conventions). */
 struct space_template_info {
-	char name[64];
-	char path[4096];          /* the template's subvolume */
+	uint32_t size;            /* sizeof(struct space_template_info) as the library filled it */
+	const char *name;
+	const char *path;         /* the template's subvolume */
 	uint64_t rootfs_bytes;    /* size of rootfs.ext4 */
 	bool has_kernel;
 	bool has_initrd;
@@ -257,11 +283,14 @@ struct space_template_info {
 	uint32_t checkpoints;     /* checkpoints that depend on it */
 };
 
-/* Lists templates sorted by name. *ret_list is one allocation: free it with free(). */
-SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count);
+/* Lists templates sorted by name: *ret_list is a NULL-terminated array of *ret_count objects (ret_count
+ * may be NULL), freed with space_template_info_list_free(). */
+SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info ***ret_list, size_t *ret_count);
+SPACE_API void space_template_info_list_free(struct space_template_info **list);
 
-/* Looks up one template; -ENOENT if there is none of that name. */
-SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_template_info *ret_info);
+/* Looks up one template; -ENOENT if there is none of that name. *ret_info: space_template_info_free(). */
+SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_template_info **ret_info);
+SPACE_API void space_template_info_free(struct space_template_info *info);
 
 /* Removes a template. -EBUSY while a sandbox or checkpoint depends on it, unless force is set (then the
  * template's own subvolume goes; dependent sandboxes keep their own copy-on-write disks). */
@@ -282,28 +311,31 @@ enum space_sandbox_status {
 /* "creating", "running", ... Static string; "unknown" for values outside the enum. */
 SPACE_API const char *space_sandbox_status_name(enum space_sandbox_status status);
 
+/* An object (see Conventions). */
 struct space_sandbox_info {
-	char id[32];              /* "sb-" + 16 base32 characters */
-	char template_name[64];
-	char isolation[8];        /* "vm" or "jail" */
+	uint32_t size;            /* sizeof(struct space_sandbox_info) as the library filled it */
+	const char *id;           /* "sb-" + 16 base32 characters */
+	const char *template_name;
+	const char *isolation;    /* "vm" or "jail" */
 	enum space_sandbox_status status;
-	char reason[256];         /* why it failed or stopped, "" otherwise */
+	const char *reason;       /* why it failed or stopped, "" otherwise */
 	int32_t pid;              /* the sandbox's host process (space-vmm, or the jail's PID 1); 0 if none */
 	uint32_t cpus;
 	uint32_t memory_mib;
 	int64_t created_ms;
 	int64_t updated_ms;
 	int64_t expires_ms;       /* 0 = no lifetime limit */
-	char path[4096];          /* the sandbox's subvolume */
+	const char *path;         /* the sandbox's subvolume */
 };
 
 /* Lists sandboxes that are not destroyed, oldest first. Writes nothing: a sandbox whose process is gone
  * is shown failed (with the reason), as space_sandbox_reap() would mark it, and one past its lifetime is
  * left out, so the listing tells the truth after a crash of whatever created them. A pid recorded in
  * another pid namespace is not judged: such a sandbox is shown as stored. Call space_sandbox_reap()
- * first to record those changes and reclaim what they leave. *ret_list is one allocation: free it with
- * free(). */
-SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret_list, size_t *ret_count);
+ * first to record those changes and reclaim what they leave. *ret_list is a NULL-terminated array of
+ * *ret_count objects (ret_count may be NULL), freed with space_sandbox_info_list_free(). */
+SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info ***ret_list, size_t *ret_count);
+SPACE_API void space_sandbox_info_list_free(struct space_sandbox_info **list);
 
 /* ---------------------------------------------------------------------------------------------------
  * Sandbox lifecycle
@@ -317,7 +349,7 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 typedef struct space_sandbox space_sandbox;
 
 /* The longest lifetime a sandbox takes, in seconds (366 days): timeout_s, space_sandbox_set_timeout and
- * space_checkpoint_fork_v2 refuse more with -EINVAL; the CLI and `space serve`'s APIs use the same limit. */
+ * space_checkpoint_fork's timeout_s refuse more with -EINVAL; the CLI and `space serve`'s APIs use the same limit. */
 #define SPACE_TIMEOUT_MAX_S (366u * 24 * 3600)
 
 #define SPACE_SANDBOX_OPTIONS_VERSION 4 /* 2 added network_policy, 3 snapshot_every_s/snapshot_keep,
@@ -377,8 +409,10 @@ SPACE_API void space_sandbox_free(space_sandbox *sb);
 /* The sandbox's id ("sb-..."). Valid for the handle's lifetime. */
 SPACE_API const char *space_sandbox_id(const space_sandbox *sb);
 
-/* Current state from the store (with the liveness check of space_sandbox_list). */
-SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info *ret_info);
+/* Current state from the store (with the liveness check of space_sandbox_list). *ret_info is the
+ * caller's: space_sandbox_info_free(). */
+SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info **ret_info);
+SPACE_API void space_sandbox_info_free(struct space_sandbox_info *info);
 
 /* Stops the sandbox and deletes its disk and runtime files. The handle must still be freed. */
 SPACE_API int space_sandbox_destroy(space_sandbox *sb);
@@ -460,17 +494,19 @@ struct space_exec_options {
 /* The version's defaults; stdin_fd is -1. */
 SPACE_API int space_exec_options_init(struct space_exec_options *opts, uint32_t version);
 
+/* A record (see Conventions): the caller's, size set before the call (SPACE_EXEC_RESULT_INIT). */
 struct space_exec_result {
+	uint32_t size;            /* in: sizeof(struct space_exec_result); out: the bytes the library wrote */
 	bool exited;              /* exited normally: exit_code is valid */
 	int exit_code;
 	int signal;               /* !exited: the signal that ended it */
 	bool timed_out;           /* killed at timeout_ms */
-	/* Added after 1.1, in the tail padding (the size of the struct did not change). */
 	bool oom_killed;          /* jail: ended by SIGKILL (or exit code 137, a shell passing on its child's)
 	                             while the out-of-memory killer killed in the sandbox at its memory limit
 	                             (space_sandbox_info.memory_mib); an "oom" event records it. Always false
 	                             for VM sandboxes (their guest kernel kills, unseen by the host) */
 };
+#define SPACE_EXEC_RESULT_INIT { .size = sizeof(struct space_exec_result) }
 
 /* Runs a process to its end, streaming its output. -ENOENT (with message) if argv[0] does not exist in
  * the sandbox. A non-zero exit code is a result, not an error. */
@@ -512,12 +548,16 @@ SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int 
  * so at most SPACE_READ_MAX_DEFAULT bytes (-EFBIG beyond). */
 SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd);
 
+/* A record (see Conventions): the caller's for space_sandbox_stat and space_sandbox_read_file_v2, size set
+ * before the call (SPACE_FILE_STAT_INIT); the library's (size set) when passed to a space_dirent_fn. */
 struct space_file_stat {
+	uint32_t size;            /* the struct's size, not the file's: that is file_size */
 	uint32_t mode;            /* st_mode bits (type and permissions) */
 	uint32_t uid, gid;
-	uint64_t size;
+	uint64_t file_size;       /* bytes */
 	int64_t mtime_ns;
 };
+#define SPACE_FILE_STAT_INIT { .size = sizeof(struct space_file_stat) }
 
 SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret_stat);
 
@@ -543,8 +583,8 @@ SPACE_API int space_read_options_init(struct space_read_options *opts, uint32_t 
  * is written when the sandbox's own size says so, else as soon as the stream passes it. When dst_fd is a
  * regular file written at or past its end (a new or truncated file), runs of zero bytes are left as holes,
  * so a sparse file stays sparse. On failure, bytes already written to dst_fd stay there: write into a
- * temporary file and discard it (see `space cp`). ret_stat (may be NULL) gets the file's attributes, with
- * size the count of bytes delivered. Only regular files can be read (-EISDIR, -EINVAL otherwise).
+ * temporary file and discard it (see `space cp`). ret_stat (may be NULL; else its size set) gets the file's
+ * attributes, with file_size the count of bytes delivered. Only regular files can be read (-EISDIR, -EINVAL otherwise).
  */
 SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, int dst_fd,
 					 const struct space_read_options *opts, struct space_file_stat *ret_stat);
@@ -583,13 +623,15 @@ SPACE_API int space_sandbox_resume(space_sandbox *sb);
 
 #define SPACE_CHECKPOINT_ID_MAX 32
 
+/* An object (see Conventions). */
 struct space_checkpoint_info {
-	char id[SPACE_CHECKPOINT_ID_MAX]; /* "cp-" + 16 base32 characters */
-	char sandbox_id[32];      /* the sandbox it was taken of (may be destroyed since) */
-	char template_name[64];
-	char name[64];            /* "" if none was given */
-	char kind[8];             /* "disk" (jail) or "full" (VM: memory and devices too) */
-	char path[4096];          /* its read-only subvolume */
+	uint32_t size;            /* sizeof(struct space_checkpoint_info) as the library filled it */
+	const char *id;           /* "cp-" + 16 base32 characters (shorter than SPACE_CHECKPOINT_ID_MAX) */
+	const char *sandbox_id;   /* the sandbox it was taken of (may be destroyed since) */
+	const char *template_name;
+	const char *name;         /* "" if none was given */
+	const char *kind;         /* "disk" (jail) or "full" (VM: memory and devices too) */
+	const char *path;         /* its read-only subvolume */
 	int64_t created_ms;
 };
 
@@ -597,19 +639,22 @@ struct space_checkpoint_info {
  * duration of the snapshot (milliseconds) and left in the state it was in. */
 SPACE_API int space_checkpoint_create(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX]);
 
-/* Lists checkpoints, oldest first, of one sandbox (sandbox_id) or of all (NULL). *ret_list is one
- * allocation: free it with free(). */
-SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct space_checkpoint_info **ret_list,
+/* Lists checkpoints, oldest first, of one sandbox (sandbox_id) or of all (NULL): *ret_list is a
+ * NULL-terminated array of *ret_count objects (ret_count may be NULL), freed with
+ * space_checkpoint_info_list_free(). */
+SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct space_checkpoint_info ***ret_list,
 				    size_t *ret_count);
+SPACE_API void space_checkpoint_info_list_free(struct space_checkpoint_info **list);
 
-/* Looks up a checkpoint by id; -ENOENT if there is none. */
-SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_checkpoint_info *ret_info);
+/* Looks up a checkpoint by id; -ENOENT if there is none. *ret_info: space_checkpoint_info_free(). */
+SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_checkpoint_info **ret_info);
+SPACE_API void space_checkpoint_info_free(struct space_checkpoint_info *info);
 
 /* Looks up a checkpoint by id, or else by name among the checkpoints of sandbox_id (NULL: of every
  * sandbox). -ENOENT when none matches, -EINVAL (with a message listing their ids) when several have that
- * name. */
+ * name. *ret_info: space_checkpoint_info_free(). */
 SPACE_API int space_checkpoint_find(space_ctx *ctx, const char *sandbox_id, const char *id_or_name,
-				    struct space_checkpoint_info *ret_info);
+				    struct space_checkpoint_info **ret_info);
 
 /* Deletes a checkpoint's subvolume and row. Sandboxes forked or rolled back from it are not affected. */
 SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id);
@@ -634,18 +679,23 @@ SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec
 				      struct space_exec_result *ret_result,
 				      char ret_rolled_back[SPACE_CHECKPOINT_ID_MAX]);
 
-/* Starts count (1..64) new sandboxes whose disks are writable snapshots of the checkpoint, with the
- * limits and environment of the checkpointed sandbox. Each is independent of the others and of the
- * original. ret_sandboxes has room for count handles; all or nothing. Each takes what is left of the
- * checkpointed sandbox's lifetime (none if it had none); -ETIME (with a message) when that has ended:
- * space_checkpoint_fork_v2 gives them a lifetime of their own. */
-SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
-				    space_sandbox **ret_sandboxes);
-/* space_checkpoint_fork with each new sandbox's lifetime: timeout_s seconds (up to 366 days), or with
- * SPACE_FORK_INHERIT_TIMEOUT what is left of the checkpointed sandbox's, as space_checkpoint_fork. */
-#define SPACE_FORK_INHERIT_TIMEOUT 0u
-SPACE_API int space_checkpoint_fork_v2(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
-				       space_sandbox **ret_sandboxes);
+#define SPACE_CHECKPOINT_FORK_OPTIONS_VERSION 1
+struct space_checkpoint_fork_options {
+	uint32_t version;         /* SPACE_CHECKPOINT_FORK_OPTIONS_VERSION */
+	uint32_t count;           /* how many sandboxes (1..64); 0: 1 */
+	uint32_t timeout_s;       /* each new sandbox's lifetime in seconds (at most SPACE_TIMEOUT_MAX_S);
+	                             0: what is left of the checkpointed sandbox's (none if it had none) */
+};
+#define SPACE_CHECKPOINT_FORK_OPTIONS_INIT { .version = SPACE_CHECKPOINT_FORK_OPTIONS_VERSION }
+SPACE_API int space_checkpoint_fork_options_init(struct space_checkpoint_fork_options *opts, uint32_t version);
+
+/* Starts opts->count new sandboxes (opts NULL: one) whose disks are writable snapshots of the checkpoint,
+ * with the limits and environment of the checkpointed sandbox. Each is independent of the others and of
+ * the original. ret_sandboxes has room for that many handles; all or nothing. Without opts->timeout_s each
+ * takes what is left of the checkpointed sandbox's lifetime; -ETIME (with a message) when that has ended
+ * (give opts->timeout_s then). */
+SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id,
+				    const struct space_checkpoint_fork_options *opts, space_sandbox **ret_sandboxes);
 
 /* ---------------------------------------------------------------------------------------------------
  * Template snapshots and the warm pool
@@ -656,40 +706,55 @@ SPACE_API int space_checkpoint_fork_v2(space_ctx *ctx, const char *checkpoint_id
  * copy-on-write from the snapshot file, shared by every sandbox of the template. The snapshot fixes the
  * cpus and memory of those sandboxes.
  *
- * The warm pool keeps up to pool_size sandboxes of a template created ahead of time and paused (jail:
+ * The warm pool keeps up to warm_pool_size sandboxes of a template created ahead of time and paused (jail:
  * frozen cgroup; VM: vCPUs parked). space_sandbox_create with default options (no env, hostname,
  * network policy, cpus or memory; any timeout) hands one out: it is resumed, given fresh entropy (and,
  * VM, the time) and keeps its own id, which is also its hostname. Pooled sandboxes are not user
  * sandboxes: space_sandbox_list and a template's sandbox count leave them out.
  */
+/* A record (see Conventions): the caller's, size set before the call (SPACE_TEMPLATE_WARM_INFO_INIT). */
 struct space_template_warm_info {
+	uint32_t size;                 /* in: sizeof(struct space_template_warm_info); out: bytes written */
 	bool has_snapshot;             /* the template carries a booted snapshot */
 	uint32_t snapshot_cpus;        /* the cpus and memory it was taken with */
 	uint32_t snapshot_memory_mib;
 	int64_t snapshot_created_ms;
-	uint32_t pool_size;            /* the warm pool's target size (0: no pool) */
-	uint32_t pooled;               /* pooled sandboxes ready now */
+	uint32_t warm_pool_size;       /* the warm pool's target size (0: no warm pool) */
+	uint32_t warm_pool_ready;      /* pooled sandboxes ready now */
 };
+#define SPACE_TEMPLATE_WARM_INFO_INIT { .size = sizeof(struct space_template_warm_info) }
 
 /* The snapshot and warm pool state of a template; -ENOENT if there is no such template. */
-SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct space_template_warm_info *ret_info);
+SPACE_API int space_template_get_warm_info(space_ctx *ctx, const char *name,
+					   struct space_template_warm_info *ret_info);
+
+#define SPACE_TEMPLATE_SNAPSHOT_OPTIONS_VERSION 1
+struct space_template_snapshot_options {
+	uint32_t version;         /* SPACE_TEMPLATE_SNAPSHOT_OPTIONS_VERSION */
+	uint32_t cpus;            /* the vCPUs of the VM it boots, fixed for the template's sandboxes; 0: 1 */
+	uint32_t memory_mib;      /* its memory; 0: 512 */
+};
+#define SPACE_TEMPLATE_SNAPSHOT_OPTIONS_INIT { .version = SPACE_TEMPLATE_SNAPSHOT_OPTIONS_VERSION }
+SPACE_API int space_template_snapshot_options_init(struct space_template_snapshot_options *opts, uint32_t version);
 
 /*
- * Gives a template a booted snapshot: boots a VM sandbox from it (cpus 0: 1, memory_mib 0: 512), waits for
+ * Gives a template a booted snapshot: boots a VM sandbox from it (opts: its cpus and memory; NULL: the
+ * defaults), waits for
  * its agent, takes a checkpoint of it, and replaces the template's subvolume with that checkpoint (read-
  * only, swapped in atomically); the sandbox and checkpoint are removed. On failure the template is left as
  * it was. -ENODEV when vm isolation does not work on this host (the message says why), -EEXIST when the
  * template already has a snapshot (drop it first), -EBUSY while sandboxes or checkpoints use it.
  */
-SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t cpus, uint32_t memory_mib);
+SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name,
+				      const struct space_template_snapshot_options *opts);
 
 /* Removes a template's booted snapshot (VM sandboxes of it boot again); -ENOENT if it has none. Drains its
  * warm pool. -EBUSY while sandboxes or checkpoints use it. */
 SPACE_API int space_template_snapshot_drop(space_ctx *ctx, const char *name);
 
-/* Sets the warm pool size of a template (0..64; 0 removes the pool and its sandboxes). Filling is
- * space_pool_fill's job. */
-SPACE_API int space_template_set_pool(space_ctx *ctx, const char *name, uint32_t pool_size);
+/* Sets the warm pool size of a template (0..64; 0 removes the warm pool and its sandboxes). Filling is
+ * space_warm_pool_fill's job. */
+SPACE_API int space_template_set_warm_pool(space_ctx *ctx, const char *name, uint32_t warm_pool_size);
 
 /*
  * Tops up the warm pool of template_name (NULL: of every template): removes pooled sandboxes that died or
@@ -697,7 +762,7 @@ SPACE_API int space_template_set_pool(space_ctx *ctx, const char *name, uint32_t
  * directory (others wait). Returns how many sandboxes it created, or -errno (the ones made before the
  * failure stay pooled). Long-running hosts (space serve) call it in the background.
  */
-SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name);
+SPACE_API int space_warm_pool_fill(space_ctx *ctx, const char *template_name);
 
 /* ---------------------------------------------------------------------------------------------------
  * Periodic file snapshots
@@ -712,13 +777,16 @@ SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name);
  * The policy comes from space_sandbox_options.snapshot_every_s/snapshot_keep or else the template's
  * default (space_template_set_snapshot_policy).
  */
+/* A record (see Conventions): the caller's, size set before the call (SPACE_SNAPSHOT_POLICY_INIT). */
 struct space_snapshot_policy {
+	uint32_t size;            /* in: sizeof(struct space_snapshot_policy); out: the bytes written */
 	uint32_t every_s;         /* 0: no periodic snapshots */
 	uint32_t keep;
 	int32_t pid;              /* the helper taking them, 0 when none runs */
 };
+#define SPACE_SNAPSHOT_POLICY_INIT { .size = sizeof(struct space_snapshot_policy) }
 
-/* The policy of a sandbox (all zeros if it has none). */
+/* The policy of a sandbox (every_s, keep and pid 0 if it has none). */
 SPACE_API int space_sandbox_get_snapshot_policy(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret);
 
 /* Sets (every_s > 0; keep 0 = 5) or clears (every_s = 0) the default policy of sandboxes created from a
@@ -740,8 +808,10 @@ SPACE_API bool space_checkpoint_is_automatic(const struct space_checkpoint_info 
  * directory may name every registered secret.
  */
 #define SPACE_SECRET_VALUE_MAX 8192
+/* An object (see Conventions). */
 struct space_secret_info {
-	char name[64];            /* 1..63 of [A-Za-z0-9._-], not starting with '.' or '-' */
+	uint32_t size;            /* sizeof(struct space_secret_info) as the library filled it */
+	const char *name;         /* 1..63 of [A-Za-z0-9._-], not starting with '.' or '-' */
 	int64_t created_ms;       /* when its current value was set */
 };
 
@@ -751,9 +821,10 @@ struct space_secret_info {
  * not the caller's. Running sandboxes keep the value their gateway was given. */
 SPACE_API int space_secret_set(space_ctx *ctx, const char *name, const void *value, size_t len);
 
-/* The registered secrets, by name: names and times only. *ret_list is one allocation: free it with
- * free() (also when *ret_count is 0). */
-SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info **ret_list, size_t *ret_count);
+/* The registered secrets, by name: names and times only. *ret_list is a NULL-terminated array of
+ * *ret_count objects (ret_count may be NULL), freed with space_secret_info_list_free(). */
+SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info ***ret_list, size_t *ret_count);
+SPACE_API void space_secret_info_list_free(struct space_secret_info **list);
 
 /* Removes secret name (-ENOENT if there is none). Running sandboxes keep the value their gateway has; a
  * policy naming it is refused from then on: a fork of such a sandbox fails, and a rollback leaves it
@@ -825,7 +896,7 @@ SPACE_API int space_event_count(space_ctx *ctx, const struct space_event_query *
  * space_sandbox_list and space_sandbox_get_info, the sandbox's process is not checked, so a sandbox that
  * died and was not reaped yet still reads running. -ENOENT when there is no row for id.
  */
-SPACE_API int space_sandbox_status_get(space_ctx *ctx, const char *id, enum space_sandbox_status *ret_status);
+SPACE_API int space_sandbox_get_status(space_ctx *ctx, const char *id, enum space_sandbox_status *ret_status);
 
 /* A kernel VM sandboxes can boot (docs/kernels.md). */
 struct space_kernel_info {

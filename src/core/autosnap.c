@@ -47,11 +47,11 @@
 #define AUTO_PREFIX "auto-"
 
 
-SPACE_API bool space_checkpoint_is_automatic(const struct space_checkpoint_info *c)
+bool core_checkpoint_name_automatic(const char *name)
 {
-	if (!c || strncmp(c->name, AUTO_PREFIX, strlen(AUTO_PREFIX)))
+	if (!name || strncmp(name, AUTO_PREFIX, strlen(AUTO_PREFIX)))
 		return false;
-	const char *p = c->name + strlen(AUTO_PREFIX);
+	const char *p = name + strlen(AUTO_PREFIX);
 	size_t n = strspn(p, "0123456789");
 	return n > 0 && n <= 20 && p[n] == '\0';
 }
@@ -162,7 +162,7 @@ static int policy_store(space_ctx *ctx, const char *id, uint32_t every_s, uint32
 	return ctx_store_finish(ctx, s, r, id, "snapshots", detail);
 }
 
-SPACE_API int space_sandbox_get_snapshot_policy(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret)
+int core_sandbox_get_snapshot_policy(space_ctx *ctx, const char *id, struct space_snapshot_policy *ret)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !id || !ret)
@@ -178,9 +178,9 @@ SPACE_API int space_sandbox_get_snapshot_policy(space_ctx *ctx, const char *id, 
 
 /* ---- template defaults ----------------------------------------------------------------------------- */
 
-static int template_key(space_ctx *ctx, const char *name, char *key, size_t len, struct space_template_info *t)
+static int template_key(space_ctx *ctx, const char *name, char *key, size_t len, struct template_info *t)
 {
-	int r = space_template_get(ctx, name, t);
+	int r = core_template_get(ctx, name, t);
 	if (r < 0)
 		return r;
 	snprintf(key, len, "snapshots.template.%s", t->name);
@@ -195,7 +195,7 @@ SPACE_API int space_template_set_snapshot_policy(space_ctx *ctx, const char *nam
 	int r = autosnap_validate(ctx, every_s, keep);
 	if (r < 0)
 		return r;
-	struct space_template_info t;
+	struct template_info t;
 	char key[128];
 	r = template_key(ctx, name, key, sizeof(key), &t);
 	if (r < 0)
@@ -211,12 +211,12 @@ SPACE_API int space_template_set_snapshot_policy(space_ctx *ctx, const char *nam
 	return 0;
 }
 
-SPACE_API int space_template_get_snapshot_policy(space_ctx *ctx, const char *name, struct space_snapshot_policy *ret)
+int core_template_get_snapshot_policy(space_ctx *ctx, const char *name, struct space_snapshot_policy *ret)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !name || !ret)
 		return -EINVAL;
-	struct space_template_info t;
+	struct template_info t;
 	char key[128];
 	int r = template_key(ctx, name, key, sizeof(key), &t);
 	if (r < 0)
@@ -322,7 +322,7 @@ int autosnap_started(space_ctx *ctx, const char *id, const char *template_name,
 		p.every_s = o->snapshot_every_s;
 		p.keep = o->snapshot_keep;
 		if (!p.every_s && template_name)
-			(void)space_template_get_snapshot_policy(ctx, template_name, &p);
+			(void)core_template_get_snapshot_policy(ctx, template_name, &p);
 		ctx->last_error[0] = '\0';
 	}
 	if (p.every_s) {
@@ -344,16 +344,16 @@ int autosnap_started(space_ctx *ctx, const char *id, const char *template_name,
  * autosnap_take holds it; a destroy calls this before it takes it (the sandbox is going away). */
 static int prune(space_ctx *ctx, const char *id, uint32_t keep)
 {
-	struct space_checkpoint_info *list;
+	struct checkpoint_info *list;
 	size_t n;
-	int r = space_checkpoint_list(ctx, id, &list, &n);
+	int r = core_checkpoint_list(ctx, id, &list, &n);
 	if (r < 0)
 		return r;
 	size_t autos = 0;
 	for (size_t i = 0; i < n; i++)
-		autos += space_checkpoint_is_automatic(&list[i]);
+		autos += core_checkpoint_name_automatic(list[i].name);
 	for (size_t i = 0; i < n && autos > keep; i++) {
-		if (!space_checkpoint_is_automatic(&list[i]))
+		if (!core_checkpoint_name_automatic(list[i].name))
 			continue;
 		int t = checkpoint_remove_held(ctx, &list[i]);
 		if (t < 0 && t != -ENOENT && r == 0)

@@ -70,7 +70,7 @@ int autosnap_policy_load(space_ctx *ctx, const char *id, struct space_snapshot_p
 /* --- core/checkpoint.c, for the helper: the same as the public calls, with the sandbox's lock already
  * held by the caller (store/lock.h's rule). --- */
 int checkpoint_create_held(space_sandbox *sb, const char *name, char ret_id[SPACE_CHECKPOINT_ID_MAX]);
-int checkpoint_remove_held(space_ctx *ctx, const struct space_checkpoint_info *c);
+int checkpoint_remove_held(space_ctx *ctx, const struct checkpoint_info *c);
 /* Removes every checkpoint of sandbox_id (space_sandbox_remove_v2's SPACE_REMOVE_WITH_CHECKPOINTS), taking
  * its lock. Returns how many, or -errno. */
 int checkpoint_remove_all(space_ctx *ctx, const char *sandbox_id);

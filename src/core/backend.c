@@ -56,7 +56,7 @@ int backend_for_row(space_ctx *ctx, const struct sandbox_row *row, const struct 
 	return 0;
 }
 
-const struct backend_ops *backend_for_info(const struct space_sandbox_info *b)
+const struct backend_ops *backend_for_info(const struct sandbox_info *b)
 {
 	enum backend_kind kind;
 	return backend_kind_parse(b->isolation, &kind) == 0 ? backend_of(kind) : NULL;

@@ -102,7 +102,7 @@ struct backend_ops {
 	int (*attach_network)(space_ctx *ctx, const struct sandbox_row *row, pid_t pid, const char *policy,
 			      const struct net_policy_trust *t);
 	/* Why a sandbox whose process is gone ended, for its failure reason (escaped, one line). */
-	void (*death_reason)(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len);
+	void (*death_reason)(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len);
 	/* How many of the sandbox's processes the OOM killer has killed so far (its cgroup's counter), so an
 	 * exec can tell an OOM kill from another SIGKILL; -EOPNOTSUPP when it cannot tell. NULL: never (a
 	 * VM's guest kernel kills unseen by the host). */
@@ -126,7 +126,7 @@ int backend_by_name(space_ctx *ctx, const char *name, const struct backend_ops *
 int backend_for_row(space_ctx *ctx, const struct sandbox_row *row, const struct backend_ops **ret);
 
 /* The back-end of a listed sandbox, or NULL for an isolation this build does not know (no context). */
-const struct backend_ops *backend_for_info(const struct space_sandbox_info *b);
+const struct backend_ops *backend_for_info(const struct sandbox_info *b);
 
 /*
  * The back-end a create without an isolation gets: the state directory's choice (`space init

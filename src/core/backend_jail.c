@@ -89,7 +89,7 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 			  const char *restore, struct backend_proc *ret, struct agent_info *ai)
 {
 	(void)restore;
-	const struct space_sandbox_info *b = &row->info;
+	const struct sandbox_info *b = &row->info;
 	char agent[PATH_MAX];
 	int r = ctx_helper_path(ctx, "space-agent", agent, sizeof(agent));
 	if (r < 0)
@@ -249,7 +249,7 @@ static int jail_ops_attach_network(space_ctx *ctx, const struct sandbox_row *row
 	return net_sandbox_attach(ctx, row->info.id, pid, NULL, policy, t, NULL);
 }
 
-static void jail_ops_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len)
+static void jail_ops_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len)
 {
 	(void)ctx;
 	(void)b;

@@ -94,8 +94,8 @@ SPACE_API int space_sandbox_resume(space_sandbox *sb)
 
 int sandbox_usable(space_sandbox *sb)
 {
-	struct space_sandbox_info info;
-	int r = space_sandbox_get_info(sb, &info);
+	struct sandbox_info info;
+	int r = core_sandbox_get_info(sb, &info);
 	if (r < 0)
 		return r;
 	if (info.status == SPACE_SANDBOX_PAUSED)
@@ -109,7 +109,7 @@ int sandbox_usable(space_sandbox *sb)
 
 /* ---- rows ------------------------------------------------------------------------------------------ */
 
-static void cp_info(const struct store_checkpoint *c, struct space_checkpoint_info *ret)
+static void cp_info(const struct store_checkpoint *c, struct checkpoint_info *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	snprintf(ret->id, sizeof(ret->id), "%s", c->id);
@@ -121,10 +121,9 @@ static void cp_info(const struct store_checkpoint *c, struct space_checkpoint_in
 	ret->created_ms = c->created_ms;
 }
 
-SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct space_checkpoint_info **ret_list,
-				    size_t *ret_count)
+int core_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct checkpoint_info **ret_list,
+			 size_t *ret_count)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
 	struct store *s;
@@ -136,7 +135,7 @@ SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, stru
 	r = store_checkpoint_list(s, sandbox_id, &rows, &n);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	struct space_checkpoint_info *list = n ? calloc(n, sizeof(*list)) : NULL;
+	struct checkpoint_info *list = n ? calloc(n, sizeof(*list)) : NULL;
 	if (n && !list)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
@@ -146,9 +145,8 @@ SPACE_API int space_checkpoint_list(space_ctx *ctx, const char *sandbox_id, stru
 	return 0;
 }
 
-SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_checkpoint_info *ret_info)
+int core_checkpoint_get(space_ctx *ctx, const char *id, struct checkpoint_info *ret_info)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !id || !ret_info)
 		return -EINVAL;
 	struct store *s;
@@ -165,10 +163,9 @@ SPACE_API int space_checkpoint_get(space_ctx *ctx, const char *id, struct space_
 	return 0;
 }
 
-SPACE_API int space_checkpoint_find(space_ctx *ctx, const char *sandbox_id, const char *id_or_name,
-				    struct space_checkpoint_info *ret_info)
+int core_checkpoint_find(space_ctx *ctx, const char *sandbox_id, const char *id_or_name,
+			 struct checkpoint_info *ret_info)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !id_or_name || !*id_or_name || !ret_info)
 		return -EINVAL;
 	struct store *s;
@@ -210,7 +207,7 @@ SPACE_API int space_checkpoint_find(space_ctx *ctx, const char *sandbox_id, cons
 }
 
 /* Inserts (insert) or deletes the row of c, with its event, in one transaction. */
-static int cp_write(space_ctx *ctx, const struct space_checkpoint_info *c, bool insert)
+static int cp_write(space_ctx *ctx, const struct checkpoint_info *c, bool insert)
 {
 	struct store *s = ctx->store;
 	int r = store_begin(s);
@@ -313,7 +310,7 @@ static int snapshot_frozen_fs(space_ctx *ctx, const struct sandbox_row *row, int
  * we be killed meanwhile (util/freeze_guard.h says what a freeze left behind does).
  */
 static int checkpoint_disk(space_ctx *ctx, space_sandbox *sb, const struct backend_ops *ops,
-			   const struct sandbox_row *row, struct space_checkpoint_info *c, const char *partial)
+			   const struct sandbox_row *row, struct checkpoint_info *c, const char *partial)
 {
 	int r;
 	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
@@ -361,7 +358,7 @@ static int checkpoint_disk(space_ctx *ctx, space_sandbox *sb, const struct backe
  * again, resume. Whatever fails, the sandbox runs on as before (paused if it was).
  */
 static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row,
-			   struct space_checkpoint_info *c, const char *at)
+			   struct checkpoint_info *c, const char *at)
 {
 	snprintf(c->kind, sizeof(c->kind), "%s", ops->checkpoint_kind);
 	bool running = row->info.status == SPACE_SANDBOX_RUNNING;
@@ -410,7 +407,7 @@ static int checkpoint_full(space_ctx *ctx, const struct backend_ops *ops, const 
 
 static int checkpoint_name_check(space_ctx *ctx, const char *name)
 {
-	if (name && (!*name || strlen(name) >= sizeof(((struct space_checkpoint_info *)0)->name) ||
+	if (name && (!*name || strlen(name) >= sizeof(((struct checkpoint_info *)0)->name) ||
 		     !util_name_valid(name)))
 		return ctx_error_msg(ctx, -EINVAL, "invalid checkpoint name '%s'", name);
 	return 0;
@@ -437,7 +434,7 @@ int checkpoint_create_held(space_sandbox *sb, const char *name, char ret_id[SPAC
 	int r = checkpoint_name_check(ctx, name);
 	if (r < 0 || (r = ctx_pool(ctx, &root)) < 0)
 		return r;
-	struct space_checkpoint_info c = { .created_ms = 0 };
+	struct checkpoint_info c = { .created_ms = 0 };
 	r = core_new_id("cp-", c.id, sizeof(c.id));
 	if (r < 0)
 		return ctx_error(ctx, r, "random id");
@@ -488,7 +485,7 @@ done:
 	return r;
 }
 
-int checkpoint_remove_held(space_ctx *ctx, const struct space_checkpoint_info *c)
+int checkpoint_remove_held(space_ctx *ctx, const struct checkpoint_info *c)
 {
 	int r = store_btrfs_subvolume_delete(c->path);
 	if (r < 0)
@@ -499,12 +496,12 @@ int checkpoint_remove_held(space_ctx *ctx, const struct space_checkpoint_info *c
 SPACE_API int space_checkpoint_remove(space_ctx *ctx, const char *id)
 {
 	CTX_ENTER(ctx);
-	struct space_checkpoint_info c;
-	int lock, r = space_checkpoint_get(ctx, id, &c);
+	struct checkpoint_info c;
+	int lock, r = core_checkpoint_get(ctx, id, &c);
 	/* Under its sandbox's lock: not while a rollback or fork copies it. */
 	if (r < 0 || (r = core_sandbox_lock(ctx, c.sandbox_id, &lock)) < 0)
 		return r;
-	r = space_checkpoint_get(ctx, id, &c); /* still there */
+	r = core_checkpoint_get(ctx, id, &c); /* still there */
 	if (r == 0)
 		r = checkpoint_remove_held(ctx, &c);
 	cp_unlock(ctx, c.sandbox_id, lock);
@@ -516,9 +513,9 @@ int checkpoint_remove_all(space_ctx *ctx, const char *sandbox_id)
 	int lock, r = core_sandbox_lock(ctx, sandbox_id, &lock);
 	if (r < 0)
 		return r;
-	struct space_checkpoint_info *list = NULL;
+	struct checkpoint_info *list = NULL;
 	size_t n = 0;
-	r = space_checkpoint_list(ctx, sandbox_id, &list, &n);
+	r = core_checkpoint_list(ctx, sandbox_id, &list, &n);
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = checkpoint_remove_held(ctx, &list[i]);
 	free(list);
@@ -532,8 +529,8 @@ int checkpoint_remove_all(space_ctx *ctx, const char *sandbox_id)
 static int rollback_held(space_sandbox *sb, const char *checkpoint_id)
 {
 	space_ctx *ctx = sandbox_ctx(sb);
-	struct space_checkpoint_info c;
-	int r = space_checkpoint_find(ctx, space_sandbox_id(sb), checkpoint_id, &c);
+	struct checkpoint_info c;
+	int r = core_checkpoint_find(ctx, space_sandbox_id(sb), checkpoint_id, &c);
 	if (r < 0)
 		return r;
 	if (strcmp(c.sandbox_id, space_sandbox_id(sb)))
@@ -573,8 +570,8 @@ SPACE_API int space_sandbox_rollback(space_sandbox *sb, const char *checkpoint_i
 static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
 		     space_sandbox **ret_sandboxes)
 {
-	struct space_checkpoint_info c;
-	int r = space_checkpoint_get(ctx, checkpoint_id, &c);
+	struct checkpoint_info c;
+	int r = core_checkpoint_get(ctx, checkpoint_id, &c);
 	if (r < 0)
 		return r;
 	if (strcmp(c.kind, "disk") && strcmp(c.kind, "full"))
@@ -594,14 +591,14 @@ static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, 
 	if (sandbox_row_load(ctx, c.sandbox_id, &row) == 0) {
 		/* A fork goes on with its parent's task, within what is left of its lifetime. */
 		int64_t left = row.info.expires_ms ? row.info.expires_ms - util_wall_ms() : 0;
-		if (timeout_s == SPACE_FORK_INHERIT_TIMEOUT && row.info.expires_ms && left < 1000) {
+		if (timeout_s == 0 && row.info.expires_ms && left < 1000) {
 			sandbox_row_clear(&row);
 			return ctx_error_msg(ctx, -ETIME,
 					     "the lifetime of sandbox %s, which forks of %s inherit, has ended: give them "
 					     "one of their own (`space fork --timeout`)",
 					     c.sandbox_id, c.id);
 		}
-		if (timeout_s == SPACE_FORK_INHERIT_TIMEOUT)
+		if (timeout_s == 0)
 			o.timeout_s = (uint32_t)(left / 1000 < PROTO_MAX_LIFETIME ? left / 1000 : PROTO_MAX_LIFETIME);
 		snprintf(iso, sizeof(iso), "%s", row.info.isolation);
 		o.isolation = iso;
@@ -647,29 +644,21 @@ static int fork_held(space_ctx *ctx, const char *checkpoint_id, uint32_t count, 
 	return r;
 }
 
-SPACE_API int space_checkpoint_fork_v2(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
-				       space_sandbox **ret_sandboxes)
+int core_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count, uint32_t timeout_s,
+			 space_sandbox **ret_sandboxes)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !checkpoint_id || !ret_sandboxes)
 		return -EINVAL;
 	if (count < 1 || count > FORK_MAX)
 		return ctx_error_msg(ctx, -EINVAL, "fork count %u out of range (1..%d)", count, FORK_MAX);
-	if (timeout_s > PROTO_MAX_LIFETIME)
+	if (timeout_s > SPACE_TIMEOUT_MAX_S)
 		return ctx_error_msg(ctx, -EINVAL, "a lifetime of %u s is over the limit of %u s (366 days)", timeout_s,
-				     PROTO_MAX_LIFETIME);
-	struct space_checkpoint_info c;
-	int lock, r = space_checkpoint_get(ctx, checkpoint_id, &c);
+				     SPACE_TIMEOUT_MAX_S);
+	struct checkpoint_info c;
+	int lock, r = core_checkpoint_get(ctx, checkpoint_id, &c);
 	if (r < 0 || (r = core_sandbox_lock(ctx, c.sandbox_id, &lock)) < 0)
 		return r;
 	r = fork_held(ctx, checkpoint_id, count, timeout_s, ret_sandboxes);
 	cp_unlock(ctx, c.sandbox_id, lock);
 	return r;
-}
-
-SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id, uint32_t count,
-				    space_sandbox **ret_sandboxes)
-{
-	CTX_ENTER(ctx);
-	return space_checkpoint_fork_v2(ctx, checkpoint_id, count, SPACE_FORK_INHERIT_TIMEOUT, ret_sandboxes);
 }

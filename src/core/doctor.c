@@ -317,9 +317,9 @@ static void check_kernel(space_ctx *ctx, cJSON *checks)
 
 static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok)
 {
-	struct space_pool_info pi = { .version = 1 };
+	struct pool_info pi;
 	char buf[PATH_MAX + 128], fb[32];
-	int r = space_pool_info(ctx, &pi);
+	int r = core_pool_get_info(ctx, &pi);
 	if (r < 0) {
 		snprintf(buf, sizeof(buf), "%s", space_ctx_last_error(ctx));
 		add_check(checks, "pool", LVL_FAIL, buf,

@@ -105,7 +105,7 @@ SPACE_API int space_event_count(space_ctx *ctx, const struct space_event_query *
 	return 0;
 }
 
-SPACE_API int space_sandbox_status_get(space_ctx *ctx, const char *id, enum space_sandbox_status *ret_status)
+SPACE_API int space_sandbox_get_status(space_ctx *ctx, const char *id, enum space_sandbox_status *ret_status)
 {
 	CTX_ENTER(ctx);
 	if (!ctx)

@@ -225,7 +225,7 @@ SPACE_API int space_identity_map_allowed(space_ctx *ctx)
 	return r < 0 ? r : uids_identity_map_allowed(ctx);
 }
 
-SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)
+int core_pool_get_info(space_ctx *ctx, struct pool_info *ret)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !ret)
@@ -234,7 +234,7 @@ SPACE_API int space_pool_info(space_ctx *ctx, struct space_pool_info *ret)
 	int r = ctx_pool(ctx, &root);
 	if (r < 0)
 		return r;
-	struct space_pool_info info = { .version = SPACE_POOL_INFO_VERSION };
+	struct pool_info info = { .mounted = false };
 	snprintf(info.path, sizeof(info.path), "%s", root);
 	_cleanup_free_ char *image = NULL, *iso = NULL;
 	if (store_meta_get(ctx->store, "loop_image", &image) == 0)

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "space.h"
+#include "core/info.h"
 #include "store/db.h"
 
 struct space_ctx {
@@ -109,11 +110,11 @@ int core_sandbox_transition(space_ctx *ctx, const char *id, unsigned from, enum 
 int core_sandbox_lock(space_ctx *ctx, const char *id, int *ret_fd);
 struct store_sandbox;
 /* The public view of a row, as stored. */
-void core_sandbox_info(const struct store_sandbox *row, struct space_sandbox_info *ret);
+void core_sandbox_info(const struct store_sandbox *row, struct sandbox_info *ret);
 /* The public view of a row as a reap would leave it: a live status whose process is gone (judged only
  * from the pid namespace it was recorded in) reads failed, with the reason. Writes nothing; true when
  * it differs from the row. */
-bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struct space_sandbox_info *ret);
+bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struct sandbox_info *ret);
 /* Marks failed every user sandbox whose process is gone (compare-and-set from the status seen, so a
  * sandbox destroyed meanwhile stays destroyed). Returns how many, or -errno. space_sandbox_reap's half
  * for the dead; lifetimes are its other half. */

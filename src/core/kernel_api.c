@@ -110,8 +110,8 @@ SPACE_API int space_kernel_prepare(space_ctx *ctx, const char *template_name, st
 			return ctx_error(ctx, -ENAMETOOLONG, "template directory");
 		strcpy(path, template_name);
 	} else if (template_name) {
-		struct space_template_info t;
-		int r = space_template_get(ctx, template_name, &t);
+		struct template_info t;
+		int r = core_template_get(ctx, template_name, &t);
 		if (r < 0)
 			return r;
 		snprintf(path, sizeof(path), "%s", t.path);

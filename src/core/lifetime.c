@@ -56,8 +56,8 @@ SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from
 	int r = sandbox_usable(sb);
 	if (r < 0)
 		return r;
-	struct space_sandbox_info info;
-	r = space_sandbox_get_info(sb, &info);
+	struct sandbox_info info;
+	r = core_sandbox_get_info(sb, &info);
 	if (r < 0)
 		return r;
 	/* Past its deadline it is as good as gone (the next reap destroys it): no second life. */

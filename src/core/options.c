@@ -34,6 +34,8 @@ static const size_t exec_sizes[] = {
 	sizeof(struct space_exec_options),
 };
 static const size_t read_sizes[] = { sizeof(struct space_read_options) };
+static const size_t fork_sizes[] = { sizeof(struct space_checkpoint_fork_options) };
+static const size_t tsnap_sizes[] = { sizeof(struct space_template_snapshot_options) };
 
 _Static_assert(ARRAY_SIZE(ctx_sizes) == SPACE_CTX_OPTIONS_VERSION, "one size per version");
 _Static_assert(ARRAY_SIZE(init_sizes) == SPACE_INIT_OPTIONS_VERSION, "one size per version");
@@ -41,6 +43,8 @@ _Static_assert(ARRAY_SIZE(import_sizes) == SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION
 _Static_assert(ARRAY_SIZE(sandbox_sizes) == SPACE_SANDBOX_OPTIONS_VERSION, "one size per version");
 _Static_assert(ARRAY_SIZE(exec_sizes) == SPACE_EXEC_OPTIONS_VERSION, "one size per version");
 _Static_assert(ARRAY_SIZE(read_sizes) == SPACE_READ_OPTIONS_VERSION, "one size per version");
+_Static_assert(ARRAY_SIZE(fork_sizes) == SPACE_CHECKPOINT_FORK_OPTIONS_VERSION, "one size per version");
+_Static_assert(ARRAY_SIZE(tsnap_sizes) == SPACE_TEMPLATE_SNAPSHOT_OPTIONS_VERSION, "one size per version");
 
 /* Every options struct starts with its uint32_t version. */
 static int version_known(space_ctx *ctx, const char *what, uint32_t version, size_t nsizes)
@@ -116,6 +120,16 @@ SPACE_API int space_read_options_init(struct space_read_options *opts, uint32_t 
 	return opts_init(opts, version, read_sizes, ARRAY_SIZE(read_sizes));
 }
 
+SPACE_API int space_checkpoint_fork_options_init(struct space_checkpoint_fork_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, fork_sizes, ARRAY_SIZE(fork_sizes));
+}
+
+SPACE_API int space_template_snapshot_options_init(struct space_template_snapshot_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, tsnap_sizes, ARRAY_SIZE(tsnap_sizes));
+}
+
 int opts_ctx_load(const struct space_ctx_options *src, struct space_ctx_options *dst)
 {
 	return opts_copy(NULL, "space_ctx_options", dst, sizeof(*dst), src, ctx_sizes, ARRAY_SIZE(ctx_sizes));
@@ -166,4 +180,28 @@ int opts_exec_load(space_ctx *ctx, const struct space_exec_options *src, bool pr
 	if ((dst->flags & SPACE_EXEC_STDIN) && !process && dst->stdin_fd < 0)
 		return ctx_error_msg(ctx, -EINVAL, "space_exec_options: SPACE_EXEC_STDIN needs a stdin_fd");
 	return 0;
+}
+
+/* The calls whose positional arguments became options (ABI 1): the options read, the core call made. */
+
+SPACE_API int space_checkpoint_fork(space_ctx *ctx, const char *checkpoint_id,
+				    const struct space_checkpoint_fork_options *opts, space_sandbox **ret_sandboxes)
+{
+	CTX_ENTER(ctx);
+	struct space_checkpoint_fork_options o = SPACE_CHECKPOINT_FORK_OPTIONS_INIT;
+	int r = opts ? opts_copy(ctx, "space_checkpoint_fork_options", &o, sizeof(o), opts, fork_sizes,
+				 ARRAY_SIZE(fork_sizes))
+		     : 0;
+	return r < 0 ? r : core_checkpoint_fork(ctx, checkpoint_id, o.count ? o.count : 1, o.timeout_s, ret_sandboxes);
+}
+
+SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name,
+				      const struct space_template_snapshot_options *opts)
+{
+	CTX_ENTER(ctx);
+	struct space_template_snapshot_options o = SPACE_TEMPLATE_SNAPSHOT_OPTIONS_INIT;
+	int r = opts ? opts_copy(ctx, "space_template_snapshot_options", &o, sizeof(o), opts, tsnap_sizes,
+				 ARRAY_SIZE(tsnap_sizes))
+		     : 0;
+	return r < 0 ? r : core_template_snapshot(ctx, name, o.cpus, o.memory_mib);
 }

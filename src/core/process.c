@@ -249,7 +249,7 @@ SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t col
 	return agent_exec_resize(p->x, rows, cols);
 }
 
-SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret)
+int core_process_pump(space_process *p, struct space_exec_result *ret)
 {
 	CTX_ENTER(p ? p->ctx : NULL);
 	if (!p)
@@ -273,8 +273,7 @@ SPACE_API void space_process_free(space_process *p)
 	free(p);
 }
 
-SPACE_API int space_sandbox_exec(space_sandbox *sb, const struct space_exec_options *opts,
-				 struct space_exec_result *ret)
+int core_sandbox_exec(space_sandbox *sb, const struct space_exec_options *opts, struct space_exec_result *ret)
 {
 	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	_cleanup_free_ const char **env = NULL;
@@ -313,10 +312,11 @@ SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int 
 
 static void stat_out(const struct agent_stat *a, struct space_file_stat *s)
 {
+	s->size = sizeof(*s);
 	s->mode = a->mode;
 	s->uid = a->uid;
 	s->gid = a->gid;
-	s->size = a->size;
+	s->file_size = a->size;
 	s->mtime_ns = a->mtime_ns;
 }
 
@@ -331,8 +331,8 @@ static void read_progress(uint64_t done, uint64_t total, void *userdata)
 	p->fn("copy", done, total, p->userdata);
 }
 
-SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, int dst_fd,
-					 const struct space_read_options *opts, struct space_file_stat *ret_stat)
+int core_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd, const struct space_read_options *opts,
+			   struct space_file_stat *ret_stat)
 {
 	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path || dst_fd < 0)
@@ -360,10 +360,10 @@ SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, in
 SPACE_API int space_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd)
 {
 	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
-	return space_sandbox_read_file_v2(sb, path, dst_fd, NULL, NULL);
+	return core_sandbox_read_file(sb, path, dst_fd, NULL, NULL);
 }
 
-SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret)
+int core_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret)
 {
 	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path || !ret)
@@ -429,4 +429,9 @@ SPACE_API int space_sandbox_rename(space_sandbox *sb, const char *from, const ch
 	struct agent_error err = { 0 };
 	int r = agent_rename(sandbox_addr(sb), from, to, &err);
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "rename", from) : 0;
+}
+
+space_ctx *process_ctx(const space_process *p)
+{
+	return p->ctx;
 }

@@ -28,7 +28,7 @@
 #include "util/loop.h"
 #include "util/util.h"
 
-void sandbox_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len)
+void sandbox_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len)
 {
 	const struct backend_ops *ops = backend_for_info(b);
 	if (!ops) {
@@ -260,7 +260,7 @@ SPACE_API int space_sandbox_open(space_ctx *ctx, const char *id, space_sandbox *
 	return r;
 }
 
-SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info *ret)
+int core_sandbox_get_info(space_sandbox *sb, struct sandbox_info *ret)
 {
 	CTX_ENTER(sb ? sb->ctx : NULL);
 	if (!sb || !ret)
@@ -276,7 +276,7 @@ SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_inf
 	if (r < 0)
 		return ctx_error(sb->ctx, r, "store: %s", store_errmsg(s));
 	/* Read-only: a sandbox whose process died reads failed, as the next reap will record it. */
-	struct space_sandbox_info info;
+	struct sandbox_info info;
 	(void)core_sandbox_observe(sb->ctx, &row, &info);
 	store_sandbox_clear(&row);
 	*ret = info;

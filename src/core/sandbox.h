@@ -9,7 +9,7 @@
 #include "core/internal.h"
 
 struct sandbox_row {
-	struct space_sandbox_info info;
+	struct sandbox_info info;
 	uint64_t pid_start;          /* start time of info.pid, against pid reuse */
 	uint32_t uid_base;           /* jail: host uid of root inside (0: the identity map); its own column */
 	uint32_t host_uid;           /* the machine-wide uid slot it holds (core/uids.h); 0 = none */
@@ -45,7 +45,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 
 /* Why a sandbox whose process is gone ended, for its failure reason (its back-end's death_reason; vm:
  * from space-vmm's status file). */
-void sandbox_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len);
+void sandbox_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len);
 
 /* 0 if the sandbox runs; -EBUSY (paused) or -ESRCH with a message otherwise. */
 int sandbox_usable(space_sandbox *sb);

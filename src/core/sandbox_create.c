@@ -53,7 +53,7 @@ static char *make_metadata(const struct space_sandbox_options *o)
 static int insert_row(space_ctx *ctx, const struct sandbox_row *row, const char *metadata)
 {
 	struct store *s = ctx->store;
-	const struct space_sandbox_info *b = &row->info;
+	const struct sandbox_info *b = &row->info;
 	struct store_sandbox sr = {
 		/* Until the sandbox has its own process, the creator's identifies a live creation. */
 		.proc = { .pid = b->pid, .start_time = row->pid_start, .pidns = util_pidns_self() },
@@ -165,7 +165,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 			 const char *disk_src, const struct backend_ops *ops, struct sandbox_row *rowp, space_sandbox **ret)
 {
 	struct sandbox_row row = *rowp;
-	struct space_sandbox_info *b = &row.info;
+	struct sandbox_info *b = &row.info;
 	int r;
 	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
 	snprintf(b->isolation, sizeof(b->isolation), "%s", ops->name);
@@ -293,9 +293,9 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 	if (r < 0)
 		return r;
 	const char *tname = o->template_name ? o->template_name : "base";
-	struct space_template_info t;
+	struct template_info t;
 	if (!disk_src) {
-		r = space_template_get(ctx, tname, &t);
+		r = core_template_get(ctx, tname, &t);
 		if (r < 0)
 			return r;
 		disk_src = t.path;

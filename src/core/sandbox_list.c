@@ -81,7 +81,7 @@ int core_sandbox_lock(space_ctx *ctx, const char *id, int *ret_fd)
 	return 0;
 }
 
-void core_sandbox_info(const struct store_sandbox *row, struct space_sandbox_info *b)
+void core_sandbox_info(const struct store_sandbox *row, struct sandbox_info *b)
 {
 	memset(b, 0, sizeof(*b));
 	snprintf(b->id, sizeof(b->id), "%s", row->id);
@@ -98,7 +98,7 @@ void core_sandbox_info(const struct store_sandbox *row, struct space_sandbox_inf
 	snprintf(b->path, sizeof(b->path), "%s", row->path);
 }
 
-bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struct space_sandbox_info *b)
+bool core_sandbox_observe(space_ctx *ctx, const struct store_sandbox *row, struct sandbox_info *b)
 {
 	core_sandbox_info(row, b);
 	if (row->status != STORE_RUNNING && row->status != STORE_PAUSED && row->status != STORE_CREATING)
@@ -135,7 +135,7 @@ int core_sandbox_reap_dead(space_ctx *ctx)
 	if (r < 0)
 		return r;
 	int done = 0;
-	struct space_sandbox_info *b = malloc(sizeof(*b));
+	struct sandbox_info *b = malloc(sizeof(*b));
 	for (size_t i = 0; b && i < n; i++) {
 		if (!core_sandbox_observe(ctx, &rows[i], b))
 			continue;
@@ -158,9 +158,8 @@ int core_sandbox_reap_dead(space_ctx *ctx)
 	return done;
 }
 
-SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret_list, size_t *ret_count)
+int core_sandbox_list(space_ctx *ctx, struct sandbox_info **ret_list, size_t *ret_count)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
 	/* Read-only: what a reap (space_sandbox_reap) would make of each row is shown, nothing is written. */
@@ -169,7 +168,7 @@ SPACE_API int space_sandbox_list(space_ctx *ctx, struct space_sandbox_info **ret
 	int r = live_rows(ctx, &rows, &n);
 	if (r < 0)
 		return r;
-	struct space_sandbox_info *list = n ? calloc(n, sizeof(*list)) : NULL;
+	struct sandbox_info *list = n ? calloc(n, sizeof(*list)) : NULL;
 	if (n && !list) {
 		store_sandbox_list_free(rows, n);
 		return -ENOMEM;

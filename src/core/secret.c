@@ -59,7 +59,7 @@ SPACE_API int space_secret_set(space_ctx *ctx, const char *name, const void *val
 	return 0;
 }
 
-SPACE_API int space_secret_list(space_ctx *ctx, struct space_secret_info **ret_list, size_t *ret_count)
+int core_secret_list(space_ctx *ctx, struct net_secret_info **ret_list, size_t *ret_count)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)

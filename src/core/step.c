@@ -18,9 +18,9 @@ static bool step_failed(const struct space_exec_result *res)
 static int latest_checkpoint(space_sandbox *sb, char id[SPACE_CHECKPOINT_ID_MAX])
 {
 	space_ctx *ctx = sandbox_ctx(sb);
-	_cleanup_free_ struct space_checkpoint_info *list = NULL;
+	_cleanup_free_ struct checkpoint_info *list = NULL;
 	size_t n = 0;
-	int r = space_checkpoint_list(ctx, space_sandbox_id(sb), &list, &n);
+	int r = core_checkpoint_list(ctx, space_sandbox_id(sb), &list, &n);
 	if (r < 0)
 		return r;
 	if (n == 0)
@@ -33,9 +33,8 @@ static int latest_checkpoint(space_sandbox *sb, char id[SPACE_CHECKPOINT_ID_MAX]
 	return 0;
 }
 
-SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec_options *opts, unsigned flags,
-				      struct space_exec_result *ret_result,
-				      char ret_rolled_back[SPACE_CHECKPOINT_ID_MAX])
+int core_sandbox_exec_step(space_sandbox *sb, const struct space_exec_options *opts, unsigned flags,
+			   struct space_exec_result *ret_result, char ret_rolled_back[SPACE_CHECKPOINT_ID_MAX])
 {
 	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !opts || !ret_result || (flags & ~SPACE_STEP_CHECKPOINT_FIRST))
@@ -49,7 +48,7 @@ SPACE_API int space_sandbox_exec_step(space_sandbox *sb, const struct space_exec
 			return r;
 	}
 	struct space_exec_result res;
-	r = space_sandbox_exec(sb, opts, &res);
+	r = core_sandbox_exec(sb, opts, &res);
 	if (r < 0)
 		return r;
 	if (step_failed(&res)) {

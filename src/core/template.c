@@ -470,7 +470,7 @@ fail:
 	return r;
 }
 
-static void template_info(const struct store_template *t, struct space_template_info *ret)
+static void template_info(const struct store_template *t, struct template_info *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	snprintf(ret->name, sizeof(ret->name), "%s", t->name);
@@ -483,9 +483,8 @@ static void template_info(const struct store_template *t, struct space_template_
 	ret->checkpoints = t->checkpoints;
 }
 
-SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **ret_list, size_t *ret_count)
+int core_template_list(space_ctx *ctx, struct template_info **ret_list, size_t *ret_count)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !ret_list || !ret_count)
 		return -EINVAL;
 	/* A store whose pool is mounted: paths in answers must exist. */
@@ -498,7 +497,7 @@ SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **r
 	r = store_template_list(ctx->store, &rows, &n);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store));
-	struct space_template_info *list = n ? calloc(n, sizeof(*list)) : NULL;
+	struct template_info *list = n ? calloc(n, sizeof(*list)) : NULL;
 	if (n && !list) {
 		free(rows);
 		return -ENOMEM;
@@ -511,9 +510,8 @@ SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info **r
 	return 0;
 }
 
-SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_template_info *ret)
+int core_template_get(space_ctx *ctx, const char *name, struct template_info *ret)
 {
-	CTX_ENTER(ctx);
 	if (!ctx || !name || !ret)
 		return -EINVAL;
 	const char *root;
@@ -538,10 +536,10 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
  * unknown), so a refusal says which. Names are the API caller's text: shown on one line, escaped, cut. */
 static void template_checkpoints_of(space_ctx *ctx, const char *name, char *buf, size_t len)
 {
-	_cleanup_free_ struct space_checkpoint_info *list = NULL;
+	_cleanup_free_ struct checkpoint_info *list = NULL;
 	size_t n = 0, used = 0, shown = 0;
 	buf[0] = 0;
-	if (space_checkpoint_list(ctx, NULL, &list, &n) < 0)
+	if (core_checkpoint_list(ctx, NULL, &list, &n) < 0)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(list[i].template_name, name))
@@ -562,8 +560,8 @@ static void template_checkpoints_of(space_ctx *ctx, const char *name, char *buf,
 SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force)
 {
 	CTX_ENTER(ctx);
-	struct space_template_info t;
-	int r = space_template_get(ctx, name, &t);
+	struct template_info t;
+	int r = core_template_get(ctx, name, &t);
 	if (r < 0)
 		return r;
 	if (!force && (t.sandboxes || t.checkpoints)) {

@@ -21,13 +21,13 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
-SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct space_template_warm_info *ret)
+int core_template_get_warm_info(space_ctx *ctx, const char *name, struct space_template_warm_info *ret)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !name || !ret)
 		return -EINVAL;
-	struct space_template_info t;
-	int r = space_template_get(ctx, name, &t);
+	struct template_info t;
+	int r = core_template_get(ctx, name, &t);
 	if (r < 0)
 		return r;
 	struct space_template_warm_info w = { 0 };
@@ -40,8 +40,8 @@ SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct s
 		w.has_snapshot = true;
 		w.snapshot_created_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
 	}
-	w.pool_size = warm_pool_size(ctx, name);
-	w.pooled = warm_pool_count(ctx, name);
+	w.warm_pool_size = warm_pool_size(ctx, name);
+	w.warm_pool_ready = warm_pool_count(ctx, name);
 	*ret = w;
 	return 0;
 }
@@ -50,9 +50,9 @@ SPACE_API int space_template_warm_get(space_ctx *ctx, const char *name, struct s
  * The template, refused while user sandboxes or checkpoints depend on it; its pooled sandboxes are drained.
  * Returns the warm pool lock (no filler runs until the caller closes it) or -errno.
  */
-static int template_unused(space_ctx *ctx, const char *name, const char *what, struct space_template_info *t)
+static int template_unused(space_ctx *ctx, const char *name, const char *what, struct template_info *t)
 {
-	int r = space_template_get(ctx, name, t);
+	int r = core_template_get(ctx, name, t);
 	if (r < 0)
 		return r;
 	_cleanup_close_ int lock = warm_pool_lock(ctx);
@@ -84,7 +84,7 @@ static int drop_state_files(const char *dir)
  * it with the template's subvolume in one rename; the old subvolume is deleted.
  * Until the exchange the template is untouched; after it, only a leftover in .tmp can remain.
  */
-static int template_swap(space_ctx *ctx, const struct space_template_info *t, const char *src, bool drop,
+static int template_swap(space_ctx *ctx, const struct template_info *t, const char *src, bool drop,
 			 const char *event)
 {
 	const char *root;
@@ -144,7 +144,7 @@ static void cleanup_keep_error(space_ctx *ctx, space_sandbox *sb, const char *cp
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 }
 
-SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t cpus, uint32_t memory_mib)
+int core_template_snapshot(space_ctx *ctx, const char *name, uint32_t cpus, uint32_t memory_mib)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !name)
@@ -154,9 +154,9 @@ SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t
 	int r = vm->available(ctx);
 	if (r < 0)
 		return ctx_error_msg(ctx, r, "template snapshots need vm isolation: %s", ctx->last_error);
-	struct space_template_info t;
+	struct template_info t;
 	struct space_template_warm_info w;
-	r = space_template_warm_get(ctx, name, &w);
+	r = core_template_get_warm_info(ctx, name, &w);
 	if (r < 0)
 		return r;
 	if (w.has_snapshot)
@@ -180,10 +180,10 @@ SPACE_API int space_template_snapshot(space_ctx *ctx, const char *name, uint32_t
 	if (r < 0)
 		return r;
 	uint64_t t1 = util_now_ns();
-	struct space_checkpoint_info c;
+	struct checkpoint_info c;
 	r = space_checkpoint_create(sb, "template-snapshot", cp_id);
 	if (r == 0)
-		r = space_checkpoint_get(ctx, cp_id, &c);
+		r = core_checkpoint_get(ctx, cp_id, &c);
 	if (r == 0)
 		r = template_swap(ctx, &t, c.path, false, "template.snapshot");
 	cleanup_keep_error(ctx, sb, cp_id);
@@ -198,9 +198,9 @@ SPACE_API int space_template_snapshot_drop(space_ctx *ctx, const char *name)
 	CTX_ENTER(ctx);
 	if (!ctx || !name)
 		return -EINVAL;
-	struct space_template_info t;
+	struct template_info t;
 	struct space_template_warm_info w;
-	int r = space_template_warm_get(ctx, name, &w);
+	int r = core_template_get_warm_info(ctx, name, &w);
 	if (r < 0)
 		return r;
 	if (!w.has_snapshot)

@@ -656,7 +656,7 @@ static int vm_ops_attach_network(space_ctx *ctx, const struct sandbox_row *row, 
 	return net_sandbox_attach(ctx, row->info.id, pid, NETCFG_VM_TAP, policy, t, agent);
 }
 
-static void vm_ops_death_reason(space_ctx *ctx, const struct space_sandbox_info *b, char *buf, size_t len)
+static void vm_ops_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len)
 {
 	char rd[PATH_MAX];
 	snprintf(rd, sizeof(rd), "%s/run/%s", ctx->state_dir, b->id);

@@ -175,15 +175,15 @@ int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_
 
 /* ---- sizing and filling ---------------------------------------------------------------------------- */
 
-SPACE_API int space_template_set_pool(space_ctx *ctx, const char *template_name, uint32_t pool_size)
+SPACE_API int space_template_set_warm_pool(space_ctx *ctx, const char *template_name, uint32_t pool_size)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !template_name)
 		return -EINVAL;
 	if (pool_size > POOL_SIZE_MAX)
 		return ctx_error_msg(ctx, -EINVAL, "pool size %u is above the limit of %u", pool_size, POOL_SIZE_MAX);
-	struct space_template_info t;
-	int r = space_template_get(ctx, template_name, &t);
+	struct template_info t;
+	int r = core_template_get(ctx, template_name, &t);
 	if (r < 0)
 		return r;
 	struct store *s = ctx->store;
@@ -289,7 +289,7 @@ int warm_pool_lock(space_ctx *ctx)
 	return fd;
 }
 
-SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name)
+SPACE_API int space_warm_pool_fill(space_ctx *ctx, const char *template_name)
 {
 	CTX_ENTER(ctx);
 	if (!ctx)
@@ -299,8 +299,8 @@ SPACE_API int space_pool_fill(space_ctx *ctx, const char *template_name)
 	if (r < 0)
 		return r;
 	if (template_name) {
-		struct space_template_info t;
-		if ((r = space_template_get(ctx, template_name, &t)) < 0)
+		struct template_info t;
+		if ((r = core_template_get(ctx, template_name, &t)) < 0)
 			return r;
 	}
 	_cleanup_close_ int lock = warm_pool_lock(ctx);

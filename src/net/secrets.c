@@ -140,13 +140,13 @@ int net_secret_remove(const char *dir, const char *name)
 
 static int info_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct space_secret_info *)a)->name, ((const struct space_secret_info *)b)->name);
+	return strcmp(((const struct net_secret_info *)a)->name, ((const struct net_secret_info *)b)->name);
 }
 
-int net_secret_list(const char *dir, struct space_secret_info **ret, size_t *ret_count)
+int net_secret_list(const char *dir, struct net_secret_info **ret, size_t *ret_count)
 {
 	size_t n = 0, cap = 0;
-	_cleanup_free_ struct space_secret_info *list = NULL;
+	_cleanup_free_ struct net_secret_info *list = NULL;
 	int dfd = dir_open(dir, false);
 	if (dfd == -ENOENT) /* nothing registered yet */
 		goto done;
@@ -167,7 +167,7 @@ int net_secret_list(const char *dir, struct space_secret_info **ret, size_t *ret
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 16;
-			struct space_secret_info *nl = reallocarray(list, cap, sizeof(*list));
+			struct net_secret_info *nl = reallocarray(list, cap, sizeof(*list));
 			if (!nl) {
 				r = -ENOMEM;
 				break;

@@ -22,6 +22,12 @@ int net_secret_write(const char *dir, const char *name, const void *value, size_
 /* Removes secret name. */
 int net_secret_remove(const char *dir, const char *name);
 
+/* A registered secret as net_secret_list reports it (core/api_out.c makes the public object of it). */
+struct net_secret_info {
+	char name[64];
+	int64_t created_ms;
+};
+
 /* The secrets in dir, by name (none when dir does not exist): names and times, never values.
  * *ret is one allocation (free()). */
-int net_secret_list(const char *dir, struct space_secret_info **ret, size_t *ret_count);
+int net_secret_list(const char *dir, struct net_secret_info **ret, size_t *ret_count);

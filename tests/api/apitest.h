@@ -150,7 +150,7 @@ static inline int api_sh(space_sandbox *sb, const char *script, struct api_captu
 	eo.userdata = out;
 	out->len = 0;
 	out->out[0] = '\0';
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	int r = space_sandbox_exec(sb, &eo, &res);
 	if (r == 0 && ret_exit)
 		*ret_exit = res.exited ? res.exit_code : 128 + res.signal;

@@ -105,8 +105,8 @@ static void test_sandbox_options(space_ctx *ctx)
 	static const char *const bad_cidr[] = { "not-a-cidr", NULL };
 	full.network_allow_resolve = bad_cidr;
 	space_sandbox *sb;
-	struct space_sandbox_info info;
-	struct space_snapshot_policy pol;
+	struct space_sandbox_info *info = NULL;
+	struct space_snapshot_policy pol = SPACE_SNAPSHOT_POLICY_INIT;
 
 	/* Version 1: template, isolation, cpus, memory, timeout, hostname, env. */
 	size_t v1 = offsetof(struct space_sandbox_options, network_policy);
@@ -114,8 +114,9 @@ static void test_sandbox_options(space_ctx *ctx)
 	o->version = 1;
 	CHECK(create_in_child(ctx, o, &sb) == 0);
 	if (sb) {
-		CHECK(space_sandbox_get_info(sb, &info) == 0 && info.cpus == 2 && info.memory_mib == 256 &&
-		      info.expires_ms > info.created_ms && !strcmp(info.isolation, "jail"));
+		CHECK(space_sandbox_get_info(sb, &info) == 0 && info->cpus == 2 && info->memory_mib == 256 &&
+		      info->expires_ms > info->created_ms && !strcmp(info->isolation, "jail"));
+		space_sandbox_info_free(info);
 		check_sh(sb, "hostname; echo $API_V", "api-v1\nold\n");
 		CHECK(space_sandbox_get_snapshot_policy(ctx, space_sandbox_id(sb), &pol) == 0 && pol.every_s == 0);
 		destroy(sb);
@@ -233,8 +234,9 @@ static void test_other_options(space_ctx *ctx)
 	CHECK(rootfs && *rootfs);
 	if (rootfs) {
 		CHECK_RC(space_template_import(ctx, t), 0);
-		struct space_template_info ti;
-		CHECK(space_template_get(ctx, "api-old-import", &ti) == 0 && !ti.has_kernel);
+		struct space_template_info *ti = NULL;
+		CHECK(space_template_get(ctx, "api-old-import", &ti) == 0 && !ti->has_kernel);
+		space_template_info_free(ti);
 		CHECK(space_template_remove(ctx, "api-old-import", false) == 0);
 	}
 	api_old_struct_free(t, t1);
@@ -267,7 +269,7 @@ static void test_exec_options(space_ctx *ctx)
 	eo.output = api_capture_output;
 	eo.userdata = &cap;
 	struct space_exec_options *e = OLD_COPY(&eo, sizeof(eo));
-	struct space_exec_result res;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
 	CHECK(space_sandbox_exec(sb, e, &res) == 0 && res.exited && !strcmp(cap.out, "out\n"));
 	space_process *p = NULL;
 	e->version = 0;
@@ -340,8 +342,8 @@ static void test_exec_options(space_ctx *ctx)
 	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	CHECK(space_sandbox_read_file_v2(sb, "/etc/passwd", devnull, rp, NULL) == -EFBIG);
 	rp->max_bytes = 0;
-	struct space_file_stat st;
-	CHECK(space_sandbox_read_file_v2(sb, "/etc/passwd", devnull, rp, &st) == 0 && st.size > 4);
+	struct space_file_stat st = SPACE_FILE_STAT_INIT;
+	CHECK(space_sandbox_read_file_v2(sb, "/etc/passwd", devnull, rp, &st) == 0 && st.file_size > 4);
 	rp->version = 0;
 	CHECK(space_sandbox_read_file_v2(sb, "/etc/passwd", devnull, rp, NULL) == -EINVAL);
 	rp->version = SPACE_READ_OPTIONS_VERSION + 1;

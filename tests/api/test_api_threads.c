@@ -77,11 +77,11 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
-static bool has_dup(const struct space_sandbox_info *l, size_t n)
+static bool has_dup(struct space_sandbox_info *const *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++)
-			if (!strcmp(l[i].id, l[j].id))
+			if (!strcmp(l[i]->id, l[j]->id))
 				return true;
 	return false;
 }
@@ -91,7 +91,7 @@ static void *lister_main(void *arg)
 	(void)arg;
 	space_ctx *ctx = api_ctx(NULL);
 	while (!atomic_load(&done)) {
-		struct space_sandbox_info *l = NULL;
+		struct space_sandbox_info **l = NULL;
 		size_t n = 0;
 		if (space_sandbox_list(ctx, &l, &n) < 0) {
 			atomic_fetch_add(&listing_errors, 1);
@@ -101,7 +101,7 @@ static void *lister_main(void *arg)
 		} else if (has_dup(l, n)) {
 			atomic_fetch_add(&listing_dups, 1);
 		}
-		free(l);
+		space_sandbox_info_list_free(l);
 		atomic_fetch_add(&listings, 1);
 		usleep(20000);
 	}
@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 
 	/* The listing is exactly the kept ones, each running. */
 	space_ctx *ctx = api_ctx(NULL);
-	struct space_sandbox_info *l = NULL;
+	struct space_sandbox_info **l = NULL;
 	size_t n = 0;
 	CHECK(space_sandbox_list(ctx, &l, &n) == 0);
 	CHECK(!has_dup(l, n));
@@ -202,8 +202,8 @@ int main(int argc, char **argv)
 		for (int k = 0; k < w[i].ncreated; k++) {
 			const struct space_sandbox_info *found = NULL;
 			for (size_t j = 0; j < n; j++)
-				if (!strcmp(l[j].id, w[i].created[k]))
-					found = &l[j];
+				if (!strcmp(l[j]->id, w[i].created[k]))
+					found = l[j];
 			if (w[i].kept[k] && (!found || found->status != SPACE_SANDBOX_RUNNING)) {
 				printf("LOST: %s (kept by thread %d) is %s\n", w[i].created[k], i,
 				       found ? space_sandbox_status_name(found->status) : "missing");
@@ -217,7 +217,7 @@ int main(int argc, char **argv)
 				PENDING(false, "a destroyed sandbox stays destroyed while another thread lists");
 			}
 		}
-	free(l);
+	space_sandbox_info_list_free(l);
 
 	/* Each thread's kept sandboxes answer and are destroyed, the threads in parallel. */
 	static struct destroyer d[MAX_THREADS];
@@ -238,14 +238,14 @@ int main(int argc, char **argv)
 	CHECK(space_sandbox_list(ctx, &l, &n) == 0);
 	PENDING(n == 0, "no sandbox left after every thread destroyed its own");
 	for (size_t j = 0; l && j < n; j++) {
-		printf("left: %s %s (%s); removing it\n", l[j].id, space_sandbox_status_name(l[j].status), l[j].reason);
-		CHECK(space_sandbox_remove(ctx, l[j].id) == 0);
+		printf("left: %s %s (%s); removing it\n", l[j]->id, space_sandbox_status_name(l[j]->status), l[j]->reason);
+		CHECK(space_sandbox_remove(ctx, l[j]->id) == 0);
 	}
-	free(l);
+	space_sandbox_info_list_free(l);
 	l = NULL;
 	n = 99;
 	CHECK(space_sandbox_list(ctx, &l, &n) == 0 && n == 0);
-	free(l);
+	space_sandbox_info_list_free(l);
 	space_ctx_free(ctx);
 	return api_summary("api-threads");
 }

@@ -78,7 +78,7 @@ static void run_op(const char *op, int step)
 		setup_checkpoint(ctx, sb, cp);
 		setenv("SPACE_TEST_FAULT", spec, 1);
 		journal("fork begin %s", cp);
-		if ((r = space_checkpoint_fork(ctx, cp, 1, forked)) == 0)
+		if ((r = space_checkpoint_fork(ctx, cp, NULL, forked)) == 0) /* NULL: one sandbox */
 			journal("fork end %s rc=0 %s", cp, space_sandbox_id(forked[0]));
 	} else if (!strcmp(op, "checkpoint")) {
 		sb = setup_sandbox(ctx);

@@ -253,23 +253,27 @@ int main(void)
 	}
 	read_journal(journal);
 	space_ctx *ctx = api_ctx(NULL);
-	struct space_pool_info pi = { .version = SPACE_POOL_INFO_VERSION };
-	CHECK(space_pool_info(ctx, &pi) == 0);
+	struct space_pool_info *pi = NULL;
+	CHECK(space_pool_get_info(ctx, &pi) == 0);
+	char pool[4096] = "";
+	if (pi)
+		snprintf(pool, sizeof(pool), "%s", pi->path);
+	space_pool_info_free(pi);
 
 	/* The explicit reap a user (or space serve) runs after a crash. */
 	int reaped = space_sandbox_reap(ctx);
 	CHECK(reaped >= 0);
-	struct space_sandbox_info *l = NULL;
+	struct space_sandbox_info **l = NULL;
 	size_t n = 0;
 	CHECK(space_sandbox_list(ctx, &l, &n) == 0);
 	int running = 0, failed = 0, other = 0;
 	for (size_t i = 0; i < n; i++) {
-		const struct space_sandbox_info *s = &l[i];
+		const struct space_sandbox_info *s = l[i];
 		id_index(s->id);
 		printf("killpoints-check: row %s %s pid %d%s%s\n", s->id, space_sandbox_status_name(s->status), s->pid,
 		       s->reason[0] ? ": " : "", s->reason);
 		for (size_t j = i + 1; j < n; j++)
-			if (!strcmp(s->id, l[j].id)) {
+			if (!strcmp(s->id, l[j]->id)) {
 				printf("INVARIANT doubled: %s is listed twice\n", s->id);
 				CHECK(!"doubled");
 			}
@@ -300,7 +304,7 @@ int main(void)
 			continue;
 		bool listed = false;
 		for (size_t j = 0; j < n; j++)
-			listed |= !strcmp(l[j].id, ids[i]);
+			listed |= !strcmp(l[j]->id, ids[i]);
 		if (!listed) {
 			printf("INVARIANT lost: %s was created (confirmed) and never destroyed, but is not listed\n", ids[i]);
 			CHECK(!"lost");
@@ -310,7 +314,7 @@ int main(void)
 	for (int i = 0; i < nids; i++) {
 		bool listed = false;
 		for (size_t j = 0; j < n; j++)
-			listed |= !strcmp(l[j].id, ids[i]);
+			listed |= !strcmp(l[j]->id, ids[i]);
 		char pattern[64];
 		snprintf(pattern, sizeof(pattern), "--hostname %s", ids[i]);
 		if (!listed && process_with(pattern)) {
@@ -325,41 +329,41 @@ int main(void)
 
 	/* Everything goes, as `space rm` of each would do; then nothing may be left. */
 	for (size_t i = 0; i < n; i++) {
-		int r = space_sandbox_remove(ctx, l[i].id);
+		int r = space_sandbox_remove(ctx, l[i]->id);
 		char pattern[64];
-		snprintf(pattern, sizeof(pattern), "--hostname %s", l[i].id);
+		snprintf(pattern, sizeof(pattern), "--hostname %s", l[i]->id);
 		if (r == 0 && process_with(pattern)) {
-			printf("INVARIANT removable: space_sandbox_remove %s returned 0 but its agent still runs\n", l[i].id);
+			printf("INVARIANT removable: space_sandbox_remove %s returned 0 but its agent still runs\n", l[i]->id);
 			CHECK(!"removed means gone");
 		}
 		if (r < 0) {
-			printf("INVARIANT removable: space_sandbox_remove %s: %s: %s\n", l[i].id, space_strerror(r),
+			printf("INVARIANT removable: space_sandbox_remove %s: %s: %s\n", l[i]->id, space_strerror(r),
 			       space_ctx_last_error(ctx));
 			CHECK(!"removable");
 		}
 	}
-	free(l);
-	struct space_checkpoint_info *cl = NULL;
+	space_sandbox_info_list_free(l);
+	struct space_checkpoint_info **cl = NULL;
 	size_t ncp = 0;
 	CHECK(space_checkpoint_list(ctx, NULL, &cl, &ncp) == 0);
 	for (size_t i = 0; i < ncp; i++) {
-		int r = space_checkpoint_remove(ctx, cl[i].id);
+		int r = space_checkpoint_remove(ctx, cl[i]->id);
 		if (r < 0) {
-			printf("INVARIANT removable: checkpoint %s: %s\n", cl[i].id, space_ctx_last_error(ctx));
+			printf("INVARIANT removable: checkpoint %s: %s\n", cl[i]->id, space_ctx_last_error(ctx));
 			CHECK(!"checkpoint removable");
 		}
 	}
-	free(cl);
+	space_checkpoint_info_list_free(cl);
 	l = NULL;
 	n = 0;
 	CHECK(space_sandbox_list(ctx, &l, &n) == 0);
 	for (size_t i = 0; i < n; i++) {
-		printf("INVARIANT removable: %s still listed (%s) after its removal\n", l[i].id,
-		       space_sandbox_status_name(l[i].status));
+		printf("INVARIANT removable: %s still listed (%s) after its removal\n", l[i]->id,
+		       space_sandbox_status_name(l[i]->status));
 		CHECK(!"listing empty");
 	}
-	free(l);
-	check_host(state, pi.path);
+	space_sandbox_info_list_free(l);
+	check_host(state, pool);
 	space_ctx_free(ctx);
 	return check_summary("killpoints-check");
 }

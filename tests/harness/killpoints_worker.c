@@ -98,16 +98,16 @@ static void op_checkpoint(space_ctx *ctx, const char *id)
 
 static void op_rollback(space_ctx *ctx, const char *id)
 {
-	struct space_checkpoint_info *cl = NULL;
+	struct space_checkpoint_info **cl = NULL;
 	size_t n = 0;
 	if (space_checkpoint_list(ctx, id, &cl, &n) < 0 || n == 0) {
-		free(cl);
+		space_checkpoint_info_list_free(cl);
 		op_exec(ctx, id);
 		return;
 	}
 	char cp[SPACE_CHECKPOINT_ID_MAX];
-	snprintf(cp, sizeof(cp), "%s", cl[rnd() % n].id);
-	free(cl);
+	snprintf(cp, sizeof(cp), "%s", cl[rnd() % n]->id);
+	space_checkpoint_info_list_free(cl);
 	space_sandbox *sb = NULL;
 	journal("rollback begin %s %s", id, cp);
 	int r = space_sandbox_open(ctx, id, &sb);
@@ -120,19 +120,19 @@ static void op_rollback(space_ctx *ctx, const char *id)
 
 static void op_fork(space_ctx *ctx)
 {
-	struct space_checkpoint_info *cl = NULL;
+	struct space_checkpoint_info **cl = NULL;
 	size_t n = 0;
 	if (space_checkpoint_list(ctx, NULL, &cl, &n) < 0 || n == 0) {
-		free(cl);
+		space_checkpoint_info_list_free(cl);
 		op_create(ctx);
 		return;
 	}
 	char cp[SPACE_CHECKPOINT_ID_MAX];
-	snprintf(cp, sizeof(cp), "%s", cl[rnd() % n].id);
-	free(cl);
+	snprintf(cp, sizeof(cp), "%s", cl[rnd() % n]->id);
+	space_checkpoint_info_list_free(cl);
 	space_sandbox *sb[1] = { NULL };
 	journal("fork begin %s", cp);
-	int r = space_checkpoint_fork(ctx, cp, 1, sb);
+	int r = space_checkpoint_fork(ctx, cp, NULL, sb); /* NULL: the defaults, one sandbox */
 	if (r == 0) {
 		journal("fork end %s rc=0 %s", cp, space_sandbox_id(sb[0]));
 		space_sandbox_free(sb[0]);
@@ -158,16 +158,16 @@ static void op_destroy(space_ctx *ctx, const char *id)
 
 static void op_trim_checkpoints(space_ctx *ctx)
 {
-	struct space_checkpoint_info *cl = NULL;
+	struct space_checkpoint_info **cl = NULL;
 	size_t n = 0;
 	if (space_checkpoint_list(ctx, NULL, &cl, &n) == 0 && n > 6) {
 		char cp[SPACE_CHECKPOINT_ID_MAX];
-		snprintf(cp, sizeof(cp), "%s", cl[rnd() % n].id);
+		snprintf(cp, sizeof(cp), "%s", cl[rnd() % n]->id);
 		journal("cpremove begin %s", cp);
 		int r = space_checkpoint_remove(ctx, cp);
 		journal("cpremove end %s rc=%d", cp, r);
 	}
-	free(cl);
+	space_checkpoint_info_list_free(cl);
 }
 
 int main(void)
@@ -181,7 +181,7 @@ int main(void)
 	sigaction(SIGTERM, &sa, NULL);
 	space_ctx *ctx = api_ctx(NULL);
 	while (!stop) {
-		struct space_sandbox_info *l = NULL;
+		struct space_sandbox_info **l = NULL;
 		size_t n = 0;
 		if (space_sandbox_list(ctx, &l, &n) < 0) {
 			journal("list end - rc=-1 %s", space_ctx_last_error(ctx));
@@ -190,12 +190,12 @@ int main(void)
 		}
 		char id[32] = "";
 		if (n)
-			snprintf(id, sizeof(id), "%s", l[rnd() % n].id);
-		bool target_failed = n && l[0].status != SPACE_SANDBOX_RUNNING; /* checked below by id */
+			snprintf(id, sizeof(id), "%s", l[rnd() % n]->id);
+		bool target_failed = n && l[0]->status != SPACE_SANDBOX_RUNNING; /* checked below by id */
 		for (size_t i = 0; i < n; i++)
-			if (!strcmp(l[i].id, id))
-				target_failed = l[i].status != SPACE_SANDBOX_RUNNING;
-		free(l);
+			if (!strcmp(l[i]->id, id))
+				target_failed = l[i]->status != SPACE_SANDBOX_RUNNING;
+		space_sandbox_info_list_free(l);
 		unsigned pick = (unsigned)(rnd() % 100);
 		if (n < 2 || (pick < 20 && n < 5))
 			op_create(ctx);

@@ -2,7 +2,7 @@
 # A release build has no test switches (issue 14, item 10). Configures BUILD_DIR the way scripts/setup.sh
 # does (release, default options: no -Dtest_switches), installs it into a scratch root (meson install
 # --destdir) and checks what would ship:
-#   - config.h says HAVE_TEST_SWITCHES 0; the installed libspace's soname is libspace.so.0;
+#   - config.h says HAVE_TEST_SWITCHES 0; the installed libspace's soname is libspace.so.1;
 #   - no installed binary or library contains the name of a test switch (they read the environment by
 #     name, so a binary without the name cannot be switched);
 #   - the installed `space` and libspace ignore them at run time: `space doctor` reports no test build,
@@ -58,10 +58,10 @@ fi
 
 # Run time, the installed programs.
 lib=$(dirname "$(find "$dest" -name 'libspace.so.*' -type f | head -1)")
-# The ABI is 0 until issue 15's one break is whole (meson.build): the library's soname, and its link.
-readelf -d "$lib"/libspace.so.*.*.* 2>/dev/null | grep -q 'SONAME.*\[libspace\.so\.0\]' && ok ||
-	bad "the installed libspace's soname is not libspace.so.0"
-[ -e "$lib/libspace.so.0" ] && ok || bad "no libspace.so.0 link installed"
+# ABI 1 since the one deliberate break (meson.build): the library's soname, and its link.
+readelf -d "$lib"/libspace.so.*.*.* 2>/dev/null | grep -q 'SONAME.*\[libspace\.so\.1\]' && ok ||
+	bad "the installed libspace's soname is not libspace.so.1"
+[ -e "$lib/libspace.so.1" ] && ok || bad "no libspace.so.1 link installed"
 export LD_LIBRARY_PATH=$lib SPACE_LIBEXEC_DIR="$dest$prefix/libexec/libspace"
 # The installed helpers, not a test build's that the caller's environment may name.
 for v in $(compgen -e | grep -E '^SPACE_[A-Z_]+_PATH$'); do unset "$v"; done

@@ -151,7 +151,7 @@ static int sandbox_new(struct sbx *x, const char *id)
 	if (r < 0)
 		return r;
 	memset(&x->row, 0, sizeof(x->row));
-	struct space_sandbox_info *b = &x->row.info;
+	struct sandbox_info *b = &x->row.info;
 	snprintf(b->id, sizeof(b->id), "%s", id);
 	snprintf(b->isolation, sizeof(b->isolation), "vm");
 	b->cpus = 1;

@@ -87,7 +87,7 @@ static void test_store(void)
 	CHECK(net_secret_write(secrets, "max", big, NET_SECRET_MAX) == 0);
 	/* Replacing is atomic and leaves no temporary file. */
 	CHECK(net_secret_write(secrets, "other.key_2", "y", 1) == 0);
-	struct space_secret_info *list = NULL;
+	struct net_secret_info *list = NULL;
 	size_t n = 0;
 	CHECK(net_secret_list(secrets, &list, &n) == 0);
 	CHECK(n == 3 && list && !strcmp(list[0].name, "max") && !strcmp(list[1].name, "other.key_2") &&

@@ -18,7 +18,7 @@ int main(void)
 	o.state_dir = "/nonexistent/state";
 	if (space_ctx_new(&o, &ctx) != 0 || strcmp(space_ctx_state_dir(ctx), "/nonexistent/state") != 0)
 		return 1;
-	struct space_template_info *list;
+	struct space_template_info **list;
 	size_t n;
 	int r = space_template_list(ctx, &list, &n);
 	/* An uninitialized state dir is a clear error, not a crash or an empty answer. */

@@ -14,8 +14,8 @@ static int fails;
 
 static bool automatic(const char *name)
 {
-	struct space_checkpoint_info c = { .created_ms = 0 };
-	snprintf(c.name, sizeof(c.name), "%s", name);
+	/* The public call on a caller's own struct (size set, its name a plain pointer). */
+	struct space_checkpoint_info c = { .size = sizeof(c), .name = name };
 	return space_checkpoint_is_automatic(&c);
 }
 

@@ -34,7 +34,7 @@ static void test_names(void)
 		CHECK(backend_kind_parse(bad[i], &k) == -EINVAL && k == BACKEND_JAIL, "'%s' accepted", bad[i]);
 	}
 	CHECK(backend_kind_parse(NULL, &k) == -EINVAL, "NULL accepted");
-	struct space_sandbox_info b = { .id = "sb-x" };
+	struct sandbox_info b = { .id = "sb-x" };
 	snprintf(b.isolation, sizeof(b.isolation), "bogus");
 	CHECK(backend_for_info(&b) == NULL, "unknown isolation of a listed sandbox has a back-end");
 	snprintf(b.isolation, sizeof(b.isolation), "jail");

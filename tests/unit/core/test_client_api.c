@@ -71,7 +71,7 @@ int main(void)
 	CHECK(list(ctx, NULL, &s) == -ENOMEDIUM);
 	CHECK(strstr(space_ctx_last_error(ctx), "space init") != NULL);
 	CHECK(space_event_count(ctx, NULL, &n) == -ENOMEDIUM);
-	CHECK(space_sandbox_status_get(ctx, "sb-x", &st) == -ENOMEDIUM);
+	CHECK(space_sandbox_get_status(ctx, "sb-x", &st) == -ENOMEDIUM);
 
 	/* A store with events: three of sb-a, one of sb-b, one of no sandbox (no detail), one too long. */
 	char p[256], err[256] = "";
@@ -156,11 +156,11 @@ int main(void)
 
 	/* Recorded status: destroyed rows too; none for an unknown id. */
 	st = SPACE_SANDBOX_RUNNING;
-	CHECK(space_sandbox_status_get(ctx, "sb-dead", &st) == 0 && st == SPACE_SANDBOX_DESTROYED);
-	CHECK(space_sandbox_status_get(ctx, "sb-none", &st) == -ENOENT);
+	CHECK(space_sandbox_get_status(ctx, "sb-dead", &st) == 0 && st == SPACE_SANDBOX_DESTROYED);
+	CHECK(space_sandbox_get_status(ctx, "sb-none", &st) == -ENOENT);
 	CHECK(strstr(space_ctx_last_error(ctx), "sb-none") != NULL);
-	CHECK(space_sandbox_status_get(ctx, NULL, &st) == -EINVAL);
-	CHECK(space_sandbox_status_get(ctx, "sb-dead", NULL) == -EINVAL);
+	CHECK(space_sandbox_get_status(ctx, NULL, &st) == -EINVAL);
+	CHECK(space_sandbox_get_status(ctx, "sb-dead", NULL) == -EINVAL);
 
 	/* Kernels: listing works without a pool; bad arguments; an unknown template. */
 	int kernels = 0;

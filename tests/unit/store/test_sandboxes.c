@@ -380,19 +380,19 @@ static void test_core(void)
 	int events = count_rows(s, "SELECT count(*) FROM events");
 	int64_t updated = count_rows(s, "SELECT sum(updated_ms) % 1000000007 FROM sandboxes");
 
-	struct space_sandbox_info *list = NULL;
+	struct space_sandbox_info **list = NULL;
 	size_t n = 0;
 	CHECK(space_sandbox_list(ctx, &list, &n) == 0);
 	bool saw_dead = false, saw_far = false, saw_old = false;
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(list[i].id, "sb-dead"))
-			saw_dead = list[i].status == SPACE_SANDBOX_FAILED && strstr(list[i].reason, "exited");
-		if (!strcmp(list[i].id, "sb-far"))
-			saw_far = list[i].status == SPACE_SANDBOX_RUNNING;
-		saw_old |= !strcmp(list[i].id, "sb-old");
-		CHECK(strcmp(list[i].id, "sb-c1") != 0);
+		if (!strcmp(list[i]->id, "sb-dead"))
+			saw_dead = list[i]->status == SPACE_SANDBOX_FAILED && strstr(list[i]->reason, "exited");
+		if (!strcmp(list[i]->id, "sb-far"))
+			saw_far = list[i]->status == SPACE_SANDBOX_RUNNING;
+		saw_old |= !strcmp(list[i]->id, "sb-old");
+		CHECK(strcmp(list[i]->id, "sb-c1") != 0);
 	}
-	free(list);
+	space_sandbox_info_list_free(list);
 	CHECK(saw_dead && saw_far && !saw_old);
 	/* Nothing written by the listing. */
 	CHECK(store_sandbox_status(s, "sb-dead", &st) == 0 && st == STORE_RUNNING);
@@ -463,7 +463,8 @@ static void test_names_and_helper(void)
 	CHECK(autosnap_policy_load(ctx, "sb-snap", &p, &start) == 0);
 	CHECK(p.every_s == 30 && p.keep == 4 && p.pid == 31337 && start == 77);
 	CHECK(autosnap_policy_load(ctx, "sb-nosuch", &p, &start) == -ENOENT);
-	/* A helper that is not running shows as none in the public call. */
+	/* A helper that is not running shows as none in the public call (which takes a record: size set). */
+	p = (struct space_snapshot_policy)SPACE_SNAPSHOT_POLICY_INIT;
 	CHECK(space_sandbox_get_snapshot_policy(ctx, "sb-snap", &p) == 0 && p.every_s == 30 && p.pid == 0);
 out:
 	space_ctx_free(ctx);
