@@ -46,6 +46,14 @@ int jail_rootfs_open(const char *loop_path, int *ret_mfd, const char **ret_step)
 	*ret_step = "mount rootfs";
 	if (fsconfig(fsfd, FSCONFIG_SET_STRING, "source", loop_path, 0) < 0)
 		return -errno;
+	/* No cache flushes: each one is an fsync of the image on the btrfs pool, and a burst of jails ending
+	 * at once spent seconds each in them at umount. A sandbox disk does not outlive a host crash anyway;
+	 * a checkpoint freezes the file system (its writes reach the image's page cache) and the btrfs snapshot
+	 * writes that out itself. */
+	*ret_step = "mount rootfs (nobarrier)";
+	if (fsconfig(fsfd, FSCONFIG_SET_FLAG, "nobarrier", NULL, 0) < 0)
+		return -errno;
+	*ret_step = "mount rootfs";
 	if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
 		return -errno;
 	/* nodev: an image may carry device nodes; nosuid: no_new_privs ignores set-id bits anyway. */

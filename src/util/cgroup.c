@@ -12,11 +12,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,22 +146,117 @@ static int rmdir_tree(const char *path)
 	return rmdir(path) == 0 || errno == ENOENT ? 0 : -errno;
 }
 
-/* Kills what is still in the cgroup: cgroup.kill on v2, the listed pids on v1. */
-static void cg_kill_members(int ver, const char *ctrl, const char *rel)
+/* Whether the cgroup line of pid for the hierarchy holding ctrl (v1) or the unified one (v2) names rel or a
+ * cgroup below it. Lines are "ID:CONTROLLERS:PATH"; v2's is "0::PATH". */
+static bool proc_in_cgroup(pid_t pid, int ver, const char *ctrl, const char *rel)
 {
-	char path[512];
-	if (ver == 2) {
-		if (cg_path(path, sizeof(path), 2, NULL, rel, "cgroup.kill") == 0)
-			write_str(path, "1");
-		return;
+	char path[64], line[1024];
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t rl = strlen(rel);
+	while (f && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		if (!c2)
+			continue;
+		*c2 = 0;
+		const char *ctrls = c1 + 1, *cg = c2 + 1;
+		bool ours = false;
+		if (ver == 2)
+			ours = !strcmp(line, "0") && !*ctrls;
+		else
+			for (const char *p = ctrls; *p && !ours; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
+				ours = strcspn(p, ",") == strlen(ctrl) && !strncmp(p, ctrl, strlen(ctrl));
+		if (ours)
+			return cg[0] == '/' && !strncmp(cg + 1, rel, rl) && (cg[1 + rl] == 0 || cg[1 + rl] == '/');
 	}
-	if (cg_path(path, sizeof(path), 1, ctrl, rel, "cgroup.procs") < 0)
+	return false;
+}
+
+/*
+ * SIGKILL to pid, only if it is a member of the cgroup: a pidfd pins the process first, its cgroup is read,
+ * then the pidfd says it has not exited, so what was read was that process's and a pid reused in between
+ * is never hit. Needs no freezer: on v1, freezing each cgroup to list it took the freezer's one global
+ * lock, for every stop of a burst.
+ */
+static void kill_member(pid_t pid, int ver, const char *ctrl, const char *rel)
+{
+	_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0 || !proc_in_cgroup(pid, ver, ctrl, rel))
 		return;
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	if (poll(&p, 1, 0) == 0)
+		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+}
+
+/* Counts the processes listed in dir (ctrl's hierarchy, rel below its root) and its sub-cgroups, killing
+ * each when kill_them. */
+static int members(const char *dir, int ver, const char *ctrl, const char *rel, bool kill_them, int depth)
+{
+	char path[1024];
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	long pid;
-	while (f && fscanf(f, "%ld", &pid) == 1)
-		if (pid > 1)
-			kill((pid_t)pid, SIGKILL);
+	while (f && fscanf(f, "%ld", &pid) == 1) {
+		n++;
+		if (kill_them && pid > 1)
+			kill_member((pid_t)pid, ver, ctrl, rel);
+	}
+	_cleanup_closedir_ DIR *d = depth < 8 ? opendir(dir) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
+			n += members(path, ver, ctrl, rel, kill_them, depth + 1);
+	}
+	return n;
+}
+
+int util_cgroup_empty(const char *spec, bool *ret_empty)
+{
+	char dir[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	r = cg_path(dir, sizeof(dir), ver, "freezer", rel, NULL);
+	if (r < 0)
+		return r;
+	*ret_empty = access(dir, F_OK) < 0 || members(dir, ver, "freezer", rel, false, 0) == 0;
+	return 0;
+}
+
+int util_cgroup_kill(const char *spec, bool *ret_empty)
+{
+	char dir[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	/* v1: every sandbox process joins the freezer hierarchy (util_cgroup_attach), so it lists them all. */
+	r = cg_path(dir, sizeof(dir), ver, "freezer", rel, NULL);
+	if (r < 0)
+		return r;
+	if (access(dir, F_OK) < 0 || members(dir, ver, "freezer", rel, false, 0) == 0) {
+		*ret_empty = true;
+		return 0;
+	}
+	*ret_empty = false;
+	bool killed = false;
+	if (ver == 2) {
+		char path[600];
+		snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+		killed = write_str(path, "1") == 0;
+	}
+	/* cgroup v1, or v2 before 5.14 (no cgroup.kill): each member by pidfd. A process forked after the list
+	 * was read is caught by the next call; in a jail, the death of PID 1 takes its pid namespace along. */
+	if (!killed)
+		(void)members(dir, ver, "freezer", rel, true, 0);
+	/* A frozen cgroup keeps the killed from dying. */
+	(void)cg_write(ver, "freezer", rel, ver == 2 ? "cgroup.freeze" : "freezer.state", ver == 2 ? "0" : "THAWED");
+	return 0;
 }
 
 static int v2_enable(const char *dir)
@@ -336,7 +433,10 @@ int util_cgroup_freeze(const char *spec, bool frozen)
 	r = cg_path(path, sizeof(path), ver, "freezer", rel, ver == 2 ? "cgroup.events" : "freezer.state");
 	if (r < 0)
 		return r;
-	for (int i = 0; i < 2000; i++) {
+	/* Polled, 1 ms at first and then less often: reading freezer.state takes the v1 freezer's one global
+	 * lock, which a burst of pollers would fight over. */
+	uint64_t deadline = util_now_ns() + 5000000000ULL;
+	for (int i = 0; util_now_ns() < deadline; i++) {
 		if (ver == 2) {
 			/* cgroup.events has several lines; read it whole. */
 			_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -358,7 +458,7 @@ int util_cgroup_freeze(const char *spec, bool frozen)
 			if (frozen && i % 50 == 49)
 				cg_write(1, "freezer", rel, "freezer.state", "FROZEN");
 		}
-		util_sleep_ms(1);
+		util_sleep_ms(i < 20 ? 1 : 10);
 	}
 	return -ETIMEDOUT;
 }
@@ -390,8 +490,10 @@ int util_cgroup_remove(const char *spec, int timeout_ms)
 				break;
 			if (util_now_ns() >= deadline)
 				break;
-			if (attempt == 20)
-				cg_kill_members(ver, ctrl, rel);
+			if (attempt % 20 == 0) {
+				bool empty;
+				(void)util_cgroup_kill(spec, &empty);
+			}
 			util_sleep_ms(1);
 		}
 		if (r < 0 && result == 0)

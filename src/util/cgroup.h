@@ -36,8 +36,20 @@ int util_cgroup_create(const char *id, const struct util_cgroup_limits *lim, cha
 /* Moves pid into the cgroup(s) of spec. Child-safe (no allocation: usable between fork and exec). */
 int util_cgroup_attach(const char *spec, pid_t pid);
 
-/* Freezes or thaws the cgroup(s) of spec and waits (up to ~2 s) until the state is reached. */
+/* Freezes or thaws the cgroup(s) of spec and waits (up to 5 s) until the state is reached. */
 int util_cgroup_freeze(const char *spec, bool frozen);
+
+/*
+ * Sends SIGKILL to every process in the cgroup of spec and its sub-cgroups (v2: cgroup.kill; v1, or v2
+ * without it: each listed member through a pidfd, after checking while the pidfd holds it that it is still
+ * a member, so a reused pid is never hit), and thaws the cgroup so the kills land. *ret_empty says there was
+ * nothing to kill (or no cgroup). Call again until empty: a process forked after the list was read is
+ * listed by the next call.
+ */
+int util_cgroup_kill(const char *spec, bool *ret_empty);
+
+/* *ret_empty: no process is left in the cgroup of spec or below it (or there is no such cgroup). */
+int util_cgroup_empty(const char *spec, bool *ret_empty);
 
 /*
  * Removes the cgroup(s) of spec and any sub-cgroups, killing what is left in them and retrying while they

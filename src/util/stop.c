@@ -2,7 +2,6 @@
 /*
  * Stopping a sandbox's processes through its cgroup, and one helper through a pidfd (stop.h).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -21,8 +20,6 @@
 #include "util/stop.h"
 #include "util/util.h"
 
-#define CG_ROOT "/sys/fs/cgroup"
-
 int util_stop_cgroup_spec(const char *id, char *buf, size_t len)
 {
 	int ver = util_cgroup_version();
@@ -34,67 +31,19 @@ int util_stop_cgroup_spec(const char *id, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* The directory holding the member lists of spec: the unified tree (v2) or the freezer hierarchy (v1),
- * which every sandbox process joins (util_cgroup_attach). */
-static int members_dir(const char *spec, char *buf, size_t len, int *ret_ver)
-{
-	if (!spec || (strncmp(spec, "v1:", 3) && strncmp(spec, "v2:", 3)) || strstr(spec, ".."))
-		return -EINVAL;
-	*ret_ver = spec[1] - '0';
-	int n = snprintf(buf, len, CG_ROOT "%s/%s", *ret_ver == 2 ? "" : "/freezer", spec + 3);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-/* Counts the processes of dir and its sub-cgroups; sends each SIGKILL when kill_them. */
-static int members(const char *dir, bool kill_them, int depth)
-{
-	char path[1024];
-	int n = 0;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	long pid;
-	while (f && fscanf(f, "%ld", &pid) == 1) {
-		n++;
-		/* Only while the cgroup is frozen (v1): a listed process cannot exit, so its pid is not reused. */
-		if (kill_them && pid > 1)
-			(void)kill((pid_t)pid, SIGKILL);
-	}
-	_cleanup_closedir_ DIR *d = depth < 8 ? opendir(dir) : NULL;
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < sizeof(path))
-			n += members(path, kill_them, depth + 1);
-	}
-	return n;
-}
-
 int util_stop_cgroup(const char *spec, int timeout_ms)
 {
-	char dir[512], path[600];
-	int ver, r = members_dir(spec, dir, sizeof(dir), &ver);
-	if (r < 0)
-		return r;
 	uint64_t deadline = util_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL;
-	for (int round = 0; access(dir, F_OK) == 0 && members(dir, false, 0) > 0; round++) {
+	for (int round = 0;; round++) {
+		bool empty;
+		/* Killing again every 20 rounds (>= 100 ms) reaches what was forked while the last list was read. */
+		int r = round % 20 == 0 ? util_cgroup_kill(spec, &empty) : util_cgroup_empty(spec, &empty);
+		if (r < 0)
+			return r;
+		if (empty)
+			break;
 		if (util_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		if (round % 20 == 0) {
-			bool killed = false;
-			if (ver == 2) {
-				snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
-				_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-				killed = fd >= 0 && write(fd, "1", 1) == 1;
-			}
-			if (!killed) {
-				/* cgroup v1, or v2 without cgroup.kill (before 5.14). Frozen, nothing in it forks or
-				 * exits: the list is exact and no pid is reused. */
-				if (util_cgroup_freeze(spec, true) == 0)
-					(void)members(dir, true, 0);
-				(void)util_cgroup_freeze(spec, false);
-			}
-		}
 		util_sleep_ms(5);
 	}
 	uint64_t now = util_now_ns();

@@ -21,8 +21,8 @@ int util_stop_cgroup_spec(const char *id, char *buf, size_t len);
 
 /*
  * Kills every process in the cgroup of spec and its sub-cgroups and waits until none is left, then removes
- * the cgroup(s). v2: cgroup.kill. v1: the cgroup is frozen, so nothing in it can fork or exit while its
- * members are listed and sent SIGKILL, then thawed so the kills land; repeated until it is empty. Missing
+ * the cgroup(s), through util_cgroup_kill (cgroup.kill on v2; on v1 each member through a pidfd that checks
+ * its membership), repeated until it is empty. Missing
  * cgroups are fine (idempotent). -ETIMEDOUT when something is still there after timeout_ms.
  */
 int util_stop_cgroup(const char *spec, int timeout_ms);
