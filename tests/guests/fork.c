@@ -5,6 +5,8 @@
  * same time, each with its own copy of the disk whose sector 1 starts "FORK-<c>". Each restore finds
  * the page still all 'S' (the snapshot's content), writes its own <c> over it, waits, reads back only
  * <c> (the other restore's writes never meet its own), writes "FORKED-<c>" to sector 2 and passes.
+ * fork.poll and fork.wait (command line) are the spin loops' lengths between polls and before reading
+ * back: shorter where ring 0 is emulated.
  */
 #include "virtio/vdev.h"
 
@@ -21,9 +23,17 @@ static void spin(uint64_t n)
 		;
 }
 
+static uint64_t cmdline_num(const uint8_t *bp, const char *key, uint64_t dflt)
+{
+	char val[24];
+	return guest_cmdline_value(bp, key, val, sizeof(val)) ? guest_parse_num(val, NULL) : dflt;
+}
+
 void guest_main(const uint8_t *bp)
 {
 	static struct gv v;
+	uint64_t poll_spin = cmdline_num(bp, "fork.poll", 1000000);
+	uint64_t wait_spin = cmdline_num(bp, "fork.wait", 20000000);
 	uint64_t base = gv_find(bp);
 	if (!base)
 		guest_fail(NAME, "no virtio_mmio.device= on the command line");
@@ -42,13 +52,13 @@ void guest_main(const uint8_t *bp)
 		else if (polls > 100000000)
 			guest_fail(NAME, "never restored with a fork disk");
 		else
-			spin(1000000);
+			spin(poll_spin);
 	}
 	for (unsigned i = 0; i < sizeof(page); i++)
 		if (page[i] != 'S')
 			guest_fail(NAME, "the page does not hold the snapshot's content");
 	memset(page, mine, sizeof(page));
-	spin(20000000); /* the other restore runs meanwhile */
+	spin(wait_spin); /* the other restore runs meanwhile */
 	for (unsigned i = 0; i < sizeof(page); i++)
 		if (page[i] != mine)
 			guest_fail(NAME, "another restore's write reached this one's page");
