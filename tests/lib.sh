@@ -49,14 +49,19 @@ make_state() {
 # Everything a sandbox could leak on the host, for the ids given: mounts, loop devices, processes,
 # cgroups, network namespaces. Prints what is left; empty when clean.
 leaks_of() {
-	local id
-	for id in "$@"; do
-		grep -F "$id" /proc/mounts
-		losetup -a | grep -F "$id"
-		find /sys/fs/cgroup -maxdepth 4 -type d -name "*$id*" 2>/dev/null
-		ip netns list | grep -F "$id"
-		pgrep -a -f -- "--hostname $id( |\$)" || true
-	done
+	[ $# -gt 0 ] || return 0
+	local ids
+	ids=$(mktemp)
+	printf '%s\n' "$@" >"$ids"
+	# Each source is read once and matched against every id (thousands of ids after a kill harness).
+	grep -F -f "$ids" /proc/mounts
+	losetup -a | grep -F -f "$ids"
+	find /sys/fs/cgroup -maxdepth 4 -type d -name 'sb-*' 2>/dev/null | grep -F -f "$ids"
+	ip netns list | grep -F -f "$ids"
+	# A process of a jail: its agent's "--hostname ID" argument, at the end or followed by a space.
+	pgrep -a -f -- '--hostname sb-' | grep -E -f <(sed 's/.*/--hostname &( |$)/' "$ids")
+	rm -f "$ids"
+	return 0
 }
 # A jail test's whole set-up: root, btrfs, loop devices, the agent and namespaces (else it skips), a state
 # directory with a pool of SIZE (default 2G), a work directory $WORK, a busybox template "tiny" imported

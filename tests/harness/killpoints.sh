@@ -32,13 +32,19 @@ cleanup_orphans() {
 		[ "$p" = $$ ] && continue
 		ls -l "/proc/$p/fd" 2>/dev/null | grep -qF -- "$STATE/" && kill -9 "$p"
 	done
-	for id in $(grep -o 'sb-[a-z2-7]\{16\}' "$WORK/journal" 2>/dev/null | sort -u); do
-		for p in $(pgrep -f -- "$id"); do kill -9 "$p"; done
-		sleep 0.2
-		for h in /sys/fs/cgroup /sys/fs/cgroup/pids /sys/fs/cgroup/memory /sys/fs/cgroup/cpu /sys/fs/cgroup/freezer; do
-			[ -d "$h/space/$id" ] && rmdir "$h/space/$id"
-		done
+	# Only what a journalled id names, each source read once (a run journals a thousand ids and more).
+	local ids
+	ids=$(mktemp)
+	grep -o 'sb-[a-z2-7]\{16\}' "$WORK/journal" 2>/dev/null | sort -u >"$ids"
+	local killed=0
+	for p in $(pgrep -a -f -- 'sb-[a-z2-7]' | grep -F -f "$ids" | awk '{print $1}'); do
+		[ "$p" = $$ ] || { kill -9 "$p" && killed=1; }
 	done
+	[ $killed = 1 ] && sleep 0.2
+	for h in /sys/fs/cgroup /sys/fs/cgroup/pids /sys/fs/cgroup/memory /sys/fs/cgroup/cpu /sys/fs/cgroup/freezer; do
+		for d in $(ls -d "$h"/space/sb-* 2>/dev/null | grep -F -f "$ids"); do rmdir "$d"; done
+	done
+	rm -f "$ids"
 }
 on_exit cleanup_orphans
 "$KP" ${KILLPOINTS_SEED:+--seed "$KILLPOINTS_SEED"} --kills "$kills" --workers 2 --min-ms 200 --max-ms 2000 \
