@@ -367,13 +367,15 @@ struct space_sandbox_options {
 	const char *const *env;   /* NULL-terminated "KEY=VALUE" list applied to every process; may be NULL */
 	const char *network_policy; /* egress policy, JSON (docs/network.md): allowed hosts, secrets and the
 	                             headers they are injected as, limits. NULL: no egress at all (the sandbox
-	                             still has its network namespace and gateway; every attempt is refused and
-	                             recorded as an event). Secrets are registered ones ("secret:NAME", see
-	                             space_secret_set), or with network_policy_trusted also read from the
-	                             caller's environment or files ("env:VAR", "file:PATH"); they are resolved
-	                             at creation and again when the policy is re-applied (rollback, fork), and
-	                             never enter the sandbox. A refused policy is -EINVAL before anything is
-	                             created; the message names the entry, never a secret's value. */
+	                             has its own network namespace with only lo, and no gateway runs: attempts
+	                             fail at once and are not recorded). "{}": no egress either, but a gateway
+	                             refuses each attempt and records it as an event. Secrets are registered
+	                             ones ("secret:NAME", see space_secret_set), or with network_policy_trusted
+	                             also read from the caller's environment or files ("env:VAR", "file:PATH");
+	                             they are resolved at creation and again when the policy is re-applied
+	                             (rollback, fork), and never enter the sandbox. A refused policy is -EINVAL
+	                             before anything is created; the message names the entry, never a secret's
+	                             value. */
 	uint32_t snapshot_every_s; /* periodic file snapshots (see space_snapshot_policy): every this many
 	                             seconds (1..604800); 0: the template's default, if it has one */
 	uint32_t snapshot_keep;   /* how many of them to keep (1..100); 0: 5 */

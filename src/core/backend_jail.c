@@ -25,6 +25,7 @@
 #include "core/backend.h"
 #include "core/logcap.h"
 #include "core/sandbox.h"
+#include "core/trace.h"
 #include "core/uids.h"
 #include "jail/jail.h"
 #include "net/net.h"
@@ -32,12 +33,14 @@
 #include "proto/proto.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
+#include "util/loop.h"
 #include "util/stop.h"
 #include "util/util.h"
 
 #define AGENT_HELLO_TIMEOUT_MS 15000
 #define KILL_TIMEOUT_MS 10000
 #define RESEED_BYTES 64
+#define LOOP_HINT "loop"
 
 _Static_assert(JAIL_CGROUP_MAX == UTIL_CGROUP_SPEC_MAX, "a jail's cgroup spec fits a backend_proc's");
 
@@ -105,9 +108,11 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	if (lfd < 0)
 		return ctx_error(ctx, lfd, "listen on %s", sock);
 	/* Output goes through a pipe to the capping log writer: no host file is open inside (core/logcap.h). */
-	_cleanup_close_ int logfd = -1;
-	if ((r = logcap_start(ctx, b->id, row->runtime_dir, &logfd)) < 0)
+	_cleanup_close_ int logfd = -1, logstatus = -1;
+	if ((r = logcap_start(ctx, b->id, row->runtime_dir, b->status == SPACE_SANDBOX_CREATING, &logfd,
+			      &logstatus)) < 0)
 		return r;
+	trace_mark(row->trace, "logcap");
 	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
 	char life_arg[24], cpus_arg[16], nice_arg[16];
 	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
@@ -138,6 +143,7 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	char why[512] = "";
 	struct jail_info ji;
 	r = jail_start(&jc, &ji, why, sizeof(why));
+	trace_mark(row->trace, "jail");
 	if (r == -EOPNOTSUPP)
 		return ctx_error_msg(ctx, r, "start jail: %s. This kernel cannot idmap the sandbox's rootfs; the operator "
 					     "may allow that weaker mode for a state directory: `space init "
@@ -155,17 +161,32 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	/* The agent holds its own copies of the listening socket and the log pipe. */
 	close(TAKE_FD(lfd));
 	close(TAKE_FD(logfd));
+	/* Which loop device holds its disk, so the stop waits for that one alone (a hint: without it every
+	 * loop device of the host is looked at). */
+	char loopf[PATH_MAX];
+	snprintf(loopf, sizeof(loopf), "%s/" LOOP_HINT, row->runtime_dir);
+	_cleanup_close_ int hfd = open(loopf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (hfd >= 0)
+		(void)util_write_all(hfd, ji.loop, strlen(ji.loop));
 
 	char addr[PATH_MAX + 16];
 	snprintf(addr, sizeof(addr), "unix:%s", sock);
 	struct agent_error aerr = { 0 };
 	r = agent_hello(addr, AGENT_HELLO_TIMEOUT_MS, ai, &aerr);
+	trace_mark(row->trace, "agent");
 	if (r < 0) {
 		ctx_error_msg(ctx, r, "agent did not answer: %s (see %s)", aerr.msg[0] ? aerr.msg : space_strerror(r),
 			      logp);
 		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
 		return r;
 	}
+	/* Its log writer started alongside; until it is confined it reads nothing, and without it the jail
+	 * does not stay (fail closed). */
+	if ((r = logcap_wait_ready(ctx, logstatus)) < 0) {
+		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		return r;
+	}
+	trace_mark(row->trace, "logcap ready");
 	memset(ret, 0, sizeof(*ret));
 	ret->pid = ji.pid;
 	ret->start_time = ji.start_time;
@@ -205,6 +226,16 @@ static int jail_ops_stop(space_ctx *ctx, const struct sandbox_row *row)
 		r = jail_kill(&ji, KILL_TIMEOUT_MS);
 	if (r < 0)
 		return ctx_error(ctx, r, "stop sandbox %s (pid %d, cgroup %s)", row->info.id, ji.pid, ji.cgroup);
+	/* Its disk's loop device goes only after the kernel tears down the jail's mount namespace: wait for
+	 * it, so removing the disk (or the pool, or its template) right after does not find the image busy. */
+	char image[PATH_MAX], hint[PATH_MAX], dev[32] = "";
+	snprintf(image, sizeof(image), "%s/rootfs.ext4", row->info.path);
+	snprintf(hint, sizeof(hint), "%s/" LOOP_HINT, row->runtime_dir);
+	_cleanup_close_ int hfd = row->runtime_dir[0] ? open(hint, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	ssize_t n = hfd >= 0 ? read(hfd, dev, sizeof(dev) - 1) : -1;
+	dev[n > 0 ? n : 0] = '\0';
+	if (util_loop_wait_released_dev(image, dev[0] ? dev : NULL, KILL_TIMEOUT_MS) < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
 	return 0;
 }
 

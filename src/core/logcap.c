@@ -62,11 +62,12 @@ static int find_one(enum uidalloc_kind kind, uint32_t uid, const char *owner, vo
 	return 0;
 }
 
-/* The slot the sandbox's log writer already holds (a restart), else a new one. */
-static int take_uid(space_ctx *ctx, const char *owner, uint32_t *ret_uid)
+/* The slot the sandbox's log writer already holds (a restart), else a new one. A fresh sandbox holds
+ * none: the listing of every slot on the machine is skipped. */
+static int take_uid(space_ctx *ctx, const char *owner, bool fresh, uint32_t *ret_uid)
 {
 	struct find f = { .owner = owner };
-	int r = uidalloc_foreach(find_one, &f);
+	int r = fresh ? 0 : uidalloc_foreach(find_one, &f);
 	if (r < 0)
 		return ctx_error(ctx, r, "read the uid slots under %s", UIDALLOC_DIR);
 	if (f.n) {
@@ -94,7 +95,8 @@ void logcap_release(space_ctx *ctx, const char *sandbox_id)
 			sandbox_id, strerror(-r));
 }
 
-int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd)
+int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
+		 int *ret_status_fd)
 {
 	char path[PATH_MAX], owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
 	int r = ctx_helper_path(ctx, "space-logcap", path, sizeof(path));
@@ -118,7 +120,7 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	if ((r = logcap_max_bytes(ctx, &max)) < 0)
 		return r;
 	uint32_t uid;
-	if ((r = take_uid(ctx, owner, &uid)) < 0)
+	if ((r = take_uid(ctx, owner, fresh, &uid)) < 0)
 		return r;
 
 	int lp[2], sp[2];
@@ -138,15 +140,21 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	/* Ours go now: the pipe's read end lives only in the writer; its status pipe reaches EOF if it dies. */
 	close(TAKE_FD(lread));
 	close(TAKE_FD(swrite));
+	*ret_fd = TAKE_FD(lwrite);
+	*ret_status_fd = TAKE_FD(sread);
+	return 0;
+}
+
+int logcap_wait_ready(space_ctx *ctx, int status_fd)
+{
 	char status[256];
-	r = util_read_line_timeout(sread, status, sizeof(status), READY_TIMEOUT_MS);
+	int r = util_read_line_timeout(status_fd, status, sizeof(status), READY_TIMEOUT_MS);
 	if (r < 0)
-		return ctx_error(ctx, r, "the log writer %s did not start", path);
+		return ctx_error(ctx, r, "the log writer space-logcap did not start");
 	if (strncmp(status, "ready ", 6) != 0) {
 		_cleanup_free_ char *safe = util_escape_dup(status, 0);
-		return ctx_error_msg(ctx, -EIO, "the log writer %s did not start: %s", path, safe ? safe : "?");
+		return ctx_error_msg(ctx, -EIO, "the log writer space-logcap did not start: %s", safe ? safe : "?");
 	}
-	*ret_fd = TAKE_FD(lwrite);
 	return 0;
 }
 

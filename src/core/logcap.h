@@ -21,10 +21,18 @@
  * Starts the log writer of sandbox_id on runtime_dir's log files (created 0600 if missing, kept
  * otherwise) and returns the write end of its pipe in *ret_fd (close-on-exec; the caller hands it to
  * jail_config.log_fd and closes it once the jail started: EOF, which ends the writer, comes when the last
- * holder is gone). Returns once the writer reported that it is confined; on failure nothing runs and
- * ctx's last error says why (the jail must not start: fail closed).
+ * holder is gone) and its status pipe in *ret_status_fd. Returns without waiting for the writer, so the
+ * jail can start meanwhile: the writer reads the pipe only once confined, and logcap_wait_ready() must say
+ * so before the sandbox counts as started (else the jail is stopped: fail closed). fresh: a sandbox being
+ * created, whose writer holds no uid yet (a restart reuses the one it holds). On failure nothing runs and
+ * ctx's last error says why.
  */
-int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd);
+int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
+		 int *ret_status_fd);
+
+/* Waits (up to a few seconds) for the writer started by logcap_start to report that it is confined, then
+ * the caller closes status_fd. -errno with ctx's last error when it did not. */
+int logcap_wait_ready(space_ctx *ctx, int status_fd);
 
 /* The cap of a sandbox's log (sandbox.log and sandbox.log.1 together), for the jail's log writer and the
  * VMM's console alike: $SPACE_SANDBOX_LOG_MAX (an operator setting, 8K..1T), else 8 MiB. A value that

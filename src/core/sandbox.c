@@ -18,6 +18,7 @@
 #include "core/internal.h"
 #include "core/logcap.h"
 #include "core/sandbox.h"
+#include "core/trace.h"
 #include "core/uids.h"
 #include "net/net.h"
 #include "store/btrfs.h"
@@ -25,7 +26,6 @@
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/fault.h"
-#include "util/loop.h"
 #include "util/util.h"
 
 void sandbox_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len)
@@ -205,12 +205,7 @@ const struct sandbox_row *sandbox_handle_row(const space_sandbox *sb)
 
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row)
 {
-	/* The jail's loop device goes only after the kernel tears down its mount namespace: wait for it,
-	 * so a pool unmount or template removal right after a destroy does not find the image busy. */
-	char image[PATH_MAX];
-	snprintf(image, sizeof(image), "%s/rootfs.ext4", row->info.path);
-	if (util_loop_wait_released(image, SANDBOX_KILL_TIMEOUT_MS) < 0)
-		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
+	/* Whatever ran on it is stopped (the back-end's stop waited for a jail's loop device too). */
 	int r = store_btrfs_subvolume_delete(row->info.path);
 	if (r < 0)
 		return ctx_error(ctx, r, "delete subvolume %s", row->info.path);
@@ -300,13 +295,18 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	 * still "creating" here is one whose creator died, and whatever it started runs on in the sandbox's
 	 * cgroup. The stop ends all of it; nothing is marked destroyed unless it succeeded (a rerun finishes
 	 * the job). */
+	struct op_trace trace;
+	trace_start(&trace);
 	r = ops->stop(ctx, row);
 	if (r < 0)
 		return r;
+	trace_mark(&trace, "stop");
 	util_fault_point("destroy", 1);
 	(void)net_sandbox_detach(ctx, row->info.id); /* egress gateway */
+	trace_mark(&trace, "network");
 	util_fault_point("destroy", 2);
 	r = sandbox_release_disk(ctx, row);
+	trace_mark(&trace, "disk");
 	if (r < 0) {
 		(void)sandbox_mark(ctx, row->info.id, SPACE_SANDBOX_FAILED, ctx->last_error);
 		return r;
@@ -316,15 +316,21 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	util_fault_point("destroy", 3);
 	uids_release(ctx, row);
 	logcap_release(ctx, row->info.id);
+	trace_mark(&trace, "uids");
 	util_fault_point("destroy", 4);
 	r = sandbox_mark(ctx, row->info.id, SPACE_SANDBOX_DESTROYED, reason);
+	trace_mark(&trace, "row");
 	util_fault_point("destroy", 5);
 	/* Nothing kept unless asked: its event log rows go too (the gateway's were collected on detach). */
 	if (r == 0 && !keep_events) {
 		int e = store_events_remove(ctx->store, row->info.id);
 		if (e < 0)
 			return ctx_error(ctx, e, "remove the events of %s: %s", row->info.id, store_errmsg(ctx->store));
+		trace_mark(&trace, "events");
 	}
+	char steps[256];
+	trace_format(&trace, steps, sizeof(steps));
+	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s destroyed: %s", row->info.id, steps);
 	return r;
 }
 

@@ -8,6 +8,8 @@
 
 #include "core/internal.h"
 
+struct op_trace;
+
 struct sandbox_row {
 	struct sandbox_info info;
 	uint64_t pid_start;          /* start time of info.pid, against pid reuse */
@@ -16,6 +18,7 @@ struct sandbox_row {
 	char runtime_dir[PATH_MAX];  /* sockets and logs */
 	char cgroup[256];
 	char *metadata;              /* JSON: env, uid_base */
+	struct op_trace *trace;      /* the current operation's step timings (core/trace.h); NULL: none */
 };
 
 /* Loads a row by id (-ENOENT with a message if none). Free with sandbox_row_clear. */
@@ -90,9 +93,6 @@ int tether_orphans(space_ctx *ctx, char (*ids)[32], int max);
 
 struct backend_ops;
 struct backend_proc;
-
-/* How long a stop and the release of a jail's loop device may take. */
-#define SANDBOX_KILL_TIMEOUT_MS 10000
 
 /* Sets a row's status and reason (an event of that status's name): a compare-and-set from whatever
  * status may precede it (store/sandboxes.h); -ESTALE when none may. */

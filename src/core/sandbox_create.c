@@ -21,6 +21,7 @@
 #include "core/internal.h"
 #include "core/logcap.h"
 #include "core/sandbox.h"
+#include "core/trace.h"
 #include "core/uids.h"
 #include "core/warm_pool.h"
 #include "net/net.h"
@@ -166,6 +167,9 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 {
 	struct sandbox_row row = *rowp;
 	struct sandbox_info *b = &row.info;
+	struct op_trace trace;
+	trace_start(&trace);
+	row.trace = &trace;
 	int r;
 	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
 	snprintf(b->isolation, sizeof(b->isolation), "%s", ops->name);
@@ -191,6 +195,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	r = insert_row(ctx, &row, meta);
 	if (r < 0)
 		return r;
+	trace_mark(&trace, "row");
 	util_fault_point("create", 1);
 
 	struct backend_proc proc = { 0 };
@@ -199,12 +204,14 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	/* Its machine-wide host uid(s), once its row exists (a stale-slot reaper checks the row). */
 	if ((r = uids_acquire(ctx, &row)) < 0)
 		goto fail;
+	trace_mark(&trace, "uids");
 	util_fault_point("create", 2);
 	r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
+	trace_mark(&trace, "clone");
 	util_fault_point("create", 3);
 	backend_snapshot_files_drop(b->path); /* restores map the source's file */
 	r = ops->start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, restore ? snap : NULL, &proc, &ai);
@@ -216,6 +223,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	if ((r = sandbox_net_attach(ctx, ops, &row, proc.pid, o->network_policy, o->network_policy_trusted,
 				    o->network_allow_resolve)) < 0)
 		goto fail;
+	trace_mark(&trace, "network");
 	free(meta);
 	meta = make_metadata(o);
 	if (!meta) {
@@ -230,8 +238,13 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	meta = NULL; /* owned by the row */
 	if ((r = autosnap_started(ctx, b->id, tname, o)) < 0) /* periodic snapshots (core/autosnap.c) */
 		goto fail;
+	trace_mark(&trace, "running");
+	char steps[512];
+	trace_format(&trace, steps, sizeof(steps));
 	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (%s pid %d, agent %s)", b->id, ops->proc_name, proc.pid,
 		ai.version);
+	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s created: %s", b->id, steps);
+	row.trace = NULL;
 	r = sandbox_handle_new(ctx, &row, ret);
 	if (r < 0) {
 		sandbox_row_clear(&row);

@@ -21,14 +21,13 @@
 #include "store/btrfs.h"
 #include "util/cleanup.h"
 #include "util/fault.h"
-#include "util/loop.h"
 #include "util/util.h"
 
 /*
  * After a restart (rollback) the sandbox has a new network namespace: a new gateway with the policy it
  * was created with, and the trust it was given then. When that policy cannot be applied again (a secret
  * from an environment variable this process does not have, a registered secret since removed), the
- * sandbox gets a gateway without one: no egress, attempts recorded.
+ * sandbox gets a gateway with an empty policy: no egress, attempts recorded.
  */
 static int net_reattach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid)
 {
@@ -44,7 +43,7 @@ static int net_reattach(space_ctx *ctx, const struct backend_ops *ops, const str
 	if (r < 0 && policy) {
 		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: its egress policy cannot be applied again (%s); it has no "
 						"egress now", row->info.id, ctx->last_error);
-		r = sandbox_net_attach(ctx, ops, row, pid, NULL, false, NULL);
+		r = sandbox_net_attach(ctx, ops, row, pid, "{}", false, NULL);
 	}
 	cJSON_Delete(j);
 	return r;
@@ -83,7 +82,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	}
 	struct backend_proc proc = { 0 };
 	struct agent_info ai;
-	char image[PATH_MAX], hostname[64];
+	char hostname[64];
 	char *meta = NULL;
 	uint32_t lifetime = 0;
 	if (row.info.status != SPACE_SANDBOX_RUNNING && row.info.status != SPACE_SANDBOX_PAUSED) {
@@ -99,10 +98,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	if (r < 0)
 		goto out;
 	util_fault_point("rollback", 1);
-	snprintf(image, sizeof(image), "%s/rootfs.ext4", row.info.path);
-	if (util_loop_wait_released(image, SANDBOX_KILL_TIMEOUT_MS) < 0)
-		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
-	r = store_btrfs_subvolume_delete(row.info.path);
+	r = store_btrfs_subvolume_delete(row.info.path); /* the stop waited for a jail's loop device */
 	if (r < 0) {
 		ctx_error(ctx, r, "delete subvolume %s", row.info.path);
 		goto failed;

@@ -63,6 +63,7 @@ struct msg {
 	pid_t pid;       /* MSG_PID */
 	uint64_t start;  /* MSG_PID */
 	uint32_t uid_base;
+	char loop[32];   /* MSG_PID: the rootfs's loop device */
 	char text[200];  /* MSG_DONE with err != 0 */
 };
 
@@ -533,6 +534,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	}
 
 	struct msg m = { .type = MSG_PID, .pid = pid, .uid_base = p->uid_base };
+	snprintf(m.loop, sizeof(m.loop), "%s", loop);
 	struct util_proc_stat ps = { 0 };
 	r = util_proc_stat(pid, &ps);
 	m.start = ps.start_time;
@@ -679,8 +681,8 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	p.null_fd = null_fd;
 	p.log_fd = cfg->log_fd >= 0 ? cfg->log_fd : null_fd;
 
-	_cleanup_free_ void *bpf = NULL;
-	int r = jail_seccomp_build(&bpf, &p.bpf_len);
+	const void *bpf = NULL;
+	int r = jail_seccomp_program(&bpf, &p.bpf_len);
 	if (r < 0) {
 		jail_set_err(errbuf, errlen, "build seccomp filter: %s", strerror(-r));
 		return r;
@@ -785,6 +787,8 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	ret->uid_base = pidmsg.uid_base;
 	ret->uid_slot = slot;
 	snprintf(ret->cgroup, sizeof(ret->cgroup), "%s", p.cgroup);
+	pidmsg.loop[sizeof(pidmsg.loop) - 1] = 0;
+	snprintf(ret->loop, sizeof(ret->loop), "%s", pidmsg.loop);
 	if (errbuf && errlen)
 		errbuf[0] = 0;
 	return 0;

@@ -83,6 +83,8 @@ struct jail_info {
 	char cgroup[JAIL_CGROUP_MAX];  /* "v1:<rel>" or "v2:<rel>" (relative to the hierarchy roots) */
 	uint32_t uid_slot;             /* a uid range slot jail_start took itself (cfg uid_base 0), which
 	                                  jail_kill frees; 0 = none */
+	char loop[32];                 /* the loop device its rootfs is mounted from ("/dev/loopN"); it is
+	                                  released once the jail's last process is gone */
 };
 
 /*

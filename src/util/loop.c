@@ -52,10 +52,24 @@ int util_loop_attach(const char *image, bool read_only, char *ret_dev, size_t de
 	return -EBUSY;
 }
 
-/* Whether a loop device is bound to the file (dev, ino): paths in sysfs are as seen from the mount
- * namespace that attached it, so compare identities instead. */
-static bool loop_backs(dev_t dev, ino_t ino)
+/* Whether loop device path (/dev/loopN) is bound to the file (dev, ino). */
+static bool dev_backs(const char *path, dev_t dev, ino_t ino)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct loop_info64 info;
+	int r = ioctl(fd, LOOP_GET_STATUS64, &info);
+	close(fd);
+	return r == 0 && info.lo_device == dev && info.lo_inode == ino;
+}
+
+/* Whether a loop device is bound to the file (dev, ino): paths in sysfs are as seen from the mount
+ * namespace that attached it, so compare identities instead. only: that device alone, else every one. */
+static bool loop_backs(const char *only, dev_t dev, ino_t ino)
+{
+	if (only)
+		return dev_backs(only, dev, ino);
 	_cleanup_closedir_ DIR *d = opendir("/sys/block");
 	if (!d)
 		return false;
@@ -65,28 +79,43 @@ static bool loop_backs(dev_t dev, ino_t ino)
 			continue;
 		char p[300];
 		snprintf(p, sizeof(p), "/dev/%s", de->d_name);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		struct loop_info64 info;
-		int r = ioctl(fd, LOOP_GET_STATUS64, &info);
-		close(fd);
-		if (r == 0 && info.lo_device == dev && info.lo_inode == ino)
+		if (dev_backs(p, dev, ino))
 			return true;
 	}
 	return false;
 }
 
-int util_loop_wait_released(const char *image, int timeout_ms)
+/* "/dev/loop" followed by digits only. */
+static bool loop_dev_name(const char *dev)
+{
+	if (!dev || strncmp(dev, "/dev/loop", 9) != 0 || !dev[9])
+		return false;
+	for (const char *c = dev + 9; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return strlen(dev) < 32;
+}
+
+int util_loop_wait_released_dev(const char *image, const char *dev, int timeout_ms)
 {
 	struct stat st;
 	if (stat(image, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	for (int waited = 0;; waited += 10) {
-		if (!loop_backs(st.st_dev, st.st_ino))
+	const char *only = loop_dev_name(dev) ? dev : NULL;
+	/* The kernel releases it shortly after the namespace's end: look again soon, then every 10 ms. */
+	unsigned pause_us = 200, waited_us = 0;
+	for (;;) {
+		if (!loop_backs(only, st.st_dev, st.st_ino))
 			return 0;
-		if (waited >= timeout_ms)
+		if (waited_us >= (unsigned)timeout_ms * 1000u)
 			return -ETIMEDOUT;
-		usleep(10000);
+		usleep(pause_us);
+		waited_us += pause_us;
+		pause_us = pause_us < 10000 ? pause_us * 2 : 10000;
 	}
+}
+
+int util_loop_wait_released(const char *image, int timeout_ms)
+{
+	return util_loop_wait_released_dev(image, NULL, timeout_ms);
 }

@@ -17,3 +17,10 @@ int util_loop_attach(const char *image, bool read_only, char *ret_dev, size_t de
  * the namespace's last process exits). Returns 0, or -ETIMEDOUT.
  */
 int util_loop_wait_released(const char *image, int timeout_ms);
+
+/*
+ * The same, when the device that was attached is known (dev: "/dev/loopN", as util_loop_attach gave it):
+ * only that device is looked at, not every loop device of the host. dev NULL or not of that form: as
+ * util_loop_wait_released.
+ */
+int util_loop_wait_released_dev(const char *image, const char *dev, int timeout_ms);

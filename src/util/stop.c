@@ -33,18 +33,24 @@ int util_stop_cgroup_spec(const char *id, char *buf, size_t len)
 
 int util_stop_cgroup(const char *spec, int timeout_ms)
 {
-	uint64_t deadline = util_now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL;
-	for (int round = 0;; round++) {
+	uint64_t start = util_now_ns(), deadline = start + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ULL;
+	uint64_t next_kill = 0, pause_us = 100;
+	for (;;) {
 		bool empty;
-		/* Killing again every 20 rounds (>= 100 ms) reaches what was forked while the last list was read. */
-		int r = round % 20 == 0 ? util_cgroup_kill(spec, &empty) : util_cgroup_empty(spec, &empty);
+		uint64_t now = util_now_ns();
+		/* Killing again every 100 ms reaches what was forked while the last list was read. */
+		int r = now >= next_kill ? util_cgroup_kill(spec, &empty) : util_cgroup_empty(spec, &empty);
 		if (r < 0)
 			return r;
 		if (empty)
 			break;
+		if (now >= next_kill)
+			next_kill = now + 100000000ULL;
 		if (util_now_ns() >= deadline)
 			return -ETIMEDOUT;
-		util_sleep_ms(5);
+		/* Killed processes are usually gone within a millisecond: look again soon, then less often. */
+		usleep((useconds_t)pause_us);
+		pause_us = pause_us < 5000 ? pause_us * 2 : 5000;
 	}
 	uint64_t now = util_now_ns();
 	return util_cgroup_remove(spec, now >= deadline ? 0 : (int)((deadline - now) / 1000000ULL) + 1);

@@ -8,10 +8,13 @@
 #include <limits.h>
 #include <signal.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -454,42 +457,94 @@ int util_spawn_helper(const char *path, const char *const argv[], const char *lo
 	return -e;
 }
 
+/* As in src/jail: the spawning children share the caller's memory (no page tables of a large caller are
+ * copied, and none of its pages becomes copy-on-write), except under sanitizers, whose per-thread state a
+ * CLONE_VM child would corrupt: there they get a copy. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SPAWN_CLONE_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define SPAWN_CLONE_VM 0
+#endif
+#endif
+#ifndef SPAWN_CLONE_VM
+#define SPAWN_CLONE_VM CLONE_VM
+#endif
+#define SPAWN_STACK (64 * 1024)
+
+struct detach_args {
+	const char *path;
+	const char *const *argv;
+	const int *want;
+	int n;
+	volatile int exec_errno; /* written by the helper's process when its exec fails */
+};
+
+/* The helper's process, on its parent's stack until it execs (vfork): syscalls only. */
+static void detach_exec(struct detach_args *a)
+{
+	/* Handlers first, then the mask: a signal let through now reaches a default action, never a handler
+	 * of the caller's running on memory shared with it. */
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Through copies above n first: a source may itself be one of 0..n-1 (a caller without stdin), and
+	 * dup2 onto the same number would keep its close-on-exec flag. */
+	int tmp[16];
+	for (int i = 0; i < a->n; i++)
+		if ((tmp[i] = fcntl(a->want[i], F_DUPFD_CLOEXEC, a->n)) < 0)
+			goto fail;
+	for (int i = 0; i < a->n; i++)
+		if (dup2(tmp[i], i) < 0)
+			goto fail;
+	syscall(SYS_close_range, (unsigned)a->n, ~0U, 0);
+	execv(a->path, (char *const *)a->argv);
+fail:
+	a->exec_errno = errno ? errno : EIO;
+	_exit(127);
+}
+
+/* The intermediate: a session of its own for the helper, which it leaves behind by exiting. */
+static int detach_entry(void *arg)
+{
+	struct detach_args *a = arg;
+	setsid();
+	pid_t g = vfork();
+	if (g == 0)
+		detach_exec(a);
+	/* vfork returns once the helper has exec'd or died; exit with what its exec said (0: it runs). */
+	_exit(g < 0 ? ECHILD : a->exec_errno > 0 && a->exec_errno < 256 ? a->exec_errno : a->exec_errno ? EIO : 0);
+}
+
 int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n)
 {
 	if (n < 0 || n > 16)
 		return -EINVAL;
-	pid_t pid = fork();
+	struct detach_args a = { .path = path, .argv = argv, .want = want, .n = n };
+	void *stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return -ENOMEM;
+	/* Signals stay blocked in this thread meanwhile, so none of the caller's handlers runs on the
+	 * children's stack; they unblock them only once their handlers are the defaults. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(detach_entry, (char *)stack + SPAWN_STACK, SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	munmap(stack, SPAWN_STACK);
 	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		setsid();
-		pid_t grand = fork();
-		if (grand != 0)
-			_exit(grand < 0 ? 1 : 0);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		for (int sig = 1; sig < NSIG; sig++)
-			if (sig != SIGKILL && sig != SIGSTOP)
-				signal(sig, SIG_DFL);
-		/* Through copies above n first: a source may itself be one of 0..n-1 (a caller without stdin), and
-		 * dup2 onto the same number would keep its close-on-exec flag. */
-		int tmp[16];
-		for (int i = 0; i < n; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, n)) < 0)
-				_exit(127);
-		for (int i = 0; i < n; i++)
-			if (dup2(tmp[i], i) < 0)
-				_exit(127);
-		syscall(SYS_close_range, (unsigned)n, ~0U, 0);
-		execv(path, (char *const *)argv);
-		_exit(127);
-	}
+		return -e;
 	int st = 0;
 	pid_t w;
 	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	return w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -ECHILD;
+	if (w != pid || !WIFEXITED(st))
+		return -ECHILD;
+	return -WEXITSTATUS(st);
 }
 
 /* Reads into buf[0..len) until it is full, EOF, the deadline or, when line, a newline; *n counts. */

@@ -63,11 +63,13 @@ int util_spawn_helper(const char *path, const char *const argv[], const char *lo
 		      pid_t *ret_pid);
 
 /*
- * Runs path with argv detached from the caller (double fork, own session: a long-lived caller collects no
- * zombie, and the caller's exit does not end it), every signal default and unblocked, want[i] as its
- * descriptor i for i < n and no other descriptor. Only async-signal-safe calls in the children, so the
- * caller may have threads. Returns 0 once the intermediate child has exited 0 (the helper runs), else
- * -errno (-ECHILD: the second fork failed).
+ * Runs path with argv detached from the caller (an intermediate child in its own session spawns it and
+ * exits: a long-lived caller collects no zombie, and the caller's exit does not end it), every signal
+ * default and unblocked, want[i] as its descriptor i for i < n and no other descriptor. Both children
+ * share the caller's memory until the exec (clone(CLONE_VM|CLONE_VFORK), then vfork), so a large caller's
+ * pages are neither copied nor made copy-on-write; they make only system calls, so the caller may have
+ * threads. Returns 0 once path runs, the exec's -errno when it could not be run (-ENOENT, -EACCES, ...),
+ * or -ECHILD.
  */
 int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n);
 

@@ -151,8 +151,12 @@ for src in /dev/zero /dev/urandom /tmp/fifo /tmp/zero /proc/self/mem /proc/kcore
 done
 
 # ---- 4. the network: host loopback, the host's addresses, the gateway, abstract sockets ----
-gw=$("$SPACE" "${R[@]}" -- sh -c "ip route | awk '/^default/ {print \$3}'")
-out=$("$SPACE" "${R[@]}" -- sh -c '
+# An empty policy: nothing allowed, but a gateway to attack (without a policy none runs).
+echo '{}' >"$WORK/empty-policy.json"
+RN=("${R[@]}" --policy "$WORK/empty-policy.json")
+gw=$("$SPACE" "${RN[@]}" -- sh -c "ip route | awk '/^default/ {print \$3}'")
+[ -n "$gw" ] || fail "a sandbox with an empty policy has no route to its gateway"
+out=$("$SPACE" "${RN[@]}" -- sh -c '
 	port=$1; gw=$2; shift 2
 	for a in 127.0.0.1 ::1 "$@" $gw; do escape-probe connect "$a" "$port"; done
 	if [ -n "$gw" ]; then

@@ -75,7 +75,9 @@ PY
 ok "space events --json is valid UTF-8 JSON that keeps the text (invalid bytes as U+FFFD)"
 
 # ---- space events: end to end, a query from the sandbox's own network --------------------------------
-expect_rc 0 "$SPACE" create --template tiny --isolation jail "${S[@]}"
+# An empty policy: no egress, and a gateway that records every attempt (without a policy none runs).
+echo '{}' >"$STATE/empty-policy.json"
+expect_rc 0 "$SPACE" create --template tiny --isolation jail --policy "$STATE/empty-policy.json" "${S[@]}"
 A=$out
 on_exit "'$SPACE' rm '$A' --state '$STATE'"
 pidA=$("$SPACE" ls --json "${S[@]}" | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='$A'][0])")

@@ -32,10 +32,16 @@ expect_rc 0 "$SPACE" "${R[@]}" -- sh -c "tr '\0' ' ' </proc/1/cmdline; echo; tes
 echo "$out" | head -1 | grep -q '^space-agent' || fail "PID 1 is not the agent: $out"
 echo "$out" | grep -q HOST-VISIBLE && fail "host file visible inside"
 echo "$out" | grep -qx work && fail "host directories visible inside: $out"
-# Only loopback and the link to the sandbox's egress gateway (eth0: nothing leaves without a policy).
+# Without a policy nothing leaves: only loopback, and no gateway runs.
+links=$(echo "$out" | grep -c ': <' || true)
+[ "$links" = 1 ] && echo "$out" | grep -q '1: lo' || fail "interfaces other than lo inside without a policy: $out"
+# An empty policy: the same nothing allowed, but a gateway behind eth0 records the attempts.
+echo '{}' >"$host_marker.policy"
+on_exit "rm -f '$host_marker.policy'"
+expect_rc 0 "$SPACE" "${R[@]}" --policy "$host_marker.policy" -- ip -o link
 links=$(echo "$out" | grep -c ': <' || true)
 [ "$links" = 2 ] && echo "$out" | grep -q '1: lo' && echo "$out" | grep -q ': eth0@' ||
-	fail "interfaces other than lo and the gateway's eth0 inside: $out"
+	fail "an empty policy: interfaces other than lo and the gateway's eth0 inside: $out"
 expect_rc 0 "$SPACE" "${R[@]}" --hostname box1 -- hostname
 [ "$out" = box1 ] || fail "hostname: $out"
 

@@ -173,8 +173,22 @@ expect_rc 1 g "$F" get https://evil.test/
 has_event "$F" "dns evil.test: not in the allowlist"
 echo "rollback and fork keep the egress policy: ok"
 
-# No policy: nothing leaves (TCP, UDP, DNS, ICMP), and each attempt is recorded.
+# No policy: nothing leaves (TCP, UDP, DNS, ICMP), and no gateway runs: the sandbox has only lo.
 expect_rc 0 "$SPACE" create --isolation jail
+N=$out
+created "$N"
+expect_rc 0 "$SPACE" cp "$here/guest.py" "$N:/root/guest.py"
+expect_rc 1 g "$N" dns api.test
+expect_rc 1 g "$N" tcp 203.0.113.5 80
+expect_rc 1 g "$N" udp 203.0.113.5 9999
+expect_rc 0 "$SPACE" exec "$N" -- ip -o link
+[ "$(echo "$out" | grep -c ': <')" = 1 ] && echo "$out" | grep -q '1: lo' || fail "no policy: links besides lo: $out"
+[ -e "$STATE/run/$N/gateway.pid" ] && fail "no policy, yet a gateway was started for $N"
+echo "no policy: no egress, no gateway: ok"
+
+# An empty policy: nothing leaves (TCP, UDP, DNS, ICMP), and each attempt is recorded by its gateway.
+echo '{}' >"$W/empty.json"
+expect_rc 0 "$SPACE" create --isolation jail --policy "$W/empty.json"
 B=$out
 created "$B"
 expect_rc 0 "$SPACE" cp "$here/guest.py" "$B:/root/guest.py"
@@ -185,7 +199,7 @@ expect_rc 1 g "$B" udp 203.0.113.5 9999
 expect_rc 1 g "$B" icmp 203.0.113.5
 for e in "dns api.test" "tcp 203.0.113.5:80" "tcp 203.0.113.5:22" "udp 203.0.113.5:9999"; do has_event "$B" "$e"; done
 g "$B" icmp 203.0.113.5 | grep -q "raw socket" || has_event "$B" "icmp 203.0.113.5"
-echo "no policy, no egress, all recorded: ok"
+echo "empty policy: no egress, all recorded: ok"
 
 # Bypass: a forged MAC (root in the sandbox may change its link). Nothing is bridged behind gw0, so it
 # reaches nothing more than before; it is recorded, and the address checks still hold.
