@@ -78,6 +78,8 @@ int fleet_cycle(struct fleet *f, space_ctx *ctx, bool destroy, double *ret_tti, 
 		return r;
 	}
 	fleet_note_id(f, space_sandbox_id(sb));
+	if (f->steps && space_sandbox_create_steps(sb))
+		fleet_steps_add(f->steps, space_sandbox_create_steps(sb));
 	if (ret_create)
 		*ret_create = bu_ms_since(t0);
 	r = space_sandbox_exec(sb, &eo, &res);
@@ -104,6 +106,34 @@ int fleet_cycle(struct fleet *f, space_ctx *ctx, bool destroy, double *ret_tti, 
 	if (ret_sb)
 		*ret_sb = sb;
 	return r;
+}
+
+void fleet_steps_add(struct fleet_steps *st, const char *text)
+{
+	for (const char *p = text; p && *p;) {
+		char name[24];
+		double ms;
+		int used = 0;
+		/* "NAME[ NAME...] MS" up to ", " or " = " */
+		const char *end = strstr(p, ", "), *eq = strstr(p, " = ");
+		if (!end || (eq && eq < end))
+			end = eq;
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		const char *sp = memrchr(p, ' ', len);
+		if (!sp || sscanf(sp + 1, "%lf%n", &ms, &used) != 1)
+			return;
+		snprintf(name, sizeof(name), "%.*s", (int)(sp - p), p);
+		unsigned i = 0;
+		while (i < st->n && strcmp(st->step[i].name, name))
+			i++;
+		if (i == st->n && st->n < FLEET_STEPS_MAX)
+			snprintf(st->step[st->n++].name, sizeof(st->step[0].name), "%s", name);
+		if (i < st->n)
+			bu_series_add(&st->step[i].ms, ms);
+		if (!end || end == eq)
+			return;
+		p = end + 2;
+	}
 }
 
 /* ---- the table ------------------------------------------------------------------------------------- */
@@ -196,6 +226,7 @@ static const char *cannot_run(char *why, size_t len)
 
 struct results {
 	struct bu_series tti, create, destroy, peer_tti, peer_destroy, pool_tti, exec;
+	struct fleet_steps cold_steps, pool_steps;
 	unsigned pool_taken;
 	struct fleet_burst burst;
 	struct bu_series http_burst;
@@ -211,18 +242,21 @@ static void phase_cold(struct fleet *f, space_ctx *ctx, struct results *R)
 {
 	for (unsigned i = 0; i < f->runs; i++) {
 		double tti, create, destroy, ptti, pdestroy;
-		if (fleet_cycle(f, ctx, true, &tti, &create, &destroy, NULL) == 0) {
+		f->steps = &R->cold_steps;
+		int r = fleet_cycle(f, ctx, true, &tti, &create, &destroy, NULL);
+		f->steps = NULL;
+		if (r == 0) {
 			bu_series_add(&R->tti, tti);
 			bu_series_add(&R->create, create);
 			bu_series_add(&R->destroy, destroy);
 		}
 		if (f->have_peer) {
-			int r = bu_peer_run(&f->peer, 0, &ptti, &pdestroy);
-			if (r == 0) {
+			int pr = bu_peer_run(&f->peer, 0, &ptti, &pdestroy);
+			if (pr == 0) {
 				bu_series_add(&R->peer_tti, ptti);
 				bu_series_add(&R->peer_destroy, pdestroy);
 			} else
-				fleet_error(f, "peer run: %s", strerror(-r));
+				fleet_error(f, "peer run: %s", strerror(-pr));
 		}
 	}
 }
@@ -250,7 +284,10 @@ static void phase_pool(struct fleet *f, space_ctx *ctx, struct results *R)
 		}
 		for (unsigned i = 0; i < n; i++, done++) {
 			double tti;
-			if (fleet_cycle(f, ctx, true, &tti, NULL, NULL, NULL) == 0)
+			f->steps = &R->pool_steps;
+			int rc = fleet_cycle(f, ctx, true, &tti, NULL, NULL, NULL);
+			f->steps = NULL;
+			if (rc == 0)
 				bu_series_add(&R->pool_tti, tti);
 		}
 		if (space_template_get_warm_info(ctx, f->template_name, &after) == 0 && before.warm_pool_ready >= after.warm_pool_ready)
@@ -357,6 +394,16 @@ static void print_fig(char *line, size_t len, const char *key, double v, bool la
 		snprintf(line + k, len - k, "%s=%.2f%s", key, v, last ? "" : " ");
 }
 
+/* Each step's p50 under the row it explains (where the milliseconds go). */
+static void steps_rows(struct fleet_steps *st)
+{
+	for (unsigned i = 0; i < st->n; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "    step %s p50", st->step[i].name);
+		row(name, p(&st->step[i].ms, 50), NAN, "");
+	}
+}
+
 /* Prints the table; the final line goes into line (the caller prints it last). */
 static void report(struct fleet *f, struct results *R, const struct bu_scan *leaks, char *line, size_t len)
 {
@@ -365,9 +412,11 @@ static void report(struct fleet *f, struct results *R, const struct bu_scan *lea
 	row("TTI cold p50 (create -> exec true returns)", p(&R->tti, 50), p(&R->peer_tti, 50), "");
 	row("TTI cold p99", p(&R->tti, 99), p(&R->peer_tti, 99), "");
 	row("  create p50", p(&R->create, 50), NAN, "");
+	steps_rows(&R->cold_steps);
 	snprintf(name, sizeof(name), "TTI warm pool p50 (%u of %zu from the pool)", R->pool_taken, R->pool_tti.n);
 	row(name, p(&R->pool_tti, 50), p(&R->peer_tti, 50), "");
 	row("TTI warm pool p99", p(&R->pool_tti, 99), p(&R->peer_tti, 99), "");
+	steps_rows(&R->pool_steps);
 	row("exec round trip p50 (true, running sandbox)", p(&R->exec, 50), NAN, "");
 	row("exec round trip p99", p(&R->exec, 99), NAN, "");
 	row("destroy p50 (as the caller sees it)", p(&R->destroy, 50), p(&R->peer_destroy, 50), "peer: subvol delete");
@@ -451,6 +500,10 @@ static void results_free(struct results *R)
 	for (unsigned i = 0; i < FLEET_CONC_MAX; i++) {
 		bu_series_free(&R->sus[i].lib);
 		bu_series_free(&R->sus[i].peer);
+	}
+	for (unsigned i = 0; i < FLEET_STEPS_MAX; i++) {
+		bu_series_free(&R->cold_steps.step[i].ms);
+		bu_series_free(&R->pool_steps.step[i].ms);
 	}
 }
 

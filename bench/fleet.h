@@ -27,6 +27,8 @@ struct fleet {
 	const char *cli;           /* the space binary (for `space serve`), or NULL */
 	struct bu_peer peer;
 	bool have_peer;
+	/* while set, fleet_cycle adds each step of space_sandbox_create_steps() to it (single-threaded phases) */
+	struct fleet_steps *steps;
 
 	/* every sandbox id made, for the leak check */
 	pthread_mutex_t lock;
@@ -35,6 +37,18 @@ struct fleet {
 	unsigned errors;
 	char first_error[512];
 };
+
+/* The steps of creates (space_sandbox_create_steps), by name, in the order first seen. */
+#define FLEET_STEPS_MAX 24
+struct fleet_steps {
+	unsigned n;
+	struct {
+		char name[24];
+		struct bu_series ms;
+	} step[FLEET_STEPS_MAX];
+};
+/* Adds the steps of one "name 1.2, name 0.3 = 1.5 ms" text. */
+void fleet_steps_add(struct fleet_steps *st, const char *text);
 
 /* Records a sandbox id (thread-safe). */
 void fleet_note_id(struct fleet *f, const char *id);

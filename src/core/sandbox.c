@@ -90,6 +90,7 @@ struct space_sandbox {
 	char log_path[PATH_MAX];
 	char **env;                  /* sandbox-wide environment, NULL-terminated */
 	int tether_fd;               /* space_sandbox_tether's connection to the agent; -1: none */
+	char steps[256];             /* how this handle's sandbox was made ("" when opened) */
 };
 
 void sandbox_strv_free(char **v)
@@ -176,6 +177,16 @@ void sandbox_set_tether_fd(space_sandbox *sb, int fd)
 SPACE_API const char *space_sandbox_id(const space_sandbox *sb)
 {
 	return sb->row.info.id;
+}
+
+void sandbox_handle_set_steps(space_sandbox *sb, const struct op_trace *t)
+{
+	trace_format(t, sb->steps, sizeof(sb->steps));
+}
+
+SPACE_API const char *space_sandbox_create_steps(const space_sandbox *sb)
+{
+	return sb && sb->steps[0] ? sb->steps : NULL;
 }
 
 SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb)

@@ -29,6 +29,8 @@ void sandbox_row_clear(struct sandbox_row *row);
 const char *sandbox_addr(const space_sandbox *sb);
 space_ctx *sandbox_ctx(const space_sandbox *sb);
 char *const *sandbox_env(const space_sandbox *sb);
+/* Records how the handle's sandbox was made (space_sandbox_create_steps). */
+void sandbox_handle_set_steps(space_sandbox *sb, const struct op_trace *t);
 /* The row a handle holds (as of its last load). */
 const struct sandbox_row *sandbox_handle_row(const space_sandbox *sb);
 

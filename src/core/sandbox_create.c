@@ -250,6 +250,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		sandbox_row_clear(&row);
 		return ctx_error(ctx, r, "sandbox handle");
 	}
+	sandbox_handle_set_steps(*ret, &trace);
 	return 0;
 
 fail: {

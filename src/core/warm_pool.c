@@ -11,6 +11,7 @@
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/backend.h"
+#include "core/trace.h"
 #include "core/warm_pool.h"
 #include "store/lock.h"
 #include "store/sandboxes.h"
@@ -146,23 +147,35 @@ int warm_pool_take(space_ctx *ctx, const struct space_sandbox_options *o, space_
 		return 0;
 	for (int attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
 		char id[32];
+		struct op_trace trace;
+		trace_start(&trace);
 		if (claim(ctx, tname, ops->name, id) <= 0)
 			return 0;
+		trace_mark(&trace, "claim");
 		/* Claimed, it is no longer in the pool: nobody else takes it; its lock keeps a destroy by id (or any
 		 * other operation) from cutting into its readying. Released before a remove, which takes it. */
 		space_sandbox *sb = NULL;
 		int lock = -1, r = core_sandbox_lock(ctx, id, &lock);
+		trace_mark(&trace, "lock");
 		if (r == 0)
 			r = space_sandbox_open(ctx, id, &sb);
+		trace_mark(&trace, "open");
 		if (r == 0)
 			r = space_sandbox_resume(sb);
+		trace_mark(&trace, "resume");
 		if (r == 0)
 			r = refresh(sb);
+		trace_mark(&trace, "refresh");
 		if (r == 0 && o->timeout_s)
 			r = space_sandbox_set_timeout(sb, o->timeout_s);
 		store_lock_release(lock);
 		if (r == 0) {
+			char steps[256];
+			trace_mark(&trace, "lifetime");
+			trace_format(&trace, steps, sizeof(steps));
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s handed out from the warm pool of %s", id, tname);
+			ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s taken: %s", id, steps);
+			sandbox_handle_set_steps(sb, &trace);
 			*ret = sb;
 			return 1;
 		}
