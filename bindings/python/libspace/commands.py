@@ -117,7 +117,7 @@ class _Output:
         if self.error is not None:
             return -_errno.ECANCELED
         try:
-            chunk = ctypes.string_at(data, length) if length else b""
+            chunk = ctypes.string_at(data, length) if length and data else b""
             stream = 2 if stream == 2 else 1
             if self.capture:
                 buf = self.bufs[stream]
@@ -320,8 +320,9 @@ class Process:
                 raise ValueError("libspace: this process handle is closed")
             if lib.space_process_pending(self._ptr):
                 return True
-        r, _, _ = select.select([self._fd], [], [], timeout)
-        return bool(r)
+        poller = select.poll()  # not select(): the descriptor may be above FD_SETSIZE
+        poller.register(self._fd, select.POLLIN)
+        return bool(poller.poll(None if timeout is None else max(0, int(timeout * 1000 + 0.999))))
 
     def poll(self) -> Optional[CommandResult]:
         """Delivers what output is there without blocking; the result if it ended, else None."""

@@ -140,7 +140,8 @@ class Files:
 
     def download(self, path: PathArg, dest: PathArg, *, max_bytes: Optional[int] = None) -> FileInfo:
         """Copies a file of the sandbox to ``dest`` on the host, all or nothing (a temporary file beside dest
-        is renamed into place; on failure dest is left as it was). Sparse files stay sparse."""
+        is renamed into place; on failure dest is left as it was). Sparse files stay sparse. The new file is
+        private (mode 0600, whatever the sandbox's file said): chmod it to share it."""
         p = self._path(path)
         dest = os.fspath(dest)
         d = os.path.dirname(os.path.abspath(dest))
