@@ -16,6 +16,9 @@ pkgs=(
 	debian-archive-keyring
 	# tests and benchmarks
 	acpica-tools qemu-system-x86 bubblewrap file procps psmisc util-linux python3 openssl ca-certificates
+	python3-pytest
+	# Debian packages (debian/, tests/packaging)
+	dpkg-dev debhelper dh-python lintian
 )
 # Package names that do not exist on this release (e.g. libclang-rt-14-dev on newer Ubuntu) are skipped.
 avail=()

@@ -158,6 +158,11 @@ SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts)
 		if (r < 0)
 			return r;
 		snprintf(root, sizeof(root), "%s", p);
+		/* Settings only: a loop pool stays one (its image is what re-mounts it after an unmount or a
+		 * reboot). */
+		_cleanup_free_ char *old_image = NULL;
+		if (store_meta_get(s, "loop_image", &old_image) == 0 && old_image)
+			snprintf(image, sizeof(image), "%s", old_image);
 	} else {
 		r = ctx_error_msg(ctx, -EINVAL,
 				  "no pool: pass --pool PATH (a directory on btrfs) or --loop-pool SIZE "

@@ -35,6 +35,10 @@ on_exit "'$SPACE' pool unmount --state '$STATE'"
 expect_rc 0 "$SPACE" init --loop-pool 2G --state "$STATE" --json
 echo "$out" | grep -q '"pool"' || fail "init --json: $out"
 [ "$(stat -f -c %T "$STATE/pool")" = btrfs ] || fail "pool is not btrfs"
+# Settings alone (no --pool, no --loop-pool) leave the pool as it is: still a loop pool, with its image.
+expect_rc 0 "$SPACE" init --isolation jail --state "$STATE"
+expect_rc 0 "$SPACE" pool --json --state "$STATE"
+echo "$out" | grep -q "\"loop_image\":[[:space:]]*\"$STATE/pool.img\"" || fail "init without a pool forgot the loop image: $out"
 
 # Templates from a directory, a tarball and an ext4 image.
 make_busybox_tree "$WORK/tree"

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Templates: the read-only root disks sandboxes are copy-on-write clones of."""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+from . import _lib
+from ._lib import lib
+from ._util import PathArg, U64_MAX, cstr, cstr_opt, fsname, uint, when
+from .context import Context, ProgressFn, _options_init, _progress_fn, resolve
+from .errors import TemplateNotFound
+
+__all__ = ["Template", "Templates", "WarmInfo", "templates"]
+
+
+@dataclass(frozen=True)
+class WarmInfo:
+    """A template's booted snapshot (VM) and warm pool."""
+
+    has_snapshot: bool
+    snapshot_cpus: int
+    snapshot_memory_mib: int
+    snapshot_created_ms: int
+    warm_pool_size: int  # the target (0: no warm pool)
+    warm_pool_ready: int  # paused sandboxes ready now
+
+
+@dataclass(frozen=True)
+class Template:
+    """A template: a root disk image (rootfs.ext4) and optionally a kernel and initrd, in the pool."""
+
+    name: str
+    path: str
+    rootfs_bytes: int
+    has_kernel: bool
+    has_initrd: bool
+    created_ms: int
+    sandboxes: int  # sandboxes (not destroyed) made from it
+    checkpoints: int  # checkpoints that depend on it
+    ctx: Context = field(repr=False, compare=False)
+
+    @property
+    def created(self):
+        return when(self.created_ms)
+
+    @classmethod
+    def _from(cls, o: Any, ctx: Context) -> "Template":
+        f = _lib.field
+        return cls(name=fsname(o.name), path=fsname(f(o, "path")), rootfs_bytes=f(o, "rootfs_bytes", 0),
+                   has_kernel=bool(f(o, "has_kernel", False)), has_initrd=bool(f(o, "has_initrd", False)),
+                   created_ms=f(o, "created_ms", 0), sandboxes=f(o, "sandboxes", 0),
+                   checkpoints=f(o, "checkpoints", 0), ctx=ctx)
+
+    def remove(self, *, force: bool = False) -> None:
+        """Removes this template (Busy while sandboxes or checkpoints use it, unless ``force``: then
+        dependent sandboxes keep their own copy-on-write disks)."""
+        Templates(self.ctx).remove(self.name, force=force)
+
+    def refresh(self) -> "Template":
+        """This template as it is now (its counts change as sandboxes come and go)."""
+        return Templates(self.ctx).get(self.name)
+
+    def warm_info(self) -> WarmInfo:
+        """Its booted snapshot and warm pool state."""
+        rec = _lib.record(_lib.TemplateWarmInfo)
+        self.ctx._call("space_template_get_warm_info", self.ctx._ptr, cstr(self.name, "template name"),
+                       ctypes.byref(rec), not_found=TemplateNotFound)
+        f = _lib.field
+        return WarmInfo(has_snapshot=bool(f(rec, "has_snapshot", False)), snapshot_cpus=f(rec, "snapshot_cpus", 0),
+                        snapshot_memory_mib=f(rec, "snapshot_memory_mib", 0),
+                        snapshot_created_ms=f(rec, "snapshot_created_ms", 0),
+                        warm_pool_size=f(rec, "warm_pool_size", 0), warm_pool_ready=f(rec, "warm_pool_ready", 0))
+
+    def set_warm_pool(self, size: int) -> None:
+        """Keeps ``size`` (0..64) paused sandboxes of this template ready; 0 removes the warm pool.
+
+        Filling it is fill_warm_pool()'s job (space serve does it in the background). A create with default
+        options (no env, hostname, network policy, cpus or memory) takes one.
+        """
+        self.ctx._call("space_template_set_warm_pool", self.ctx._ptr, cstr(self.name, "template name"),
+                       uint(size, "warm pool size", 0, _lib.WARM_POOL_MAX), not_found=TemplateNotFound)
+
+    def fill_warm_pool(self) -> int:
+        """Tops up this template's warm pool; returns how many sandboxes it created."""
+        return self.ctx._call("space_warm_pool_fill", self.ctx._ptr, cstr(self.name, "template name"),
+                              not_found=TemplateNotFound)
+
+
+class Templates:
+    """The templates of a context: ``ctx.templates``, or ``libspace.templates`` for this thread's default
+    context."""
+
+    def __init__(self, ctx: Optional[Context] = None) -> None:
+        self._ctx = ctx
+
+    @property
+    def ctx(self) -> Context:
+        return resolve(self._ctx)
+
+    def list(self) -> List[Template]:
+        """The templates, sorted by name."""
+        ctx = self.ctx
+        out = ctypes.POINTER(ctypes.POINTER(_lib.TemplateInfo))()
+        with ctx._h.enter():
+            r = lib.space_template_list(ctx._h.ptr, ctypes.byref(out), None)
+            if r < 0:
+                ctx._raise("space_template_list", r)
+            try:
+                res, i = [], 0
+                while out[i]:
+                    res.append(Template._from(out[i].contents, ctx))
+                    i += 1
+                return res
+            finally:
+                lib.space_template_info_list_free(out)
+
+    def get(self, name: str) -> Template:
+        """One template by name (TemplateNotFound if there is none)."""
+        ctx = self.ctx
+        out = ctypes.POINTER(_lib.TemplateInfo)()
+        n = cstr(name, "template name", allow_empty=False)
+        with ctx._h.enter():
+            r = lib.space_template_get(ctx._h.ptr, n, ctypes.byref(out))
+            if r < 0:
+                ctx._raise("space_template_get", r, TemplateNotFound)
+            try:
+                return Template._from(out.contents, ctx)
+            finally:
+                lib.space_template_info_free(out)
+
+    def import_(self, name: str, rootfs: PathArg, *, kernel: Optional[PathArg] = None,
+                initrd: Optional[PathArg] = None, modules_dir: Optional[PathArg] = None,
+                size_bytes: Optional[int] = None, progress: Optional[ProgressFn] = None) -> Template:
+        """Imports a template (`space template import`) and returns it. On failure nothing of it remains.
+
+        ``rootfs``: a directory tree, a tarball (plain, gz, xz, zst, bz2) or an ext4 image on the host.
+        ``kernel``/``initrd``/``modules_dir``: for VM sandboxes. ``size_bytes``: the disk's size (None:
+        the content plus headroom). ``progress(stage, done, total)`` is called as it goes (an exception it
+        raises cannot stop the import: it is raised once the import has returned). AlreadyExists when the
+        name is taken, InvalidArgument for a bad name or a rootfs that is neither directory, tarball nor
+        ext4 image. (The trailing underscore: ``import`` is a Python keyword.)
+        """
+        ctx = self.ctx
+        o = _lib.TemplateImportOptions()
+        _options_init(lib.space_template_import_options_init, o, _lib.TEMPLATE_IMPORT_OPTIONS_VERSION)
+        if modules_dir is not None and kernel is None:
+            raise ValueError("modules_dir needs kernel")
+        keep = [cstr(name, "template name", allow_empty=False), cstr(rootfs, "rootfs", allow_empty=False),
+                cstr_opt(kernel, "kernel", allow_empty=False), cstr_opt(initrd, "initrd", allow_empty=False),
+                cstr_opt(modules_dir, "modules_dir", allow_empty=False)]
+        o.name, o.rootfs, o.kernel, o.initrd, o.modules_dir = keep
+        o.size_bytes = uint(size_bytes, "size_bytes", 1, U64_MAX) if size_bytes is not None else 0
+        errors: List[BaseException] = []
+        o.progress = _progress_fn(progress, errors)
+        ctx._call("space_template_import", ctx._ptr, ctypes.byref(o))
+        if errors:
+            raise errors[0]
+        return self.get(name)
+
+    def remove(self, name: str, *, force: bool = False) -> None:
+        """Removes a template (Busy while sandboxes or checkpoints use it, unless ``force``: then
+        dependent sandboxes keep their own copy-on-write disks)."""
+        ctx = self.ctx
+        if not isinstance(force, bool):
+            raise TypeError("force must be True or False")
+        ctx._call("space_template_remove", ctx._ptr, cstr(name, "template name", allow_empty=False), force,
+                  not_found=TemplateNotFound)
+
+    def fill_warm_pools(self) -> int:
+        """Tops up the warm pool of every template; returns how many sandboxes it created."""
+        ctx = self.ctx
+        return ctx._call("space_warm_pool_fill", ctx._ptr, None)
+
+    def __iter__(self):
+        return iter(self.list())
+
+
+templates = Templates()
+"""The templates of this thread's default context."""
