@@ -35,6 +35,13 @@ struct run_opts {
 	struct cli_net net; /* --allow, --secret, --inject, --policy, --resolve, --ca-file */
 };
 
+/* What parse_run_opts allocated: the policy document it built from the network flags. */
+static void run_opts_done(struct run_opts *o)
+{
+	free((char *)o->sb.network_policy);
+	o->sb.network_policy = NULL;
+}
+
 static int parse_u32(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
 		     uint32_t *ret)
 {
@@ -337,7 +344,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		       "  -i, -t             forward stdin; run on a terminal\n");
 		return EXIT_OK;
 	}
-	struct run_opts o;
+	_cleanup_(run_opts_done) struct run_opts o = { 0 };
 	int r = parse_run_opts(cmd, argc, argv, &o, true, true, NULL);
 	if (r)
 		return r;
@@ -371,7 +378,7 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	const struct cli_command *cmd = cli_find_command("create");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	struct run_opts o;
+	_cleanup_(run_opts_done) struct run_opts o = { 0 };
 	int r = parse_run_opts(cmd, argc, argv, &o, true, false, NULL);
 	if (r)
 		return r;
@@ -444,7 +451,7 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 		}
 	}
 	argc = kept;
-	struct run_opts o;
+	_cleanup_(run_opts_done) struct run_opts o = { 0 };
 	char *id = NULL;
 	int r = parse_run_opts(cmd, argc, argv, &o, false, true, &id);
 	if (r)

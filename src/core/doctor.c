@@ -402,7 +402,11 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 			  "mount cgroup2 at /sys/fs/cgroup (or v1 pids, freezer, memory, cpu)");
 		*jail_ok = false;
 	} else {
-		snprintf(buf, sizeof(buf), "cgroup %s", cg == 2 ? "v2 (unified)" : "v1 hierarchies");
+		snprintf(buf, sizeof(buf), "cgroup %s", cg == 2 ? "v2 (unified): a sandbox's first process is created in its "
+							     "cgroup" :
+							     "v1 hierarchies: a sandbox's first process is moved into its "
+							     "cgroups, which waits for a kernel RCU grace period (about 10 "
+							     "ms of every start)");
 		add_check(checks, "cgroups", LVL_OK, buf, NULL);
 	}
 	if (geteuid() != 0) {

@@ -415,6 +415,22 @@ int util_cgroup_attach(const char *spec, pid_t pid)
 	return 0;
 }
 
+int util_cgroup_dir_fd(const char *spec)
+{
+	char path[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	if (ver != 2)
+		return -EOPNOTSUPP;
+	r = cg_path(path, sizeof(path), 2, NULL, rel, NULL);
+	if (r < 0)
+		return r;
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int util_cgroup_freeze(const char *spec, bool frozen)
 {
 	char path[512], state[256];

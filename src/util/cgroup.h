@@ -36,6 +36,11 @@ int util_cgroup_create(const char *id, const struct util_cgroup_limits *lim, cha
 /* Moves pid into the cgroup(s) of spec. Child-safe (no allocation: usable between fork and exec). */
 int util_cgroup_attach(const char *spec, pid_t pid);
 
+/* v2: an O_PATH descriptor of the cgroup's directory, for clone3(CLONE_INTO_CGROUP), which creates a
+ * process in it without the migration (and its RCU grace period) that util_cgroup_attach costs. v1:
+ * -EOPNOTSUPP. */
+int util_cgroup_dir_fd(const char *spec);
+
 /* Freezes or thaws the cgroup(s) of spec and waits (up to 5 s) until the state is reached. */
 int util_cgroup_freeze(const char *spec, bool frozen);
 

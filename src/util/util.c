@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <poll.h>
 #include <pthread.h>
@@ -477,11 +478,11 @@ struct detach_args {
 	const char *const *argv;
 	const int *want;
 	int n;
-	volatile int exec_errno; /* written by the helper's process when its exec fails */
+	int err_fd; /* close-on-exec: EOF when the exec worked, the exec's errno (an int) when not */
 };
 
-/* The helper's process, on its parent's stack until it execs (vfork): syscalls only. */
-static void detach_exec(struct detach_args *a)
+/* The helper's process: syscalls only (it runs on its parent's stack until it execs, vfork). */
+static void detach_exec(const struct detach_args *a)
 {
 	/* Handlers first, then the mask: a signal let through now reaches a default action, never a handler
 	 * of the caller's running on memory shared with it. */
@@ -492,59 +493,85 @@ static void detach_exec(struct detach_args *a)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* Through copies above n first: a source may itself be one of 0..n-1 (a caller without stdin), and
-	 * dup2 onto the same number would keep its close-on-exec flag. */
-	int tmp[16];
+	 * dup2 onto the same number would keep its close-on-exec flag. The error pipe goes above n too. */
+	int tmp[16], err = fcntl(a->err_fd, F_DUPFD_CLOEXEC, a->n);
 	for (int i = 0; i < a->n; i++)
 		if ((tmp[i] = fcntl(a->want[i], F_DUPFD_CLOEXEC, a->n)) < 0)
 			goto fail;
 	for (int i = 0; i < a->n; i++)
 		if (dup2(tmp[i], i) < 0)
 			goto fail;
-	syscall(SYS_close_range, (unsigned)a->n, ~0U, 0);
+	/* Everything else closes at the exec, the error pipe with it: its reader then sees EOF. */
+	syscall(SYS_close_range, (unsigned)a->n, ~0U, CLOSE_RANGE_CLOEXEC);
 	execv(a->path, (char *const *)a->argv);
-fail:
-	a->exec_errno = errno ? errno : EIO;
+fail:;
+	int e = errno ? errno : EIO;
+	if (err >= 0)
+		(void)!write(err, &e, sizeof(e));
 	_exit(127);
 }
 
 /* The intermediate: a session of its own for the helper, which it leaves behind by exiting. */
 static int detach_entry(void *arg)
 {
-	struct detach_args *a = arg;
+	const struct detach_args *a = arg;
 	setsid();
-	pid_t g = vfork();
+	pid_t g = SPAWN_CLONE_VM ? vfork() : fork();
 	if (g == 0)
 		detach_exec(a);
-	/* vfork returns once the helper has exec'd or died; exit with what its exec said (0: it runs). */
-	_exit(g < 0 ? ECHILD : a->exec_errno > 0 && a->exec_errno < 256 ? a->exec_errno : a->exec_errno ? EIO : 0);
+	_exit(g < 0 ? 1 : 0);
 }
 
 int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n)
 {
 	if (n < 0 || n > 16)
 		return -EINVAL;
-	struct detach_args a = { .path = path, .argv = argv, .want = want, .n = n };
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return -errno;
+	struct detach_args a = { .path = path, .argv = argv, .want = want, .n = n, .err_fd = ep[1] };
+	pid_t pid;
+	int e = 0;
+#if SPAWN_CLONE_VM
 	void *stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
+	if (stack == MAP_FAILED) {
+		close(ep[0]);
+		close(ep[1]);
 		return -ENOMEM;
+	}
 	/* Signals stay blocked in this thread meanwhile, so none of the caller's handlers runs on the
 	 * children's stack; they unblock them only once their handlers are the defaults. */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(detach_entry, (char *)stack + SPAWN_STACK, SPAWN_CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-	int e = errno;
+	pid = clone(detach_entry, (char *)stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+	e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	munmap(stack, SPAWN_STACK);
-	if (pid < 0)
+#else
+	/* Sanitizer builds: plain forks (instrumented code cannot run on a stack of our own). */
+	pid = fork();
+	e = errno;
+	if (pid == 0)
+		detach_entry(&a);
+#endif
+	close(ep[1]);
+	if (pid < 0) {
+		close(ep[0]);
 		return -e;
+	}
 	int st = 0;
 	pid_t w;
 	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
 		;
-	if (w != pid || !WIFEXITED(st))
+	int exec_errno = 0;
+	ssize_t k;
+	while ((k = read(ep[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR)
+		;
+	close(ep[0]);
+	if (w != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return -ECHILD;
-	return -WEXITSTATUS(st);
+	return k == (ssize_t)sizeof(exec_errno) && exec_errno > 0 ? -exec_errno : 0;
 }
 
 /* Reads into buf[0..len) until it is full, EOF, the deadline or, when line, a newline; *n counts. */

@@ -118,12 +118,10 @@ mem_before=\$(awk '/MemAvailable/ {print \$2}' /proc/meminfo)
 t0=\$(date +%s)
 creates=
 # A's log gets the smallest cap, so its console flood can pass it within the emulator's time (each byte
-# is an exit: about 3 KB/s here); B and C keep the default. A has an empty policy: nothing allowed, but
-# a gateway behind its TAP to attack (without a policy none runs).
-echo '{}' > \$W/empty-policy.json
+# is an exit: about 3 KB/s here); B and C keep the default.
 create_vm() { # n
 	if [ \$1 = a ]; then
-		SPACE_SANDBOX_LOG_MAX=8K SP create --isolation vm --template base --memory 320 --policy \$W/empty-policy.json
+		SPACE_SANDBOX_LOG_MAX=8K SP create --isolation vm --template base --memory 320
 	else
 		SP create --isolation vm --template base --memory 320
 	fi

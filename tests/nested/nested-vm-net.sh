@@ -178,23 +178,24 @@ sleep 1
 [ -n "\$gw" ] && ! kill -0 "\$gw" 2>/dev/null && pass "space rm: the gateway (pid \$gw) is gone" ||
 	fail "gateway '\$gw' still running after rm"
 
-# No policy: TCP, UDP, DNS and ICMP all fail, the attempts are recorded.
-B=\$(create --isolation vm --template base --memory 384)
-[ -n "\$B" ] && ids="\$B" || { fail "create without policy: \$(tail -n 5 create.err)"; exit 1; }
+# An empty policy: TCP, UDP, DNS and ICMP all fail, and its gateway records the attempts.
+echo '{}' > empty-policy.json
+B=\$(create --isolation vm --template base --memory 384 --policy empty-policy.json)
+[ -n "\$B" ] && ids="\$B" || { fail "create with an empty policy: \$(tail -n 5 create.err)"; exit 1; }
 SP cp '$src/tests/integration/net/guest.py' "\$B:/root/guest.py" || fail "cp guest.py"
 all=ok
 for a in "dns api.test" "tcp 203.0.113.5 80" "tcp 203.0.113.5 22" "udp 203.0.113.5 9999" "icmp 203.0.113.5" \
 	"tcp 10.201.0.1 22" "get http://plain.test/"; do
 	out=\$(g "\$B" \$a)
-	echo "\$out" | grep -q '^REFUSED' || { all=bad; fail "no policy, \$a: \$out"; }
+	echo "\$out" | grep -q '^REFUSED' || { all=bad; fail "empty policy, \$a: \$out"; }
 done
-[ "\$all" = ok ] && pass "no policy: DNS, TCP, UDP, ICMP all refused"
+[ "\$all" = ok ] && pass "empty policy: DNS, TCP, UDP, ICMP all refused"
 ev=\$(events "\$B")
 miss=
 for e in "dns api.test" "tcp 203.0.113.5:80" "tcp 203.0.113.5:22" "udp 203.0.113.5:9999" "icmp 203.0.113.5"; do
 	echo "\$ev" | grep -qF "\$e" || miss="\$miss [\$e]"
 done
-[ -z "\$miss" ] && pass "no policy: every attempt is in space events" || fail "events missing:\$miss: \$ev"
+[ -z "\$miss" ] && pass "empty policy: every attempt is in space events" || fail "events missing:\$miss: \$ev"
 SP rm "\$B" || fail "space rm \$B"
 ids=
 left=\$(pgrep -f "space-gateway.*(\$A|\$B)")
