@@ -536,7 +536,7 @@ SPACE_API bool space_process_pending(space_process *p);
 /* The process id inside the sandbox. */
 SPACE_API int space_process_pid(space_process *p);
 /* Feeds stdin (needs SPACE_EXEC_STDIN, or with version 1 options stdin_fd != -1, at start); len 0 closes
- * it. */
+ * it (EOF). -EPIPE for data when the process has ended; closing the stdin of an ended process is 0. */
 SPACE_API int space_process_write_stdin(space_process *p, const void *data, size_t len);
 SPACE_API int space_process_signal(space_process *p, int sig);
 SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t cols);

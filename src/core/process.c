@@ -230,7 +230,12 @@ SPACE_API int space_process_write_stdin(space_process *p, const void *data, size
 	CTX_ENTER(p ? p->ctx : NULL);
 	if (!p)
 		return -EINVAL;
-	return agent_exec_write_stdin(p->x, data, len);
+	int r = agent_exec_write_stdin(p->x, data, len);
+	/* The end of the input to a process that already ended (the agent closed the connection after its
+	 * exit): nothing is left to close. Data to it is still -EPIPE, as for a pipe. */
+	if (len == 0 && (r == -EPIPE || r == -ECONNRESET))
+		return 0;
+	return r;
 }
 
 SPACE_API int space_process_signal(space_process *p, int sig)

@@ -443,11 +443,11 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 			done++;
 		}
 	}
-	/* Tethered ones whose holder is gone (core/tether.c): their lifetime was the holder's. */
+	/* Tethered ones whose holder is gone or let go (core/tether.c): their lifetime was the tether's. */
 	n = tether_orphans(ctx, ids, 64);
 	for (int i = 0; i < n; i++) {
-		if (destroy_locked(ctx, ids[i], "its tether holder exited", false, true) == 0) {
-			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: its tether holder exited", ids[i]);
+		if (destroy_locked(ctx, ids[i], "its tether ended", false, true) == 0) {
+			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: its tether ended", ids[i]);
 			done++;
 		}
 	}

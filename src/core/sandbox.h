@@ -88,7 +88,8 @@ bool tether_holder_gone(const char *meta);
 /* PROTO_TETHER_HOLD (hold) or RELEASE at the agent addr: around a memory snapshot, so that a restored copy
  * is not ended by the reset of the tethers it recorded. 0 for an agent without tethers. */
 int tether_hold(const char *addr, bool hold);
-/* Up to max ids of sandboxes (not destroyed) whose tether holder is gone; their count or -errno. */
+/* Up to max ids of sandboxes (not destroyed) whose tether holder is gone, or that are tethered and failed
+ * (their tether ended them: the handle was freed while its holder lives on); their count or -errno. */
 int tether_orphans(space_ctx *ctx, char (*ids)[32], int max);
 
 /* ---- the lifecycle's own (sandbox.c, sandbox_create.c, sandbox_restart.c) ---- */

@@ -170,9 +170,14 @@ int tether_orphans(space_ctx *ctx, char (*ids)[32], int max)
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
 	int k = 0;
-	for (size_t i = 0; i < n && k < max; i++)
-		if (tether_holder_gone(rows[i].metadata))
+	for (size_t i = 0; i < n && k < max; i++) {
+		/* Its lifetime was the tether's: gone with its holder, or ended by it while the holder lives on
+		 * (the handle was freed, or its agent died: the reap before this one recorded it failed, under
+		 * its lock, and a failed sandbox never runs again), it is destroyed rather than kept as failed. */
+		bool ended = rows[i].status == STORE_FAILED && tether_recorded(rows[i].metadata);
+		if (ended || tether_holder_gone(rows[i].metadata))
 			snprintf(ids[k++], 32, "%s", rows[i].id);
+	}
 	store_sandbox_list_free(rows, n);
 	return k;
 }
