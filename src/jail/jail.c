@@ -260,12 +260,7 @@ static void pid1_main(const struct plan *p, int go_fd, int err_fd)
 	close(go_fd);
 
 	/* The agent must not inherit ignored signals (SIG_IGN survives exec) nor the mask jail_start set. */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	util_signals_default();
 
 	/* Raw system calls: glibc's set*id wrappers act on every thread of the process they believe they are
 	 * in, and PID 1 was cloned (not forked) from a caller that may be multithreaded: they would signal and

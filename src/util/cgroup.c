@@ -214,36 +214,35 @@ static int members(const char *dir, int ver, const char *ctrl, const char *rel, 
 	return n;
 }
 
+/* The member listing of spec's cgroup: the unified directory (v2), or on v1 the freezer hierarchy's, which
+ * every sandbox process joins (util_cgroup_attach), so it lists them all. *ret_empty: nothing in it. */
+static int listing(const char *spec, char dir[512], int *ret_ver, const char **ret_rel, bool *ret_empty)
+{
+	int r = spec_parse(spec, ret_ver, ret_rel);
+	if (r < 0)
+		return r;
+	r = cg_path(dir, 512, *ret_ver, "freezer", *ret_rel, NULL);
+	if (r < 0)
+		return r;
+	*ret_empty = access(dir, F_OK) < 0 || members(dir, *ret_ver, "freezer", *ret_rel, false, 0) == 0;
+	return 0;
+}
+
 int util_cgroup_empty(const char *spec, bool *ret_empty)
 {
 	char dir[512];
 	const char *rel;
-	int ver, r = spec_parse(spec, &ver, &rel);
-	if (r < 0)
-		return r;
-	r = cg_path(dir, sizeof(dir), ver, "freezer", rel, NULL);
-	if (r < 0)
-		return r;
-	*ret_empty = access(dir, F_OK) < 0 || members(dir, ver, "freezer", rel, false, 0) == 0;
-	return 0;
+	int ver;
+	return listing(spec, dir, &ver, &rel, ret_empty);
 }
 
 int util_cgroup_kill(const char *spec, bool *ret_empty)
 {
 	char dir[512];
 	const char *rel;
-	int ver, r = spec_parse(spec, &ver, &rel);
-	if (r < 0)
+	int ver, r = listing(spec, dir, &ver, &rel, ret_empty);
+	if (r < 0 || *ret_empty)
 		return r;
-	/* v1: every sandbox process joins the freezer hierarchy (util_cgroup_attach), so it lists them all. */
-	r = cg_path(dir, sizeof(dir), ver, "freezer", rel, NULL);
-	if (r < 0)
-		return r;
-	if (access(dir, F_OK) < 0 || members(dir, ver, "freezer", rel, false, 0) == 0) {
-		*ret_empty = true;
-		return 0;
-	}
-	*ret_empty = false;
 	bool killed = false;
 	if (ver == 2) {
 		char path[600];

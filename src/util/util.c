@@ -473,6 +473,16 @@ int util_spawn_helper(const char *path, const char *const argv[], const char *lo
 #endif
 #define SPAWN_STACK (64 * 1024)
 
+void util_signals_default(void)
+{
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 struct detach_args {
 	const char *path;
 	const char *const *argv;
@@ -484,14 +494,7 @@ struct detach_args {
 /* The helper's process: syscalls only (it runs on its parent's stack until it execs, vfork). */
 static void detach_exec(const struct detach_args *a)
 {
-	/* Handlers first, then the mask: a signal let through now reaches a default action, never a handler
-	 * of the caller's running on memory shared with it. */
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	util_signals_default();
 	/* Through copies above n first: a source may itself be one of 0..n-1 (a caller without stdin), and
 	 * dup2 onto the same number would keep its close-on-exec flag. The error pipe goes above n too. */
 	int tmp[16], err = fcntl(a->err_fd, F_DUPFD_CLOEXEC, a->n);

@@ -62,6 +62,11 @@ int util_run(const char *const argv[], char **ret_output);
 int util_spawn_helper(const char *path, const char *const argv[], const char *log_path, int fd3, bool new_session,
 		      pid_t *ret_pid);
 
+/* Every signal's handler back to the default, then an empty mask (in that order: a signal let through
+ * meets a default action, never a handler inherited from a caller sharing our memory). For a child about
+ * to exec: SIG_IGN and the mask survive an exec. System calls only. */
+void util_signals_default(void);
+
 /*
  * Runs path with argv detached from the caller (an intermediate child in its own session spawns it and
  * exits: a long-lived caller collects no zombie, and the caller's exit does not end it), every signal
