@@ -31,7 +31,10 @@ struct run_opts {
 	bool interactive;
 	bool tty;
 	uint32_t exec_timeout_ms;
+	bool user_set;      /* --user: run as uid:gid, root included */
+	uint32_t uid, gid;
 	char **argv;  /* the command, after "--" */
+	char **image_argv;  /* run without a command: the template's Entrypoint and Cmd (owned) */
 	struct cli_net net; /* --allow, --secret, --inject, --policy, --resolve, --ca-file */
 };
 
@@ -49,11 +52,14 @@ static int parse_u32(const struct cli_command *cmd, const char *opt, const char 
 }
 
 /*
- * Parses the sandbox and process options shared by run, create and exec. want_cmd: a command after the
- * options is required (run, exec); positional: where the remaining non-option arguments go (exec's ID).
+ * Parses the sandbox and process options shared by run, create and exec. want_cmd: whether a command after
+ * the options is required (exec), optional (run: the template's own otherwise) or none (create);
+ * positional: where the remaining non-option arguments go (exec's ID).
  */
+enum { CMD_NONE, CMD_REQUIRED, CMD_OPTIONAL };
+
 static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, struct run_opts *o, bool sandbox_opts,
-			  bool want_cmd, char **positional)
+			  int want_cmd, char **positional)
 {
 	static const struct option opts[] = {
 		{ "template", required_argument, NULL, 'T' },
@@ -67,6 +73,7 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 		{ "hostname", required_argument, NULL, 'H' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "snapshot-every", required_argument, NULL, 0x4f0 },
 		{ "snapshot-keep", required_argument, NULL, 0x4f1 },
 		CLI_NET_OPTIONS,
@@ -123,6 +130,23 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 			o->env[o->nenv++] = optarg;
 			break;
 		case 'w': o->cwd = optarg; break;
+		case 'u': {
+			/* UID or UID:GID: numbers inside the sandbox (0: root, even where the template names a user) */
+			char *colon = strchr(optarg, ':');
+			uint64_t u, g;
+			if (colon)
+				*colon = '\0';
+			bool ok = util_parse_uint(optarg, 0, UINT32_MAX - 1, &u) == 0 &&
+				  (!colon || util_parse_uint(colon + 1, 0, UINT32_MAX - 1, &g) == 0);
+			if (colon)
+				*colon = ':';
+			if (!ok)
+				return cli_usage_error(cmd, "--user needs UID or UID:GID (numbers), not '%s'", optarg);
+			o->user_set = true;
+			o->uid = (uint32_t)u;
+			o->gid = colon ? (uint32_t)g : (uint32_t)u;
+			break;
+		}
 		case 'i': o->interactive = true; break;
 		case 't': o->tty = true; break;
 		case 0x4e0 ... 0x4e5: {
@@ -144,9 +168,9 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 	}
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;
-	if (want_cmd && optind >= argc)
+	if (want_cmd == CMD_REQUIRED && optind >= argc)
 		return cli_usage_error(cmd, "missing command (put it after --)");
-	if (!want_cmd && optind < argc)
+	if (want_cmd == CMD_NONE && optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	o->argv = argv + optind;
 	char why[512];
@@ -219,11 +243,16 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
 	eo.argv = (const char *const *)o->argv;
 	eo.cwd = o->cwd;
+	if (o->user_set) {
+		eo.uid = o->uid;
+		eo.gid = o->gid;
+		eo.flags |= SPACE_EXEC_USER;
+	}
 	eo.env = o->sb.env; /* for exec; create already applied them sandbox-wide */
 	eo.timeout_ms = o->exec_timeout_ms;
 	eo.output = to_fd;
 	eo.stdin_fd = o->interactive || o->tty ? STDIN_FILENO : -1;
-	eo.flags = eo.stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0; /* options version 2: a stdin only with the flag */
+	eo.flags |= eo.stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0; /* options version 2: a stdin only with the flag */
 	bool tty = o->tty && isatty(STDIN_FILENO);
 	if (tty) {
 		struct winsize ws;
@@ -316,6 +345,53 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 
 /* ---- commands ---------------------------------------------------------------------------------------- */
 
+static void cli_strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+/* The command an image template runs without one: Entrypoint then Cmd (*ret NULL when it names none). */
+static int image_command(struct cli *cli, const char *name, char ***ret)
+{
+	*ret = NULL;
+	struct space_template_info *t;
+	int r = space_template_get(cli_ctx(cli), name, &t);
+	if (r < 0)
+		return r;
+	bool has = t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
+		   t->image_config[0];
+	cJSON *j = has ? cJSON_Parse(t->image_config) : NULL;
+	space_template_info_free(t);
+	const cJSON *parts[2] = { cJSON_GetObjectItemCaseSensitive(j, "entrypoint"),
+				  cJSON_GetObjectItemCaseSensitive(j, "cmd") };
+	size_t n = 0;
+	for (int i = 0; i < 2; i++)
+		n += cJSON_IsArray(parts[i]) ? (size_t)cJSON_GetArraySize(parts[i]) : 0;
+	if (!n) {
+		cJSON_Delete(j);
+		return 0;
+	}
+	char **v = calloc(n + 1, sizeof(char *));
+	size_t k = 0;
+	for (int i = 0; v && i < 2; i++) {
+		const cJSON *e;
+		cJSON_ArrayForEach(e, parts[i]) {
+			if (cJSON_IsString(e) && !(v[k++] = strdup(e->valuestring))) {
+				cli_strv_free(v);
+				v = NULL;
+				break;
+			}
+		}
+	}
+	cJSON_Delete(j);
+	if (!v)
+		return -ENOMEM;
+	*ret = v;
+	return 0;
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("run");
@@ -334,13 +410,25 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		       "  --cwd DIR          working directory\n"
 		       "  --timeout D        lifetime of the sandbox: 90 (seconds), 10m, 2h, 1d (at most 366d)\n"
 		       "  --exec-timeout D   kill CMD after D (at most 1d)\n"
-		       "  -i, -t             forward stdin; run on a terminal\n");
+		       "  --user UID[:GID]   run CMD as this user (default: the template's, an image's User, else root)\n"
+		       "  -i, -t             forward stdin; run on a terminal\n\n"
+		       "Without CMD, runs what the template's image names: its Entrypoint followed by its Cmd.\n");
 		return EXIT_OK;
 	}
 	struct run_opts o;
-	int r = parse_run_opts(cmd, argc, argv, &o, true, true, NULL);
+	int r = parse_run_opts(cmd, argc, argv, &o, true, CMD_OPTIONAL, NULL);
 	if (r)
 		return r;
+	if (!o.argv[0]) {
+		const char *t = o.sb.template_name ? o.sb.template_name : "base";
+		if ((r = image_command(cli, t, &o.image_argv)) < 0)
+			return cli_fail(cli, r, "run");
+		if (!o.image_argv)
+			return cli_usage_error(cmd, "missing command (put it after --): template %s has no Entrypoint or Cmd "
+						    "of an image to run instead",
+					       t);
+		o.argv = o.image_argv;
+	}
 	warn_jail(cli, o.sb.isolation);
 	space_sandbox *sb;
 	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
@@ -363,6 +451,7 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 			status = EXIT_FAIL;
 	}
 	space_sandbox_free(sb);
+	cli_strv_free(o.image_argv);
 	return status;
 }
 
@@ -372,11 +461,11 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	struct run_opts o;
-	int r = parse_run_opts(cmd, argc, argv, &o, true, false, NULL);
+	int r = parse_run_opts(cmd, argc, argv, &o, true, CMD_NONE, NULL);
 	if (r)
 		return r;
-	if (o.cwd || o.interactive || o.tty || o.exec_timeout_ms)
-		return cli_usage_error(cmd, "--cwd, -i, -t and --exec-timeout apply to exec, not create");
+	if (o.cwd || o.interactive || o.tty || o.exec_timeout_ms || o.user_set)
+		return cli_usage_error(cmd, "--cwd, --user, -i, -t and --exec-timeout apply to exec, not create");
 	warn_jail(cli, o.sb.isolation);
 	space_sandbox *sb;
 	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
@@ -402,6 +491,11 @@ static int run_step(struct cli *cli, space_sandbox *sb, const struct run_opts *o
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
 	eo.argv = (const char *const *)o->argv;
 	eo.cwd = o->cwd;
+	if (o->user_set) {
+		eo.uid = o->uid;
+		eo.gid = o->gid;
+		eo.flags |= SPACE_EXEC_USER;
+	}
 	eo.env = o->sb.env;
 	eo.timeout_ms = o->exec_timeout_ms;
 	eo.output = to_fd;
@@ -446,7 +540,7 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 	argc = kept;
 	struct run_opts o;
 	char *id = NULL;
-	int r = parse_run_opts(cmd, argc, argv, &o, false, true, &id);
+	int r = parse_run_opts(cmd, argc, argv, &o, false, CMD_REQUIRED, &id);
 	if (r)
 		return r;
 	if (step && (o.tty || o.interactive))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* space template import|ls|rm|snapshot|set-pool, space pool fill */
 #include <errno.h>
+#include <stddef.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,27 @@
 
 #include "cli.h"
 #include "util/util.h"
+
+/* The image fields of t, when this library has them and t was made from an image. */
+static bool image_fields(const struct space_template_info *t)
+{
+	return t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
+	       t->image_digest[0];
+}
+
+/* "image": {"digest", and the config's defaults} or null, of `template ls --json` and import --json. */
+static void add_image_json(cJSON *j, const struct space_template_info *t)
+{
+	if (!image_fields(t)) {
+		cJSON_AddNullToObject(j, "image");
+		return;
+	}
+	cJSON *cfg = cJSON_Parse(t->image_config);
+	if (!cfg)
+		cfg = cJSON_CreateObject();
+	cJSON_AddStringToObject(cfg, "digest", t->image_digest);
+	cJSON_AddItemToObject(j, "image", cfg);
+}
 
 static int template_import(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
@@ -17,10 +39,12 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		{ "initrd", required_argument, NULL, 'i' },
 		{ "size", required_argument, NULL, 's' },
 		{ "modules", required_argument, NULL, 'm' },
+		{ "image", required_argument, NULL, 'g' },
+		{ "force", no_argument, NULL, 'f' },
 		{ 0 },
 	};
 	struct space_template_import_options o = SPACE_TEMPLATE_IMPORT_OPTIONS_INIT;
-	o.progress = cli->json ? NULL : cli_progress;
+	o.progress = cli->json ? NULL : cli_progress_bytes;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -30,6 +54,8 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		case 'k': o.kernel = optarg; break;
 		case 'i': o.initrd = optarg; break;
 		case 'm': o.modules_dir = optarg; break;
+		case 'g': o.image = optarg; break;
+		case 'f': o.force = true; break;
 		case 's':
 			if (util_parse_size(optarg, &o.size_bytes) < 0 || o.size_bytes < (16u << 20))
 				return cli_usage_error(cmd, "invalid --size '%s' (at least 16M, e.g. 2G)", optarg);
@@ -43,11 +69,14 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 	if (optind + 1 < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
 	o.name = argv[optind];
-	if (!o.rootfs)
-		return cli_usage_error(cmd, "template import needs --rootfs DIR|FILE.tar|FILE.ext4");
+	if (!o.rootfs == !o.image)
+		return cli_usage_error(cmd, "template import needs --rootfs DIR|FILE.tar|FILE.ext4 or --image PATH (one)");
+	uint64_t t0 = util_now_ns();
 	int r = space_template_import(cli_ctx(cli), &o);
+	cli_progress_end();
 	if (r < 0)
 		return cli_fail(cli, r, "import template %s", o.name);
+	uint64_t took_ms = (util_now_ns() - t0) / 1000000;
 	struct space_template_info *t;
 	if (space_template_get(cli->ctx, o.name, &t) < 0)
 		return cli_fail(cli, r, "import template %s", o.name);
@@ -56,12 +85,16 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		cJSON_AddStringToObject(j, "name", t->name);
 		cJSON_AddStringToObject(j, "path", t->path);
 		cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+		add_image_json(j, t);
+		cJSON_AddNumberToObject(j, "import_ms", (double)took_ms);
 		space_template_info_free(t);
 		return cli_print_json(j);
 	}
 	char sz[32];
 	printf("template %s imported: %s (rootfs %s)\n", t->name, t->path,
 	       util_format_size(t->rootfs_bytes, sz, sizeof(sz)));
+	if (image_fields(t))
+		printf("image %s\n", t->image_digest);
 	space_template_info_free(t);
 	return EXIT_OK;
 }
@@ -109,6 +142,7 @@ static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc,
 			cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
 			cJSON_AddNumberToObject(j, "sandboxes", t->sandboxes);
 			cJSON_AddNumberToObject(j, "checkpoints", t->checkpoints);
+			add_image_json(j, t);
 			cli_template_snapshots_json(cli, j, t->name);
 			add_warm_json(cli, j, t->name);
 			cJSON_AddItemToArray(a, j);

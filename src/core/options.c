@@ -21,6 +21,7 @@ static const size_t init_sizes[] = {
 };
 static const size_t import_sizes[] = {
 	offsetof(struct space_template_import_options, modules_dir),
+	offsetof(struct space_template_import_options, image),
 	sizeof(struct space_template_import_options),
 };
 static const size_t sandbox_sizes[] = {
@@ -168,9 +169,9 @@ int opts_exec_load(space_ctx *ctx, const struct space_exec_options *src, bool pr
 		dst->flags = dst->stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0;
 		return 0;
 	}
-	if (dst->flags & ~SPACE_EXEC_STDIN)
+	if (dst->flags & ~(SPACE_EXEC_STDIN | SPACE_EXEC_USER))
 		return ctx_error_msg(ctx, -EINVAL, "unknown space_exec_options flags %#x",
-				     (unsigned)(dst->flags & ~SPACE_EXEC_STDIN));
+				     (unsigned)(dst->flags & ~(SPACE_EXEC_STDIN | SPACE_EXEC_USER)));
 	/* A descriptor given without the flag is a caller who meant a stdin: refuse rather than drop it.
 	 * stdin_fd 0 without the flag is the zero-filled struct, which means no stdin. */
 	if (!(dst->flags & SPACE_EXEC_STDIN) && dst->stdin_fd > 0)

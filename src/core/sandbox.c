@@ -89,6 +89,7 @@ struct space_sandbox {
 	char addr[PATH_MAX + 16];    /* agent address for the client */
 	char log_path[PATH_MAX];
 	char **env;                  /* sandbox-wide environment, NULL-terminated */
+	struct sandbox_defaults defaults; /* what its template's image gives processes */
 	int tether_fd;               /* space_sandbox_tether's connection to the agent; -1: none */
 };
 
@@ -119,6 +120,28 @@ char **sandbox_env_parse(const char *meta)
 	return v;
 }
 
+void sandbox_defaults_parse(const char *meta, struct sandbox_defaults *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	cJSON *j = meta ? cJSON_Parse(meta) : NULL;
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "defaults");
+	const char *cwd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "cwd"));
+	if (cwd && cwd[0] == '/' && strlen(cwd) < sizeof(ret->cwd))
+		snprintf(ret->cwd, sizeof(ret->cwd), "%s", cwd);
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(d, "uid"), *gid = cJSON_GetObjectItemCaseSensitive(d, "gid");
+	if (cJSON_IsNumber(uid) && cJSON_IsNumber(gid) && uid->valuedouble >= 0 && uid->valuedouble < 4294967295.0 &&
+	    gid->valuedouble >= 0 && gid->valuedouble < 4294967295.0) {
+		ret->uid = (uint32_t)uid->valuedouble;
+		ret->gid = (uint32_t)gid->valuedouble;
+	}
+	cJSON_Delete(j);
+}
+
+const struct sandbox_defaults *sandbox_defaults(const space_sandbox *sb)
+{
+	return &sb->defaults;
+}
+
 int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **ret)
 {
 	const struct backend_ops *ops;
@@ -135,6 +158,7 @@ int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **
 	ops->agent_addr(sb->row.runtime_dir, sb->addr, sizeof(sb->addr));
 	snprintf(sb->log_path, sizeof(sb->log_path), "%s/sandbox.log", sb->row.runtime_dir);
 	sb->env = sandbox_env_parse(sb->row.metadata);
+	sandbox_defaults_parse(sb->row.metadata, &sb->defaults);
 	if (!sb->env) {
 		sandbox_row_clear(&sb->row);
 		free(sb);

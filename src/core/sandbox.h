@@ -50,6 +50,15 @@ void sandbox_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *bu
 /* 0 if the sandbox runs; -EBUSY (paused) or -ESRCH with a message otherwise. */
 int sandbox_usable(space_sandbox *sb);
 
+/* The defaults of a sandbox's processes that its template's image gave (metadata "defaults"): working
+ * directory ("" none) and user (0/0: root). */
+struct sandbox_defaults {
+	char cwd[PATH_MAX];
+	uint32_t uid, gid;
+};
+void sandbox_defaults_parse(const char *meta, struct sandbox_defaults *ret);
+const struct sandbox_defaults *sandbox_defaults(const space_sandbox *sb);
+
 /* The "env" array of a row's metadata as a NULL-terminated list (empty if none); NULL on allocation
  * failure. Free with sandbox_strv_free. */
 char **sandbox_env_parse(const char *meta);
