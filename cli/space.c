@@ -77,8 +77,8 @@ static const struct cli_command commands[] = {
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory SIZE] "
 	  "[--timeout D]" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
-	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-download SIZE] [--max-connections N]\n"
-	  "       [--connection-timeout D]\n"
+	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-image-upload SIZE] [--max-download SIZE]\n"
+	  "       [--max-connections N] [--connection-timeout D]\n"
 	  "       [--request-timeout D] [--allow-resolve CIDR]... [--state DIR]" },
 	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
 	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"

@@ -171,8 +171,18 @@ static int next_line(struct helper *h, char *line, size_t len)
 static int helper_failed(struct helper *h, const char *what, int r)
 {
 	if (h->error[0]) {
-		_cleanup_free_ char *why = util_escape_dup(h->error, 0);
-		return ctx_error_msg(h->ctx, -EINVAL, "%s: %s", what, why ? why : "failed");
+		/* "ERRNO TEXT": the helper's own code for it (EPERM: a layer tried to leave the root, EBADMSG: a
+		 * digest or format, ENOSPC/EFBIG: no room), any other number or none as -EINVAL. */
+		char *end;
+		const char *msg = h->error;
+		long code = strtol(h->error, &end, 10);
+		if (end != h->error && *end == ' ')
+			msg = end + 1;
+		if (!(code == EPERM || code == EBADMSG || code == ENOSPC || code == EFBIG || code == ENOENT ||
+		      code == E2BIG || code == EMLINK || code == EIO))
+			code = EINVAL;
+		_cleanup_free_ char *why = util_escape_dup(msg, 0);
+		return ctx_error_msg(h->ctx, (int)-code, "%s: %s", what, why ? why : "failed");
 	}
 	if (r == -EPIPE) {
 		int st = reap(h, false);

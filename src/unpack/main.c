@@ -25,7 +25,8 @@
  * one image file it was handed.
  *
  * Status lines on fd 4: "ready", "progress verify|apply LAYER DONE TOTAL", "measure BYTES ENTRIES",
- * "warn TEXT", "user UID GID HOME", "shell 0|1", "counts ...", "done", or "error TEXT" (then exit 1).
+ * "warn TEXT", "user UID GID HOME", "shell 0|1", "image-like NAME", "counts ...", "done", or "error ERRNO TEXT"
+ * (then exit 1).
  */
 #include <errno.h>
 #include <et/com_err.h>
@@ -136,19 +137,22 @@ const char *unpack_e2err(long code)
 	return error_message(code);
 }
 
-static _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "error ERRNO TEXT" (ERRNO: the positive code the library answers with), then the end. */
+static _Noreturn void die_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static _Noreturn void die(const char *fmt, ...)
+static _Noreturn void die_err(int err, const char *fmt, ...)
 {
 	char msg[900];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	unpack_status("error %s", msg);
+	unpack_status("error %d %s", err < 0 ? -err : err ? err : EINVAL, msg);
 	syscall(SYS_exit_group, 1);
 	_exit(1);
 }
+
+#define die(...) die_err(EINVAL, __VA_ARGS__)
 
 static int add_rule(scmp_filter_ctx ctx, const struct rule *r)
 {
@@ -214,7 +218,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	char msg[160];
 	unsigned nr = (unsigned)si->si_syscall;
-	size_t n = confine_put(msg, 0, sizeof(msg), "error seccomp: ");
+	size_t n = confine_put(msg, 0, sizeof(msg), "error 5 seccomp: ");
 	n = confine_put(msg, n, sizeof(msg), confine_syscall_name(nr));
 	n = confine_put(msg, n, sizeof(msg), " (");
 	n = confine_put_uint(msg, n, sizeof(msg), nr);
@@ -353,8 +357,9 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 	for (unsigned i = 0; i < run->n; i++) {
 		const struct layer_spec *l = &run->layers[i];
 		struct layer_stream *s = NULL;
-		if (layer_open(l, run->max_bytes, &run->out_bytes, &s, err, sizeof(err)) < 0)
-			die("layer %u: %s", i + 1, err);
+		int lr = layer_open(l, run->max_bytes, &run->out_bytes, &s, err, sizeof(err));
+		if (lr < 0)
+			die_err(lr, "layer %u: %s", i + 1, err);
 		struct tar_reader *t;
 		if (tar_reader_new(layer_read, NULL, s, &t) < 0)
 			die("out of memory");
@@ -371,18 +376,19 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 			if (r == 0)
 				break;
 			if (r < 0)
-				die("layer %u: %s", i + 1, layer_error(s)[0] ? layer_error(s) : tar_error(t));
+				die_err(r, "layer %u: %s", i + 1, layer_error(s)[0] ? layer_error(s) : tar_error(t));
 			entries++;
 			if (a) {
-				if (applier_entry(a, e, t, err, sizeof(err)) < 0)
-					die("layer %u: %s: %s", i + 1, e->path, layer_error(s)[0] ? layer_error(s) : err);
+				int ar = applier_entry(a, e, t, err, sizeof(err));
+				if (ar < 0)
+					die_err(ar, "layer %u: %s: %s", i + 1, e->path, layer_error(s)[0] ? layer_error(s) : err);
 			} else {
 				char norm[TAR_PATH_MAX + 1];
 				if (tar_path_normalize(e->path, norm, sizeof(norm)) == -EINVAL)
-					die("layer %u: '%s' climbs out of the root with '..': refused", i + 1, e->path);
+					die_err(EPERM, "layer %u: '%s' climbs out of the root with '..': refused", i + 1, e->path);
 				char target[TAR_PATH_MAX + 1];
 				if (e->type == TAR_HARDLINK && tar_path_normalize(e->link, target, sizeof(target)) == -EINVAL)
-					die("layer %u: hard link %s to '%s' climbs out of the root with '..': refused", i + 1,
+					die_err(EPERM, "layer %u: hard link %s to '%s' climbs out of the root with '..': refused", i + 1,
 					    e->path, e->link);
 				if (rootfs_mode && !strchr(norm, '/')) {
 					if (!strcmp(norm, "etc"))
@@ -401,8 +407,9 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 			}
 			progress(name, i, s, l, &last);
 		}
-		if (layer_finish(s, err, sizeof(err)) < 0)
-			die("layer %u: %s", i + 1, err);
+		int fr = layer_finish(s, err, sizeof(err));
+		if (fr < 0)
+			die_err(fr, "layer %u: %s", i + 1, err);
 		progress(name, i, s, l, &last);
 		if (!a && mark && !has_etc)
 			unpack_status("image-like %s", mark);
@@ -483,7 +490,7 @@ static int run_apply(struct run *run)
 		struct image_user u;
 		char err[300];
 		if (users_resolve(fs, run->user, &u, err, sizeof(err)) < 0)
-			die("%s", err);
+			die_err(ENOENT, "%s", err);
 		unpack_status("user %u %u %s", u.uid, u.gid, u.home);
 	}
 	unpack_status("shell %d", users_has_shell(fs));

@@ -1,0 +1,53 @@
+#!/bin/bash
+# A template from an image over `space serve`: the image is the request's body (never a host path),
+# capped by --max-image-upload (refused before the body is read when Content-Length says so); a hostile
+# image is refused with the reason and leaves nothing; the template's sandboxes get the image's defaults
+# through the API's exec.
+. "$(dirname "$0")/../serve/serve_lib.sh"
+need_built "${SPACE_UNPACK_PATH:-}" space-unpack SPACE_UNPACK_PATH
+command -v zstd >/dev/null || skip "zstd missing"
+MK=(python3 "$(dirname "$0")/mkimage.py")
+checks=0
+ok() { checks=$((checks + 1)); }
+"${MK[@]}" three-layer "$WORK/img.tar" --format oci-tar >"$WORK/digest"
+"${MK[@]}" hostile-dotdot "$WORK/evil.tar" --format oci-tar >/dev/null
+size=$(stat -c %s "$WORK/img.tar")
+start_server --max-image-upload $((size + 1024))
+H=(-H "X-API-Key: $SERVE_KEY")
+post() { curl -s -o "$WORK/body" -w '%{http_code}' "${H[@]}" -H 'Content-Type: application/x-tar' "$@"; }
+
+code=$(post --data-binary @"$WORK/img.tar" "$SERVE_URL/v1/templates/api-img/image")
+[ "$code" = 201 ] || fail "upload: $code $(cat "$WORK/body")"
+grep -q "$(cat "$WORK/digest")" "$WORK/body" || fail "upload answer lacks the digest: $(cat "$WORK/body")"; ok
+grep -q '"working_dir":"/work"' "$WORK/body" || fail "upload answer lacks the config: $(cat "$WORK/body")"; ok
+code=$(post --data-binary @"$WORK/img.tar" "$SERVE_URL/v1/templates/api-img/image")
+[ "$code" = 201 ] || fail "the same image again: $code $(cat "$WORK/body")"; ok
+curl -s "${H[@]}" "$SERVE_URL/v1/templates" | grep -q "\"image_digest\":\"$(cat "$WORK/digest")\"" ||
+	fail "GET /v1/templates lacks image_digest"; ok
+
+# Its sandboxes over the API: the image's user, working directory and environment.
+ID=$(curl -s "${H[@]}" -d '{"template": "api-img", "isolation": "jail"}' "$SERVE_URL/v1/sandboxes" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || fail "create"
+out=$(curl -s "${H[@]}" -d '{"argv": ["sh", "-c", "id -u; pwd; echo $GREETING"]}' "$SERVE_URL/v1/sandboxes/$ID/exec")
+echo "$out" | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o["stdout"] == "1000\n/work\nhello from env\n", o' ||
+	fail "exec in an image sandbox: $out"; ok
+curl -s -o /dev/null "${H[@]}" -X DELETE "$SERVE_URL/v1/sandboxes/$ID"
+
+# Over the cap: refused from Content-Length, before a byte is stored.
+head -c $((size + 4096)) /dev/zero >"$WORK/big"
+code=$(post --data-binary @"$WORK/big" "$SERVE_URL/v1/templates/big/image")
+[ "$code" = 413 ] || fail "over --max-image-upload: $code $(cat "$WORK/body")"; ok
+# Hostile, not an image, a bad name: the reason, nothing left.
+code=$(post --data-binary @"$WORK/evil.tar" "$SERVE_URL/v1/templates/evil/image")
+[ "$code" = 403 ] && grep -q "climbs out of the root" "$WORK/body" || fail "hostile image: $code $(cat "$WORK/body")"; ok
+code=$(post --data-binary 'not a tar' "$SERVE_URL/v1/templates/junk/image")
+[ "$code" = 400 ] || fail "junk body: $code $(cat "$WORK/body")"; ok
+code=$(post --data-binary @"$WORK/img.tar" "$SERVE_URL/v1/templates/..bad/image")
+[ "$code" = 400 ] || fail "bad name: $code"; ok
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: wrong' --data-binary @"$WORK/img.tar" \
+	"$SERVE_URL/v1/templates/nokey/image")
+[ "$code" = 401 ] || fail "without a key: $code"; ok
+for t in evil junk big nokey; do [ ! -e "$STATE/pool/templates/$t" ] || fail "refused upload left template $t"; done
+[ -z "$(ls -A "$STATE/pool/.tmp" 2>/dev/null)" ] || fail "uploads left files: $(ls -A "$STATE/pool/.tmp")"; ok
+stop_server
+echo "image serve: $checks checks, 0 failed"
