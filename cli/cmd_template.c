@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space template import|ls|rm|snapshot|set-pool, space pool fill */
+/* space template import|export|ls|rm|snapshot|set-pool, space pool fill */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +99,79 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 	if (image_fields(t))
 		printf("image %s\n", t->image_digest);
 	space_template_info_free(t);
+	return EXIT_OK;
+}
+
+/* space template export NAME -o FILE|- [--format rootfs|oci] */
+static int template_export(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ 0 },
+	};
+	const char *out = NULL, *format = "rootfs";
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "rootfs") && strcmp(optarg, "oci"))
+				return cli_usage_error(cmd, "--format must be rootfs or oci, not '%s'", optarg);
+			format = optarg;
+			break;
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc || !out)
+		return cli_usage_error(cmd, "template export needs one NAME and -o FILE (- for stdout)");
+	const char *name = argv[optind];
+	bool to_stdout = !strcmp(out, "-");
+	if (to_stdout && isatty(STDOUT_FILENO))
+		return cli_usage_error(cmd, "will not write an archive to a terminal (-o FILE, or a pipe)");
+	/* Written whole or not at all: into a new file beside the target, renamed over it when complete. */
+	char tmp[4200];
+	int fd = STDOUT_FILENO;
+	if (!to_stdout) {
+		snprintf(tmp, sizeof(tmp), "%s.partial", out);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return cli_fail(cli, -errno, "create %s", tmp);
+	}
+	struct space_template_export_options o = SPACE_TEMPLATE_EXPORT_OPTIONS_INIT;
+	o.fd = fd;
+	o.format = format;
+	o.progress = cli->json ? NULL : cli_progress_bytes;
+	int r = space_template_export(cli_ctx(cli), name, &o);
+	cli_progress_end();
+	if (!to_stdout) {
+		if (r == 0 && (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0))
+			r = -errno;
+		else if (r < 0)
+			close(fd);
+		if (r < 0)
+			unlink(tmp);
+	}
+	if (r < 0)
+		return cli_fail(cli, r, "export template %s", name);
+	if (to_stdout)
+		return EXIT_OK;
+	struct stat st;
+	uint64_t size = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", name);
+		cJSON_AddStringToObject(j, "output", out);
+		cJSON_AddStringToObject(j, "format", format);
+		cJSON_AddNumberToObject(j, "bytes", (double)size);
+		return cli_print_json(j);
+	}
+	char sz[32];
+	printf("template %s exported to %s (%s, %s): import it with `space template import NAME --%s %s`\n", name,
+	       out, format, util_format_size(size, sz, sizeof(sz)), strcmp(format, "oci") ? "rootfs" : "image", out);
 	return EXIT_OK;
 }
 
@@ -298,12 +374,14 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("template");
 	if (argc < 2)
-		return cli_usage_error(cmd, "template needs a command: import, ls, rm, snapshot or set-pool");
+		return cli_usage_error(cmd, "template needs a command: import, export, ls, rm, snapshot or set-pool");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argv[1];
 	if (!strcmp(sub, "import"))
 		return template_import(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "export"))
+		return template_export(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
 		return template_ls(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))

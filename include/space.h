@@ -294,6 +294,33 @@ SPACE_API int space_template_import_options_init(struct space_template_import_op
  * root file system ("..": refused, never clamped). */
 SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts);
 
+#define SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION 1
+struct space_template_export_options {
+	uint32_t version;         /* SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION */
+	int fd;                   /* where the archive is written, from its current position (a file, a pipe, a
+	                             socket); not closed. Required: 0 is refused (a zero-filled struct would write
+	                             to stdin) */
+	const char *format;       /* "rootfs" (NULL): a tar of the tree, for space_template_import's rootfs;
+	                             "oci": an OCI image archive (one layer, uncompressed) whose config carries
+	                             the template's image defaults (env, working directory, user, entrypoint,
+	                             cmd, labels), for space_template_import's image */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+#define SPACE_TEMPLATE_EXPORT_OPTIONS_INIT { .version = SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION }
+SPACE_API int space_template_export_options_init(struct space_template_export_options *opts, uint32_t version);
+
+/*
+ * Writes template name's root file system to opts->fd as an archive that space_template_import takes on
+ * another host: the whole tree (ownership, permission and set-id bits, device nodes, hard links, symlinks,
+ * xattrs; mkfs's lost+found left out), read by the confined helper space-unpack (a template's disk may be a
+ * sandbox's work). Neither a kernel, initrd or modules nor a booted memory snapshot travel with it: the
+ * importing host gives its own kernel (a snapshot is tied to the host and VMM that took it; take one again
+ * there). On failure bytes may have been written to fd: write into a temporary file. -ENOENT for an unknown
+ * template, -EINVAL for an unknown format or a bad fd.
+ */
+SPACE_API int space_template_export(space_ctx *ctx, const char *name, const struct space_template_export_options *opts);
+
 /* An object (see Conventions). */
 struct space_template_info {
 	uint32_t size;            /* sizeof(struct space_template_info) as the library filled it */

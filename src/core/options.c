@@ -24,6 +24,9 @@ static const size_t import_sizes[] = {
 	offsetof(struct space_template_import_options, image),
 	sizeof(struct space_template_import_options),
 };
+static const size_t export_sizes[] = {
+	sizeof(struct space_template_export_options),
+};
 static const size_t sandbox_sizes[] = {
 	offsetof(struct space_sandbox_options, network_policy),
 	offsetof(struct space_sandbox_options, snapshot_every_s),
@@ -101,6 +104,18 @@ SPACE_API int space_init_options_init(struct space_init_options *opts, uint32_t 
 SPACE_API int space_template_import_options_init(struct space_template_import_options *opts, uint32_t version)
 {
 	return opts_init(opts, version, import_sizes, ARRAY_SIZE(import_sizes));
+}
+
+SPACE_API int space_template_export_options_init(struct space_template_export_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, export_sizes, ARRAY_SIZE(export_sizes));
+}
+
+int opts_template_export_load(space_ctx *ctx, const struct space_template_export_options *src,
+			      struct space_template_export_options *dst)
+{
+	return opts_copy(ctx, "space_template_export_options", dst, sizeof(*dst), src, export_sizes,
+			 ARRAY_SIZE(export_sizes));
 }
 
 SPACE_API int space_sandbox_options_init(struct space_sandbox_options *opts, uint32_t version)

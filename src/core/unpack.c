@@ -54,11 +54,11 @@ static int take_uid(struct helper *h)
 }
 
 /*
- * Starts the helper: fd 3 image, fd 4 the control socket, fds 5.. srcs, stdio /dev/null, RLIMIT_FSIZE soft 0
- * under hard fsize_max, killed when this thread's process dies. Only async-signal-safe calls in the child.
+ * Starts the helper: fd 3 image, fd 4 the control socket, fds 5.. srcs, stdio /dev/null, RLIMIT_FSIZE soft
+ * fsize_soft under hard fsize_max, killed when this thread's process dies. Only async-signal-safe calls in the child.
  */
 static int spawn(struct helper *h, const char *path, const char *const *argv, int image_fd, const int *srcs,
-		 size_t n_srcs, uint64_t fsize_max)
+		 size_t n_srcs, uint64_t fsize_soft, uint64_t fsize_max)
 {
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
@@ -76,7 +76,7 @@ static int spawn(struct helper *h, const char *path, const char *const *argv, in
 	want[4] = sp[1];
 	for (size_t i = 0; i < n_srcs; i++)
 		want[FIRST_FD + i] = srcs[i];
-	struct rlimit fsize = { 0, fsize_max };
+	struct rlimit fsize = { fsize_soft, fsize_max };
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -342,7 +342,9 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 		argv[a++] = specs[i];
 	}
 	argv[a] = NULL;
-	if ((r = spawn(&h, path, argv, img, req->fds, req->n_fds, avail)) < 0) {
+	/* Nothing can be written before the file system is made: the helper lowers the hard limit to its size
+	 * and raises the soft one to it then (it can go no higher than avail). */
+	if ((r = spawn(&h, path, argv, img, req->fds, req->n_fds, 0, avail)) < 0) {
 		helper_end(&h);
 		return r;
 	}
@@ -442,7 +444,8 @@ static int run_readonly(space_ctx *ctx, const char *mode, const char *image, int
 	snprintf(uid_arg, sizeof(uid_arg), "%u", h.uid);
 	const char *argv[] = { "space-unpack", mode, "--uid", uid_arg, NULL };
 	int outs[1] = { out_fd };
-	if ((r = spawn(&h, path, argv, img, outs, out_fd >= 0 ? 1 : 0, out_fd >= 0 ? RLIM_INFINITY : 0)) < 0) {
+	uint64_t fsize = out_fd >= 0 ? RLIM_INFINITY : 0; /* the export's output is the caller's, as large as it is */
+	if ((r = spawn(&h, path, argv, img, outs, out_fd >= 0 ? 1 : 0, fsize, fsize)) < 0) {
 		helper_end(&h);
 		return r;
 	}

@@ -602,3 +602,59 @@ int tar_path_normalize(const char *name, char *buf, size_t len)
 	buf[n] = '\0';
 	return 0;
 }
+
+static void octal(uint8_t *f, size_t len, uint64_t v)
+{
+	snprintf((char *)f, len, "%0*llo", (int)len - 1, (unsigned long long)v);
+}
+
+int tar_header(uint8_t h[TAR_BLOCK], const char *name, const char *link, char type, uint32_t mode, uint32_t uid,
+	       uint32_t gid, uint64_t size, int64_t mtime, uint32_t devmajor, uint32_t devminor)
+{
+	if (strlen(name) > 99 || (link && strlen(link) > 99))
+		return -ENAMETOOLONG;
+	memset(h, 0, TAR_BLOCK);
+	memcpy(h, name, strlen(name));
+	octal(h + 100, 8, mode & 07777);
+	octal(h + 108, 8, uid > 07777777 ? 0 : uid);
+	octal(h + 116, 8, gid > 07777777 ? 0 : gid);
+	if (size > 077777777777ull) {
+		h[124] = 0x80;
+		for (int i = 0; i < 8; i++)
+			h[135 - i] = (uint8_t)(size >> (8 * i));
+	} else {
+		octal(h + 124, 12, size);
+	}
+	octal(h + 136, 12, mtime < 0 ? 0 : mtime > 077777777777ll ? 077777777777ull : (uint64_t)mtime);
+	h[156] = (uint8_t)type;
+	if (link)
+		memcpy(h + 157, link, strlen(link));
+	memcpy(h + 257, "ustar\0" "00", 8);
+	octal(h + 329, 8, devmajor & 07777777);
+	octal(h + 337, 8, devminor & 07777777);
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (size_t i = 0; i < TAR_BLOCK; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+	return 0;
+}
+
+int tar_pax_record(char **buf, size_t *len, size_t max, const char *key, const void *value, size_t vlen)
+{
+	size_t body = strlen(key) + vlen + 3, n = body + 1;
+	while (n != body + (size_t)snprintf(NULL, 0, "%zu", n))
+		n = body + (size_t)snprintf(NULL, 0, "%zu", n);
+	if (*len + n > max)
+		return -E2BIG;
+	char *nb = realloc(*buf, *len + n + 1);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
+	int k = snprintf(nb + *len, n + 1, "%zu %s=", n, key);
+	memcpy(nb + *len + k, value, vlen);
+	nb[*len + n - 1] = '\n';
+	*len += n;
+	return 0;
+}

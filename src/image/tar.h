@@ -86,6 +86,19 @@ const char *tar_error(const struct tar_reader *t);
 uint64_t tar_offset(const struct tar_reader *t);
 
 /*
+ * Fills h (TAR_BLOCK bytes) with a POSIX ustar header: name and link at most 99 bytes (longer ones go in a
+ * pax header before it, whose records the caller writes), ids above 0o7777777 as 0 (pax again), a size
+ * past 0o77777777777 in GNU base-256 (which tar_next reads), the checksum. -ENAMETOOLONG for a name or
+ * link that does not fit.
+ */
+int tar_header(uint8_t h[TAR_BLOCK], const char *name, const char *link, char type, uint32_t mode, uint32_t uid,
+	       uint32_t gid, uint64_t size, int64_t mtime, uint32_t devmajor, uint32_t devminor);
+
+/* Appends the pax record "LEN key=value\n" (LEN counting the whole record; value vlen bytes, binary) to
+ * *buf (*len bytes, realloc'd), keeping *len at most max. -E2BIG past it, -ENOMEM. */
+int tar_pax_record(char **buf, size_t *len, size_t max, const char *key, const void *value, size_t vlen);
+
+/*
  * A member name as a path in the tree: leading "/" and "./" dropped, empty and "." components dropped, a
  * trailing "/" dropped, into buf (len > 0). Returns 0 with "" for the root itself, -EINVAL for a name
  * with a ".." component (an entry that would climb out: refused, never clamped) or a NUL, -ENAMETOOLONG.

@@ -589,7 +589,7 @@ int main(int argc, char **argv)
 		ext2_filsys fs = open_image(false);
 		char err[600];
 		if (export_tar(fs, UNPACK_FIRST_FD, err, sizeof(err)) < 0)
-			die("export: %s", err);
+			die("%s", err);
 		ext2fs_close2(fs, 0);
 		unpack_status("done");
 	}

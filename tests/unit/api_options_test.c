@@ -38,6 +38,7 @@ typedef int (*init_fn)(void *opts, uint32_t version);
 WRAP(ctx_options)
 WRAP(init_options)
 WRAP(template_import_options)
+WRAP(template_export_options)
 WRAP(sandbox_options)
 WRAP(exec_options)
 WRAP(read_options)
@@ -59,6 +60,7 @@ static const struct kind kinds[] = {
 	KIND(template_import_options, SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION,
 	     offsetof(struct space_template_import_options, modules_dir),
 	     offsetof(struct space_template_import_options, image), sizeof(struct space_template_import_options)),
+	KIND(template_export_options, SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION, sizeof(struct space_template_export_options)),
 	KIND(sandbox_options, SPACE_SANDBOX_OPTIONS_VERSION, offsetof(struct space_sandbox_options, network_policy),
 	     offsetof(struct space_sandbox_options, snapshot_every_s),
 	     offsetof(struct space_sandbox_options, network_policy_trusted), sizeof(struct space_sandbox_options)),
