@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space template import|export|ls|rm|snapshot|set-pool, space pool fill */
+/* space template import|build|export|ls|rm|snapshot|set-pool, space pool fill */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_net.h"
 #include "util/util.h"
 
 /* The image fields of t, when this library has them and t was made from an image. */
@@ -98,6 +99,115 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 	       util_format_size(t->rootfs_bytes, sz, sizeof(sz)));
 	if (image_fields(t))
 		printf("image %s\n", t->image_digest);
+	space_template_info_free(t);
+	return EXIT_OK;
+}
+
+static int build_output(int stream, const void *data, size_t len, void *userdata)
+{
+	(void)userdata;
+	cli_progress_end();
+	/* RUN's output to our stderr (stdout stays for --json): as the command wrote it, as `space run` does */
+	ssize_t w = write(STDERR_FILENO, data, len);
+	(void)w;
+	(void)stream;
+	return 0;
+}
+
+/* space template build NAME [-f Dockerfile] [CONTEXT] [--no-cache] [--build-arg K=V]... */
+static int template_build(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "no-cache", no_argument, NULL, 'n' },
+		{ "build-arg", required_argument, NULL, 'a' },
+		{ "isolation", required_argument, NULL, 'I' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		CLI_NET_OPTIONS,
+		{ 0 },
+	};
+	struct space_template_build_options o = SPACE_TEMPLATE_BUILD_OPTIONS_INIT;
+	const char *args[257] = { 0 };
+	size_t nargs = 0;
+	struct cli_net net = { 0 };
+	uint64_t cpus = 0;
+	uint32_t mem = 0;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': o.dockerfile = optarg; break;
+		case 'n': o.no_cache = true; break;
+		case 'a':
+			if (!strchr(optarg, '=') || optarg[0] == '=' || nargs == 256)
+				return cli_usage_error(cmd, "--build-arg needs NAME=VALUE (at most 256), not '%s'", optarg);
+			args[nargs++] = optarg;
+			break;
+		case 'I':
+			if (strcmp(optarg, "vm") && strcmp(optarg, "jail"))
+				return cli_usage_error(cmd, "--isolation must be vm or jail, not '%s'", optarg);
+			o.isolation = optarg;
+			break;
+		case 'c':
+			if (util_parse_uint(optarg, 1, 256, &cpus) < 0)
+				return cli_usage_error(cmd, "invalid --cpus '%s' (1..256)", optarg);
+			break;
+		case 'm':
+			if (cli_parse_mib(cmd, "--memory", optarg, 16, 1u << 22, &mem) < 0)
+				return EXIT_USAGE;
+			break;
+		case 0x4e0 ... 0x4e5: {
+			char why[256];
+			if (cli_net_flag(&net, c, optarg, why, sizeof(why)) < 0)
+				return cli_usage_error(cmd, "%s: %s", argv[optind - 1], why);
+			break;
+		}
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc || optind + 2 < argc)
+		return cli_usage_error(cmd, "template build needs NAME [CONTEXT]");
+	o.name = argv[optind];
+	o.context = optind + 1 < argc ? argv[optind + 1] : ".";
+	char df[4200];
+	if (!o.dockerfile) {
+		snprintf(df, sizeof(df), "%s/Dockerfile", o.context);
+		o.dockerfile = df;
+	}
+	o.build_args = nargs ? args : NULL;
+	o.cpus = (uint32_t)cpus;
+	o.memory_mib = mem;
+	char why[512], *policy = NULL;
+	if (cli_net_policy(&net, &policy, why, sizeof(why)) < 0)
+		return cli_usage_error(cmd, "%s", why);
+	o.network_policy = policy;
+	o.network_policy_trusted = true; /* the operator's own flags */
+	o.progress = cli->json ? NULL : cli_progress_bytes;
+	o.output = build_output;
+	uint64_t t0 = util_now_ns();
+	int r = space_template_build(cli_ctx(cli), &o);
+	cli_progress_end();
+	free(policy);
+	if (r < 0)
+		return cli_fail(cli, r, "build template %s", o.name);
+	uint64_t took_ms = (util_now_ns() - t0) / 1000000;
+	struct space_template_info *t;
+	if (space_template_get(cli->ctx, o.name, &t) < 0)
+		return cli_fail(cli, -EIO, "build template %s", o.name);
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", t->name);
+		cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+		add_image_json(j, t);
+		cJSON_AddNumberToObject(j, "build_ms", (double)took_ms);
+		space_template_info_free(t);
+		return cli_print_json(j);
+	}
+	printf("template %s built (%s) in %llu ms\n", t->name, image_fields(t) ? t->image_digest : "",
+	       (unsigned long long)took_ms);
 	space_template_info_free(t);
 	return EXIT_OK;
 }
@@ -374,7 +484,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("template");
 	if (argc < 2)
-		return cli_usage_error(cmd, "template needs a command: import, export, ls, rm, snapshot or set-pool");
+		return cli_usage_error(cmd, "template needs a command: import, build, export, ls, rm, snapshot or set-pool");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argv[1];
@@ -382,6 +492,8 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return template_import(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "export"))
 		return template_export(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "build"))
+		return template_build(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
 		return template_ls(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))

@@ -18,12 +18,14 @@ static const struct cli_command commands[] = {
 	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]" },
 	{ "pool", cmd_pool, "show the pool, unmount a loop pool, or fill templates' warm pools",
 	  "pool [info | unmount | fill [TEMPLATE]] [--json]" },
-	{ "template", cmd_template, "import, export, list, remove and snapshot templates; size their warm pools",
+	{ "template", cmd_template, "import, build, export, list, remove and snapshot templates; size their warm pools",
 	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 | --image OCI-DIR|OCI.tar|DOCKER-SAVE.tar\n"
 	  "       [--kernel FILE [--modules DIR]] [--initrd FILE] [--size SIZE] [--force] [--json]\n"
 	  "       (--image: an OCI image layout or a `docker save` archive; no registry pulls: make one with\n"
 	  "       `skopeo copy docker://IMAGE oci-archive:FILE` or `docker save -o FILE IMAGE` where a registry\n"
 	  "       is reachable. --force: a rootfs or image without /bin/sh)\n"
+	  "       space template build NAME [-f Dockerfile] [CONTEXT] [--no-cache] [--build-arg K=V]...\n"
+	  "       [--isolation vm|jail] [--cpus N] [--memory SIZE] [NETWORK of `space run`]   (each step cached)\n"
 	  "       space template export NAME -o FILE|- [--format rootfs|oci]   (a tar of the tree, or an OCI image\n"
 	  "       archive with the image's Env/WorkingDir/User/Entrypoint/Cmd; no kernel, no memory snapshot)\n"
 	  "       space template ls [--json]\n"

@@ -124,6 +124,10 @@ typedef void (*space_log_fn)(int level, const char *message, void *userdata);
 /* Progress of long operations: a stage name, and done/total units (total 0 = unknown). */
 typedef void (*space_progress_fn)(const char *stage, uint64_t done, uint64_t total, void *userdata);
 
+/* Receives a process's output as it is produced: stream 1 = stdout, 2 = stderr. Return 0 to go on, or a
+ * negative errno to stop (the process is then killed). */
+typedef int (*space_output_fn)(int stream, const void *data, size_t len, void *userdata);
+
 #define SPACE_CTX_OPTIONS_VERSION 1
 struct space_ctx_options {
 	uint32_t version;         /* SPACE_CTX_OPTIONS_VERSION */
@@ -320,6 +324,43 @@ SPACE_API int space_template_export_options_init(struct space_template_export_op
  * template, -EINVAL for an unknown format or a bad fd.
  */
 SPACE_API int space_template_export(space_ctx *ctx, const char *name, const struct space_template_export_options *opts);
+
+#define SPACE_TEMPLATE_BUILD_OPTIONS_VERSION 1
+struct space_template_build_options {
+	uint32_t version;         /* SPACE_TEMPLATE_BUILD_OPTIONS_VERSION */
+	const char *name;         /* the template to make (replaced when it exists: not while sandboxes or
+	                             checkpoints use it) */
+	const char *dockerfile;   /* path of the Dockerfile */
+	const char *context;      /* the build context directory; NULL: the Dockerfile's directory. COPY and ADD
+	                             read only from it (symlinks are followed as if it were the root; ".." above
+	                             it is refused), leaving out what its .dockerignore names */
+	const char *const *build_args; /* "NAME=VALUE" for ARG, NULL-terminated; may be NULL */
+	bool no_cache;            /* run every step again (the results still fill the cache) */
+	const char *isolation;    /* of the sandboxes RUN runs in: "jail" or "vm"; NULL: the state dir's default */
+	const char *network_policy; /* their egress policy (as space_sandbox_options.network_policy); NULL: none */
+	bool network_policy_trusted;
+	uint32_t cpus, memory_mib; /* of those sandboxes; 0: the defaults */
+	space_progress_fn progress; /* stage "step N/M (line L): INSTRUCTION ..." (", cached" when the cache had it) */
+	void *progress_userdata;
+	space_output_fn output;   /* what RUN's commands write (stream 1, 2); NULL: dropped */
+	void *output_userdata;
+};
+#define SPACE_TEMPLATE_BUILD_OPTIONS_INIT { .version = SPACE_TEMPLATE_BUILD_OPTIONS_VERSION }
+SPACE_API int space_template_build_options_init(struct space_template_build_options *opts, uint32_t version);
+
+/*
+ * Builds a template from a Dockerfile (docs/templates.md): FROM a template, an earlier stage (FROM x AS
+ * name; COPY --from=name), an image (an OCI layout or docker save archive path) or scratch; RUN in a
+ * sandbox of the step's disk (a jail or a VM; no egress unless network_policy says); COPY and ADD from the
+ * context (ADD extracts local tar archives; no URLs), applied by space-unpack; ENV, WORKDIR, USER, ARG,
+ * LABEL, ENTRYPOINT, CMD. Every other instruction is refused with its line number before anything runs.
+ * Each step's result is cached (a read-only btrfs snapshot of the disk, keyed by its parent's key and
+ * the instruction, with the copied files' contents), so a changed line reruns from that line on. A step
+ * that fails leaves no template: -ECANCELED with "line N: ...: exit status S" (RUN's output went to
+ * output). The result is a normal template (its config digest: the build's final key), whose sandboxes
+ * get the Dockerfile's ENV, WORKDIR and USER like an image's.
+ */
+SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_build_options *opts);
 
 /* An object (see Conventions). */
 struct space_template_info {
@@ -525,9 +566,6 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx);
  * Running processes in a sandbox
  */
 
-/* Receives output as it is produced: stream 1 = stdout, 2 = stderr. Return 0 to go on, or a negative
- * errno to stop (the process is then killed). */
-typedef int (*space_output_fn)(int stream, const void *data, size_t len, void *userdata);
 
 #define SPACE_EXEC_OPTIONS_VERSION 2 /* 2 added flags: a stdin only with SPACE_EXEC_STDIN */
 struct space_exec_options {

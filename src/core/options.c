@@ -24,6 +24,9 @@ static const size_t import_sizes[] = {
 	offsetof(struct space_template_import_options, image),
 	sizeof(struct space_template_import_options),
 };
+static const size_t build_sizes[] = {
+	sizeof(struct space_template_build_options),
+};
 static const size_t export_sizes[] = {
 	sizeof(struct space_template_export_options),
 };
@@ -109,6 +112,18 @@ SPACE_API int space_template_import_options_init(struct space_template_import_op
 SPACE_API int space_template_export_options_init(struct space_template_export_options *opts, uint32_t version)
 {
 	return opts_init(opts, version, export_sizes, ARRAY_SIZE(export_sizes));
+}
+
+SPACE_API int space_template_build_options_init(struct space_template_build_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, build_sizes, ARRAY_SIZE(build_sizes));
+}
+
+int opts_template_build_load(space_ctx *ctx, const struct space_template_build_options *src,
+			     struct space_template_build_options *dst)
+{
+	return opts_copy(ctx, "space_template_build_options", dst, sizeof(*dst), src, build_sizes,
+			 ARRAY_SIZE(build_sizes));
 }
 
 int opts_template_export_load(space_ctx *ctx, const struct space_template_export_options *src,

@@ -307,8 +307,10 @@ int core_sandbox_get_info(space_sandbox *sb, struct sandbox_info *ret)
 	return 0;
 }
 
-/* keep_events: its rows in the event log stay (space_sandbox_remove_v2), else they go with it. */
-static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason, bool keep_events)
+/* keep_events: its rows in the event log stay (space_sandbox_remove_v2), else they go with it. keep_disk: a
+ * read-only snapshot of its disk, taken there once nothing of it runs and its file system is unmounted. */
+static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason, bool keep_events,
+		       const char *keep_disk)
 {
 	if (row->info.status == SPACE_SANDBOX_DESTROYED) {
 		/* Slots a destroy killed right after marking it (before this order) left held. */
@@ -330,6 +332,16 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	util_fault_point("destroy", 1);
 	(void)net_sandbox_detach(ctx, row->info.id); /* egress gateway */
 	util_fault_point("destroy", 2);
+	if (keep_disk) {
+		char image[PATH_MAX];
+		snprintf(image, sizeof(image), "%s/rootfs.ext4", row->info.path);
+		/* The jail's mount goes with its namespace, which the kernel tears down after its last process:
+		 * only then is the file system clean (journal closed) and all of it written to the file. */
+		if (util_loop_wait_released(image, SANDBOX_KILL_TIMEOUT_MS) < 0)
+			return ctx_error_msg(ctx, -EBUSY, "the disk of %s is still in use", row->info.id);
+		if ((r = store_btrfs_snapshot(row->info.path, keep_disk, true)) < 0)
+			return ctx_error(ctx, r, "snapshot the disk of %s into %s", row->info.id, keep_disk);
+	}
 	r = sandbox_release_disk(ctx, row);
 	if (r < 0) {
 		(void)sandbox_mark(ctx, row->info.id, SPACE_SANDBOX_FAILED, ctx->last_error);
@@ -357,7 +369,7 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
  * meanwhile. enoent_if_destroyed: a row already destroyed answers -ENOENT (remove), else 0 (destroy).
  */
 static int destroy_locked(space_ctx *ctx, const char *id, const char *reason, bool keep_events,
-			  bool enoent_if_destroyed)
+			  bool enoent_if_destroyed, const char *keep_disk)
 {
 	/* Its snapshot helper first, before the lock it may be waiting for: a snapshot in progress finishes
 	 * before the sandbox stops. */
@@ -377,7 +389,7 @@ static int destroy_locked(space_ctx *ctx, const char *id, const char *reason, bo
 	if (r == 0 && row.info.status == SPACE_SANDBOX_DESTROYED && enoent_if_destroyed)
 		r = ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
 	else if (r == 0)
-		r = destroy_row(ctx, &row, reason, keep_events);
+		r = destroy_row(ctx, &row, reason, keep_events, keep_disk);
 	if (r == 0)
 		store_lock_remove(ctx->state_dir, id, lock);
 	store_lock_release(lock);
@@ -390,7 +402,12 @@ SPACE_API int space_sandbox_destroy(space_sandbox *sb)
 	CTX_ENTER(sb ? sb->ctx : NULL);
 	if (!sb)
 		return -EINVAL;
-	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false);
+	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false, NULL);
+}
+
+int sandbox_destroy_keeping_disk(space_sandbox *sb, const char *dst)
+{
+	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false, dst);
 }
 
 SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
@@ -404,7 +421,7 @@ SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned f
 	CTX_ENTER(ctx);
 	if (!ctx || !id || (flags & ~(SPACE_REMOVE_KEEP_EVENTS | SPACE_REMOVE_WITH_CHECKPOINTS)))
 		return -EINVAL;
-	int r = destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true);
+	int r = destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true, NULL);
 	/* Its checkpoints after the sandbox (a failed destroy keeps them); a rerun after a failure half-way
 	 * (the sandbox gone, some checkpoints left) finishes the job. */
 	if ((r == 0 || r == -ENOENT) && (flags & SPACE_REMOVE_WITH_CHECKPOINTS)) {
@@ -445,7 +462,7 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	(void)core_sandbox_reap_dead(ctx);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
-		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true) == 0) {
+		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true, NULL) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: lifetime expired", ids[i]);
 			done++;
 		}
@@ -453,7 +470,7 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	/* Tethered ones whose holder is gone (core/tether.c): their lifetime was the holder's. */
 	n = tether_orphans(ctx, ids, 64);
 	for (int i = 0; i < n; i++) {
-		if (destroy_locked(ctx, ids[i], "its tether holder exited", false, true) == 0) {
+		if (destroy_locked(ctx, ids[i], "its tether holder exited", false, true, NULL) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: its tether holder exited", ids[i]);
 			done++;
 		}

@@ -36,6 +36,10 @@ int sandbox_pool_space_check(space_ctx *ctx, const char *root);
 int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
 			space_sandbox **ret);
 
+/* space_sandbox_destroy, taking a read-only snapshot of the sandbox's subvolume (its disk, unmounted and
+ * clean) at dst before it goes: a build step's result (core/build.c). The handle must still be freed. */
+int sandbox_destroy_keeping_disk(space_sandbox *sb, const char *dst);
+
 /* Stops the sandbox (jail or VM), replaces its subvolume with a writable snapshot of disk_src and starts it
  * again with the same id, hostname, limits and environment (processes inside are lost; a VM restores the
  * memory disk_src carries, if any). why goes to the event log. On failure after the old one is gone the

@@ -428,24 +428,35 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 	return run_tool(ctx, fsck, "e2fsck of the new rootfs image");
 }
 
-/* A helper run over an existing image, read-only: check or export. */
-static int run_readonly(space_ctx *ctx, const char *mode, const char *image, int out_fd, bool *ret_shell)
+/*
+ * A helper run over an existing image: check and export (read-only), add (read-write, bounded by the
+ * image's size). extra: more arguments (NULL-terminated), srcs: descriptors from 5 on. ret (may be NULL)
+ * gets "shell" and "user" lines.
+ */
+static int run_over(space_ctx *ctx, const char *mode, const char *image, const char *const *extra, const int *srcs,
+		    size_t n_srcs, bool out, struct unpack_result *ret)
 {
 	char path[PATH_MAX], uid_arg[16];
 	int r = ctx_helper_path(ctx, "space-unpack", path, sizeof(path));
 	if (r < 0)
 		return r;
-	_cleanup_close_ int img = open(image, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (img < 0)
+	bool rw = !strcmp(mode, "add");
+	_cleanup_close_ int img = open(image, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (img < 0 || fstat(img, &st) < 0)
 		return ctx_error(ctx, -errno, "open %s", image);
 	struct helper h = { .ctx = ctx, .ctl = -1 };
 	if ((r = take_uid(&h)) < 0)
 		return r;
 	snprintf(uid_arg, sizeof(uid_arg), "%u", h.uid);
-	const char *argv[] = { "space-unpack", mode, "--uid", uid_arg, NULL };
-	int outs[1] = { out_fd };
-	uint64_t fsize = out_fd >= 0 ? RLIM_INFINITY : 0; /* the export's output is the caller's, as large as it is */
-	if ((r = spawn(&h, path, argv, img, outs, out_fd >= 0 ? 1 : 0, fsize, fsize)) < 0) {
+	const char *argv[40 + 2 * OCI_LAYERS_MAX] = { "space-unpack", mode, "--uid", uid_arg };
+	size_t a = 4;
+	for (const char *const *e = extra; e && *e && a < ARRAY_SIZE(argv) - 1; e++)
+		argv[a++] = *e;
+	argv[a] = NULL;
+	/* An export's output is the caller's, as large as it is; an added-to image stays its size. */
+	uint64_t fsize = out ? RLIM_INFINITY : rw ? (uint64_t)st.st_size : 0;
+	if ((r = spawn(&h, path, argv, img, srcs, n_srcs, fsize, fsize)) < 0) {
 		helper_end(&h);
 		return r;
 	}
@@ -455,32 +466,120 @@ static int run_readonly(space_ctx *ctx, const char *mode, const char *image, int
 		const char *rest;
 		if ((r = next_line(&h, line, sizeof(line))) < 0)
 			break;
-		if (word(line, "shell", &rest) && ret_shell)
-			*ret_shell = !strcmp(rest, "1");
-		else if (word(line, "error", &rest)) {
+		if (word(line, "shell", &rest) && ret) {
+			ret->shell = !strcmp(rest, "1");
+		} else if (word(line, "isdir", &rest) && ret) {
+			ret->isdir = !strcmp(rest, "1");
+		} else if (word(line, "user", &rest) && ret) {
+			unsigned uid, gid;
+			char home[256];
+			if (sscanf(rest, "%u %u %255s", &uid, &gid, home) == 3) {
+				ret->has_user = true;
+				ret->uid = uid;
+				ret->gid = gid;
+				util_text_one_line(home, ret->home, sizeof(ret->home));
+			}
+		} else if (word(line, "warn", &rest)) {
+			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
+			ctx_log(ctx, SPACE_LOG_WARNING, "space-unpack %s: %s", mode, safe ? safe : "?");
+		} else if (word(line, "error", &rest)) {
 			snprintf(h.error, sizeof(h.error), "%s", rest);
 			r = -EPIPE;
 			break;
-		} else if (word(line, "done", &rest))
+		} else if (word(line, "done", &rest)) {
 			done = true;
+		}
 	}
 	if (!done) {
 		r = helper_failed(&h, mode, r);
 		helper_end(&h);
 		return r;
 	}
-	int st = reap(&h, false);
+	int status = reap(&h, false);
 	helper_end(&h);
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : ctx_error_msg(ctx, -EIO, "space-unpack %s failed", mode);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return ctx_error_msg(ctx, -EIO, "space-unpack %s failed", mode);
+	if (rw && (fstat(img, &st) < 0 || (uint64_t)st.st_size != (uint64_t)fsize))
+		return ctx_error_msg(ctx, -EBADMSG, "space-unpack %s changed the image's size", mode);
+	return 0;
 }
 
 int unpack_check_shell(space_ctx *ctx, const char *image, bool *ret_shell)
 {
-	*ret_shell = false;
-	return run_readonly(ctx, "check", image, -1, ret_shell);
+	struct unpack_result res = { 0 };
+	int r = run_over(ctx, "check", image, NULL, NULL, 0, false, &res);
+	*ret_shell = res.shell;
+	return r;
+}
+
+int unpack_check_user(space_ctx *ctx, const char *image, const char *user, struct unpack_result *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	const char *extra[] = { "--user", user, NULL };
+	return run_over(ctx, "check", image, extra, NULL, 0, false, ret);
+}
+
+int unpack_check_isdir(space_ctx *ctx, const char *image, const char *path, bool *ret)
+{
+	struct unpack_result res = { 0 };
+	const char *extra[] = { "--isdir", path, NULL };
+	int r = run_over(ctx, "check", image, extra, NULL, 0, false, &res);
+	*ret = res.isdir;
+	return r;
 }
 
 int unpack_export(space_ctx *ctx, const char *image, int out_fd)
 {
-	return run_readonly(ctx, "export", image, out_fd, NULL);
+	int outs[1] = { out_fd };
+	return run_over(ctx, "export", image, NULL, outs, 1, true, NULL);
+}
+
+int unpack_export_path(space_ctx *ctx, const char *image, const char *path, const char *as, int out_fd)
+{
+	int outs[1] = { out_fd };
+	const char *extra[] = { "--path", path, as ? "--as" : NULL, as, NULL };
+	return run_over(ctx, "export", image, extra, outs, 1, true, NULL);
+}
+
+int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, struct unpack_result *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (req->n_layers > 8)
+		return -EINVAL;
+	const char *extra[32];
+	char specs[8][320], owner[40];
+	size_t n = 0;
+	int fds[8];
+	for (size_t i = 0; i < req->n_layers; i++) {
+		const struct image_layer *l = &req->layers[i];
+		fds[i] = l->fd;
+		snprintf(specs[i], sizeof(specs[i]), "%zu,%llu,%llu,%s,%s,%s", FIRST_FD + i, (unsigned long long)l->offset,
+			 (unsigned long long)l->length, l->comp, l->digest[0] ? l->digest : "-",
+			 l->diff_id[0] ? l->diff_id : "-");
+		extra[n++] = "--layer";
+		extra[n++] = specs[i];
+	}
+	if (req->into) {
+		extra[n++] = "--into";
+		extra[n++] = req->into;
+	}
+	if (req->chown) {
+		snprintf(owner, sizeof(owner), "%u:%u", req->uid, req->gid);
+		extra[n++] = "--chown";
+		extra[n++] = owner;
+	}
+	if (req->plain) {
+		extra[n++] = "--plain";
+		extra[n++] = "1";
+	}
+	if (req->workdir) {
+		extra[n++] = "--workdir";
+		extra[n++] = req->workdir;
+	}
+	if (req->user) {
+		extra[n++] = "--user";
+		extra[n++] = req->user;
+	}
+	extra[n] = NULL;
+	return run_over(ctx, "add", image, extra, fds, req->n_layers, false, ret);
 }

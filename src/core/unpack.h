@@ -21,6 +21,7 @@ struct unpack_result {
 	uint32_t uid, gid;
 	char home[256];
 	bool looks_like_image;    /* a single tarball whose top holds an image's files (manifest.json, ...) */
+	bool isdir;               /* check --isdir: the path is a directory in the image */
 	uint64_t size;            /* of the file system made */
 };
 
@@ -42,6 +43,25 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 
 /* Whether /bin/sh is in the ext4 image at path (read by the helper: the image may be a sandbox's work). */
 int unpack_check_shell(space_ctx *ctx, const char *image, bool *ret_shell);
+/* user (USER's spec) through the image's /etc/passwd and /etc/group: ret's uid, gid, home. */
+int unpack_check_user(space_ctx *ctx, const char *image, const char *user, struct unpack_result *ret);
+/* Whether path (absolute, symlinks followed inside the image) is a directory of the image. */
+int unpack_check_isdir(space_ctx *ctx, const char *image, const char *path, bool *ret);
 
-/* Writes the tree of the ext4 image at path to out_fd as a tar stream. */
+/* Writes the tree of the ext4 image at path to out_fd as a tar stream; _path: only path (a file or a
+ * directory, symlinks followed inside the image), named as ("." a directory's contents; NULL its name). */
 int unpack_export(space_ctx *ctx, const char *image, int out_fd);
+int unpack_export_path(space_ctx *ctx, const char *image, const char *path, const char *as, int out_fd);
+
+/* Applies tar streams onto an existing image (a build step), which keeps its size (ENOSPC when full). */
+struct unpack_add {
+	const struct image_layer *layers; /* at most 8; fd each, no digests needed */
+	size_t n_layers;
+	const char *into;         /* the entries land under this directory (NULL: the root) */
+	bool chown;               /* every entry owned by uid:gid */
+	uint32_t uid, gid;
+	bool plain;               /* .wh. names are files (ADD of an archive) */
+	const char *workdir;      /* made if missing */
+	const char *user;         /* resolved (ret's uid, gid, home) */
+};
+int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, struct unpack_result *ret);

@@ -318,9 +318,51 @@ static int whiteout(struct applier *a, const char *dirpath, const char *base)
 	return r < 0 ? r : tree_remove(a, dir, name, ino, 0);
 }
 
-static int apply(struct applier *a, const struct tar_entry *e, struct tar_reader *t)
+int applier_set_options(struct applier *a, const char *into, bool chown, uint32_t uid, uint32_t gid, bool plain)
 {
-	int r = tar_path_normalize(e->path, a->path, sizeof(a->path));
+	if (tar_path_normalize(into ? into : "", a->into, sizeof(a->into)) < 0)
+		return -EINVAL;
+	a->chown = chown;
+	a->uid = uid;
+	a->gid = gid;
+	a->plain = plain;
+	return 0;
+}
+
+/* name as a path of the image: normalized, under a->into. */
+static int image_path(struct applier *a, const char *name, char *out, size_t len)
+{
+	char norm[TAR_PATH_MAX + 1];
+	int r = tar_path_normalize(name, norm, sizeof(norm));
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(out, len, "%s%s%s", a->into, a->into[0] && norm[0] ? "/" : "", norm) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+static int apply(struct applier *a, const struct tar_entry *in, struct tar_reader *t)
+{
+	struct tar_entry copy;
+	const struct tar_entry *e = in;
+	if (a->chown) {
+		copy = *in;
+		copy.uid = a->uid;
+		copy.gid = a->gid;
+		e = &copy;
+	}
+	char link[TAR_PATH_MAX + 1];
+	if (e->type == TAR_HARDLINK && a->into[0]) {
+		/* A hard link names a member of the same archive: under into too. */
+		if (image_path(a, e->link, link, sizeof(link)) < 0)
+			return tree_fail(a, -EPERM, "hard link to '%s' climbs out of the root with '..': refused", e->link);
+		if (e != &copy) {
+			copy = *in;
+			e = &copy;
+		}
+		copy.link = link;
+	}
+	int r = image_path(a, e->path, a->path, sizeof(a->path));
 	if (r == -EINVAL)
 		return tree_fail(a, -EPERM, "'%s' climbs out of the root with '..': refused", e->path);
 	if (r < 0)
@@ -338,7 +380,7 @@ static int apply(struct applier *a, const struct tar_entry *e, struct tar_reader
 		*slash = '\0';
 	if (strlen(base) > EXT2_NAME_LEN)
 		return tree_fail(a, -ENAMETOOLONG, "a name longer than %d bytes", EXT2_NAME_LEN);
-	if (!strncmp(base, ".wh.", 4))
+	if (!a->plain && !strncmp(base, ".wh.", 4))
 		return whiteout(a, dirpath, base);
 	ext2_ino_t parent, existing = 0, ino = 0;
 	if ((r = tree_walk(a, dirpath, true, &parent)) < 0)

@@ -377,17 +377,40 @@ static int walk(struct exporter *x, const char *path, ext2_ino_t dir, int depth)
 	return r;
 }
 
-int export_tar(ext2_filsys fs, int out_fd, char *err, size_t errlen)
+int export_tar(ext2_filsys fs, int out_fd, const char *path, const char *as, char *err, size_t errlen)
 {
 	struct exporter x = { .fs = fs, .fd = out_fd };
 	if (!(x.out = malloc(OUT_BUF)))
 		return util_errf(err, errlen, -ENOMEM, "out of memory");
-	struct ext2_inode root;
-	int r = ext2fs_read_inode(fs, EXT2_ROOT_INO, &root) ? fail(&x, -EIO, "the root inode cannot be read") : 0;
-	if (!r)
-		r = entry(&x, "", EXT2_ROOT_INO, &root, '5', NULL, 0);
-	if (!r)
-		r = walk(&x, "", EXT2_ROOT_INO, 0);
+	int r = 0;
+	if (!path) {
+		struct ext2_inode root;
+		r = ext2fs_read_inode(fs, EXT2_ROOT_INO, &root) ? fail(&x, -EIO, "the root inode cannot be read") : 0;
+		if (!r)
+			r = entry(&x, "", EXT2_ROOT_INO, &root, '5', NULL, 0);
+		if (!r)
+			r = walk(&x, "", EXT2_ROOT_INO, 0);
+	} else {
+		/* One file or directory (COPY --from): found through the image's own symlinks. */
+		ext2_ino_t ino;
+		char name[TAR_PATH_MAX + 1];
+		const char *base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		if (image_resolve(fs, path, true, &ino) < 0)
+			r = fail(&x, -ENOENT, "%s is not in the image", path);
+		else if (tar_path_normalize(as ? as : base, name, sizeof(name)) < 0)
+			r = fail(&x, -EINVAL, "'%s' is not a name", as ? as : base);
+		else if (!name[0]) {
+			/* "." : a directory's contents, named from the top */
+			struct ext2_inode inode;
+			if (ext2fs_read_inode(fs, ino, &inode) || !LINUX_S_ISDIR(inode.i_mode))
+				r = fail(&x, -ENOTDIR, "%s is not a directory", path);
+			else
+				r = walk(&x, "", ino, 0);
+		} else {
+			r = one(&x, name, ino, 0);
+		}
+	}
 	static const uint8_t end[2 * TAR_BLOCK];
 	if (!r)
 		r = put(&x, end, sizeof(end));

@@ -71,7 +71,7 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(void, seccomp_release)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct applier, applier_free)
 
-enum mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT };
+enum mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD };
 
 /* What a rule lets through: any arguments, or a descriptor in its first argument. */
 enum fd_rule { ENOTTY_ANY, ANY, FD_IMAGE, FD_CTL, FD_SOURCES, FD_OUT, NO_EXEC, FSTAT_IMAGE, FSIZE_SELF, GETFD_IMAGE, PRCTL_GET_DUMPABLE };
@@ -82,17 +82,18 @@ static const struct rule {
 	unsigned modes; /* 1 << enum mode */
 	const char *why;
 } rules[] = {
-#define ALL ((1u << MODE_APPLY) | (1u << MODE_CHECK) | (1u << MODE_EXPORT))
+#define ALL ((1u << MODE_APPLY) | (1u << MODE_CHECK) | (1u << MODE_EXPORT) | (1u << MODE_ADD))
+#define WRITES ((1u << MODE_APPLY) | (1u << MODE_ADD))
 	{ SCMP_SYS(read), FD_CTL, 1u << MODE_APPLY, "the library's go or stop" },
 	{ SCMP_SYS(write), FD_CTL, ALL, "status lines" },
 	{ SCMP_SYS(write), FD_OUT, 1u << MODE_EXPORT, "the exported tar stream" },
 	{ SCMP_SYS(pread64), FD_IMAGE, ALL, "the image (libext2fs through e2fd.c)" },
-	{ SCMP_SYS(pread64), FD_SOURCES, 1u << MODE_APPLY, "the layers' bytes" },
-	{ SCMP_SYS(pwrite64), FD_IMAGE, 1u << MODE_APPLY, "the image; RLIMIT_FSIZE keeps it at its size" },
+	{ SCMP_SYS(pread64), FD_SOURCES, WRITES, "the layers' bytes" },
+	{ SCMP_SYS(pwrite64), FD_IMAGE, WRITES, "the image; RLIMIT_FSIZE keeps it at its size" },
 	{ SCMP_SYS(prlimit64), FSIZE_SELF, 1u << MODE_APPLY,
 	  "its own RLIMIT_FSIZE down to the image's size, once the library made it (never above the hard limit "
 	  "the library set)" },
-	{ SCMP_SYS(fdatasync), FD_IMAGE, 1u << MODE_APPLY, "the image is flushed when libext2fs closes it" },
+	{ SCMP_SYS(fdatasync), FD_IMAGE, WRITES, "the image is flushed when libext2fs closes it" },
 	{ SCMP_SYS(mmap), NO_EXEC, ALL, "memory (never executable)" },
 	{ SCMP_SYS(munmap), ANY, ALL, "memory" },
 	{ SCMP_SYS(mremap), ANY, ALL, "memory" },
@@ -108,6 +109,7 @@ static const struct rule {
 	{ SCMP_SYS(rt_sigreturn), ANY, ALL, "return from the SIGSYS reporter" },
 	{ SCMP_SYS(exit_group), ANY, ALL, "the end" },
 #undef ALL
+#undef WRITES
 };
 
 static enum mode run_mode;
@@ -231,10 +233,11 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 static int describe(void)
 {
 	printf("{\"name\":\"space-unpack\",\"uid\":\"its own (a machine-wide unique uid slot)\",\"capabilities\":[],"
-	       "\"no_new_privs\":true,\"dumpable\":false,\"seccomp\":{\"apply\":%zu,\"check\":%zu,\"export\":%zu},"
+	       "\"no_new_privs\":true,\"dumpable\":false,\"seccomp\":{\"apply\":%zu,\"add\":%zu,\"check\":%zu,"
+	       "\"export\":%zu},"
 	       "\"default_action\":\"kill\",\"note\":\"image layers and rootfs tarballs are parsed and applied "
 	       "here, into the image file only; it opens nothing\"}\n",
-	       rule_count(MODE_APPLY), rule_count(MODE_CHECK), rule_count(MODE_EXPORT));
+	       rule_count(MODE_APPLY), rule_count(MODE_ADD), rule_count(MODE_CHECK), rule_count(MODE_EXPORT));
 	return 0;
 }
 
@@ -332,6 +335,12 @@ struct run {
 	uint64_t out_bytes; /* decompressed, this pass */
 	const char *user;
 	const char *workdir;
+	/* add mode */
+	const char *into;
+	bool chown, plain;
+	uint32_t uid, gid;
+	/* export mode; check mode: --isdir */
+	const char *path, *as, *isdir;
 };
 
 static void progress(const char *pass, unsigned i, const struct layer_stream *s, const struct layer_spec *l,
@@ -352,6 +361,8 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 	_cleanup_(applier_freep) struct applier *a = NULL;
 	if (fs && applier_new(fs, &a) < 0)
 		die("out of memory");
+	if (a && applier_set_options(a, run->into, run->chown, run->uid, run->gid, run->plain) < 0)
+		die_err(EPERM, "--into %s is not a path in the image", run->into);
 	uint64_t bytes = 0, entries = 0;
 	run->out_bytes = 0;
 	for (unsigned i = 0; i < run->n; i++) {
@@ -501,11 +512,60 @@ static int run_apply(struct run *run)
 	return 0;
 }
 
+/* One pass onto an existing image (a build step: COPY, ADD, WORKDIR, USER): no file system made, none
+ * measured; the image's own size bounds what the layers may add (ENOSPC). */
+static int run_add(struct run *run)
+{
+	uint64_t bytes, entries;
+	ext2_filsys fs = open_image(true);
+	if (run->n)
+		pass(run, fs, &bytes, &entries);
+	else if (run->workdir) {
+		struct applier *a;
+		char err[600];
+		if (applier_new(fs, &a) < 0)
+			die("out of memory");
+		if (applier_ensure_dir(a, run->workdir, err, sizeof(err)) < 0)
+			die("working directory %s: %s", run->workdir, err);
+		applier_free(a);
+	}
+	if (run->user) {
+		struct image_user u;
+		char err[300];
+		if (users_resolve(fs, run->user, &u, err, sizeof(err)) < 0)
+			die_err(ENOENT, "%s", err);
+		unpack_status("user %u %u %s", u.uid, u.gid, u.home);
+	}
+	unpack_status("shell %d", users_has_shell(fs));
+	errcode_t e = ext2fs_close2(fs, 0);
+	if (e)
+		die_err(e == EXT2_ET_BLOCK_ALLOC_FAIL ? ENOSPC : EIO, "write the image: %s", error_message(e));
+	unpack_status("done");
+	return 0;
+}
+
+static int parse_owner(const char *s, uint32_t *uid, uint32_t *gid)
+{
+	uint64_t u, g;
+	const char *colon = strchr(s, ':');
+	char a[16];
+	if (!colon || (size_t)(colon - s) >= sizeof(a))
+		return -EINVAL;
+	snprintf(a, sizeof(a), "%.*s", (int)(colon - s), s);
+	if (util_parse_uint(a, 0, UINT32_MAX - 1, &u) < 0 || util_parse_uint(colon + 1, 0, UINT32_MAX - 1, &g) < 0)
+		return -EINVAL;
+	*uid = (uint32_t)u;
+	*gid = (uint32_t)g;
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: space-unpack apply --uid UID --max-bytes N [--user SPEC] [--workdir DIR] --layer FD,OFF,LEN,COMP,DIGEST,DIFFID...\n"
-	      "       space-unpack check --uid UID\n"
-	      "       space-unpack export --uid UID\n"
+	      "       space-unpack add --uid UID [--layer ...]... [--into DIR] [--chown UID:GID] [--plain] [--workdir DIR]\n"
+	      "                        [--user SPEC]\n"
+	      "       space-unpack check --uid UID [--user SPEC] [--isdir PATH]\n"
+	      "       space-unpack export --uid UID [--path PATH [--as NAME]]\n"
 	      "       space-unpack --describe-sandbox\n"
 	      "(fd 3 rootfs.ext4, fd 4 control socket, fd 5+ layer sources or the export's output)\n",
 	      stderr);
@@ -523,6 +583,8 @@ int main(int argc, char **argv)
 		run_mode = MODE_CHECK;
 	else if (!strcmp(argv[1], "export"))
 		run_mode = MODE_EXPORT;
+	else if (!strcmp(argv[1], "add"))
+		run_mode = MODE_ADD;
 	else
 		return usage(), 2;
 	static struct run run;
@@ -537,11 +599,25 @@ int main(int argc, char **argv)
 		} else if (!strcmp(k, "--max-bytes") && run_mode == MODE_APPLY) {
 			if (util_parse_uint(v, 1, UINT64_MAX, &run.max_bytes) < 0)
 				return usage(), 2;
-		} else if (!strcmp(k, "--user") && run_mode == MODE_APPLY) {
+		} else if (!strcmp(k, "--user") && run_mode != MODE_EXPORT) {
 			run.user = v;
-		} else if (!strcmp(k, "--workdir") && run_mode == MODE_APPLY) {
+		} else if (!strcmp(k, "--workdir") && (run_mode == MODE_APPLY || run_mode == MODE_ADD)) {
 			run.workdir = v;
-		} else if (!strcmp(k, "--layer") && run_mode == MODE_APPLY) {
+		} else if (!strcmp(k, "--into") && run_mode == MODE_ADD) {
+			run.into = v;
+		} else if (!strcmp(k, "--chown") && run_mode == MODE_ADD) {
+			if (parse_owner(v, &run.uid, &run.gid) < 0)
+				return usage(), 2;
+			run.chown = true;
+		} else if (!strcmp(k, "--plain") && run_mode == MODE_ADD && !strcmp(v, "1")) {
+			run.plain = true;
+		} else if (!strcmp(k, "--isdir") && run_mode == MODE_CHECK) {
+			run.isdir = v;
+		} else if (!strcmp(k, "--path") && run_mode == MODE_EXPORT) {
+			run.path = v;
+		} else if (!strcmp(k, "--as") && run_mode == MODE_EXPORT) {
+			run.as = v;
+		} else if (!strcmp(k, "--layer") && (run_mode == MODE_APPLY || run_mode == MODE_ADD)) {
 			if (run.n == UNPACK_LAYERS_MAX || parse_layer(v, &run.layers[run.n]) < 0)
 				return usage(), 2;
 			run.n++;
@@ -557,10 +633,13 @@ int main(int argc, char **argv)
 	if (fstat(UNPACK_IMAGE_FD, &st) < 0 || !S_ISREG(st.st_mode))
 		die("fd 3 is not the image file");
 	int acc = fcntl(UNPACK_IMAGE_FD, F_GETFL) & O_ACCMODE;
-	if (run_mode == MODE_APPLY ? acc != O_RDWR : acc != O_RDONLY)
-		die("fd 3 is not opened %s", run_mode == MODE_APPLY ? "read-write" : "read-only");
-	if (run_mode == MODE_APPLY) {
-		if (!run.n || !run.max_bytes)
+	bool writes = run_mode == MODE_APPLY || run_mode == MODE_ADD;
+	if (writes ? acc != O_RDWR : acc != O_RDONLY)
+		die("fd 3 is not opened %s", writes ? "read-write" : "read-only");
+	if (run_mode == MODE_ADD)
+		run.max_bytes = UINT64_MAX; /* the image's size bounds it (RLIMIT_FSIZE, ENOSPC) */
+	if (writes) {
+		if ((!run.n && run_mode == MODE_APPLY) || !run.max_bytes)
 			die("apply needs --layer and --max-bytes");
 		for (unsigned i = 0; i < run.n; i++) {
 			const struct layer_spec *l = &run.layers[i];
@@ -580,15 +659,31 @@ int main(int argc, char **argv)
 	confine((uint32_t)uid);
 	if (run_mode == MODE_APPLY)
 		run_apply(&run);
+	else if (run_mode == MODE_ADD)
+		run_add(&run);
 	else if (run_mode == MODE_CHECK) {
 		ext2_filsys fs = open_image(false);
+		if (run.user) {
+			struct image_user u;
+			char err[300];
+			if (users_resolve(fs, run.user, &u, err, sizeof(err)) < 0)
+				die_err(ENOENT, "%s", err);
+			unpack_status("user %u %u %s", u.uid, u.gid, u.home);
+		}
+		if (run.isdir) {
+			ext2_ino_t ino;
+			struct ext2_inode inode;
+			bool dir = image_resolve(fs, run.isdir, true, &ino) == 0 && !ext2fs_read_inode(fs, ino, &inode) &&
+				   LINUX_S_ISDIR(inode.i_mode);
+			unpack_status("isdir %d", dir);
+		}
 		unpack_status("shell %d", users_has_shell(fs));
 		ext2fs_close2(fs, 0);
 		unpack_status("done");
 	} else {
 		ext2_filsys fs = open_image(false);
 		char err[600];
-		if (export_tar(fs, UNPACK_FIRST_FD, err, sizeof(err)) < 0)
+		if (export_tar(fs, UNPACK_FIRST_FD, run.path, run.as, err, sizeof(err)) < 0)
 			die("%s", err);
 		ext2fs_close2(fs, 0);
 		unpack_status("done");

@@ -31,6 +31,11 @@ struct applier {
 	char path[TAR_PATH_MAX + 1];
 	char link[TAR_PATH_MAX + 1];
 	char err[512];
+	/* add mode (applier_set_options) */
+	char into[TAR_PATH_MAX + 1]; /* entries land under this directory ("" the root) */
+	bool chown;
+	uint32_t uid, gid;           /* with chown: every entry's owner */
+	bool plain;                  /* .wh. names are files (ADD of an archive), not whiteouts */
 };
 
 /* a->err gets the formatted reason; returns r. */

@@ -64,6 +64,9 @@ struct apply_counts {
 
 int applier_new(ext2_filsys fs, struct applier **ret);
 void applier_free(struct applier *a);
+/* For add mode: entries under into (normalized, "" the root) owned by uid:gid when chown, whiteouts
+ * taken as plain names when plain. 0, or -EINVAL for an into that is not a path. */
+int applier_set_options(struct applier *a, const char *into, bool chown, uint32_t uid, uint32_t gid, bool plain);
 /* Starts layer index (for the opaque directories' "this layer" and messages). */
 void applier_begin_layer(struct applier *a, unsigned index);
 /* Applies one entry, reading its data from t. 0 or -errno with a message in err. */
@@ -88,8 +91,9 @@ int users_resolve(ext2_filsys fs, const char *spec, struct image_user *ret, char
 bool users_has_shell(ext2_filsys fs);
 
 /* ---- export.c ---- */
-/* Writes the image's tree as a tar stream (pax, with xattrs) to out_fd. */
-int export_tar(ext2_filsys fs, int out_fd, char *err, size_t errlen);
+/* Writes the image's tree as a tar stream (pax, with xattrs) to out_fd; with path (symlinks followed inside
+ * the image), only that file or directory, named as (NULL: its own name; "." a directory's contents). */
+int export_tar(ext2_filsys fs, int out_fd, const char *path, const char *as, char *err, size_t errlen);
 
 /* ---- e2fd.c ---- */
 /* libext2fs I/O over a descriptor named by its number ("3"), with a large write-through read cache. */

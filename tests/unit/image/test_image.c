@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image/dockerfile.h"
 #include "image/oci.h"
 #include "image/tar.h"
 
@@ -281,8 +282,79 @@ static void test_oci(void)
 	CHECK(oci_digest_valid(DG) && !oci_digest_valid("sha256:ABC") && !oci_digest_valid(NULL));
 }
 
+static char *ex(const char *w, const char *const *vars)
+{
+	char err[256], *out = NULL;
+	return dockerfile_expand(w, vars, &out, err, sizeof(err)) == 0 ? out : NULL;
+}
+
+static void test_dockerfile(void)
+{
+	char err[512];
+	struct dockerfile df;
+	static const char text[] = "# syntax=docker/dockerfile:1\n"
+				   "ARG BASE=base\n"
+				   "FROM ${BASE} AS b\n"
+				   "RUN apt-get update && \\\n"
+				   "  # a comment inside\n"
+				   "    apt-get install -y x\n"
+				   "ENV A=1 B=\"two words\" C='$A'\n"
+				   "ENV LEGACY a value\n"
+				   "COPY --from=b --chown=app:staff src/ /dst/\n"
+				   "ADD [\"a b\", \"/c\"]\n"
+				   "cmd [\"x\", \"y\"]\n"
+				   "ENTRYPOINT echo $HOME\n"
+				   "ARG NODEF\n";
+	CHECK(dockerfile_parse(text, strlen(text), &df, err, sizeof(err)) == 0);
+	CHECK(df.n == 10);
+	CHECK(df.v[0].kind == DF_ARG && df.v[0].line == 2 && df.v[0].has_value[0]);
+	CHECK(df.v[1].kind == DF_FROM && !strcmp(df.v[1].args[0], "${BASE}") && !strcmp(df.v[1].as, "b"));
+	CHECK(df.v[2].kind == DF_RUN && df.v[2].line == 4 && !df.v[2].json &&
+	      !strcmp(df.v[2].args[0], "apt-get update && apt-get install -y x"));
+	CHECK(df.v[3].kind == DF_ENV && df.v[3].n_args == 6 && !strcmp(df.v[3].args[3], "\"two words\""));
+	CHECK(df.v[4].n_args == 2 && !strcmp(df.v[4].args[0], "LEGACY") && !strcmp(df.v[4].args[1], "a value"));
+	CHECK(df.v[5].kind == DF_COPY && !strcmp(df.v[5].from, "b") && !strcmp(df.v[5].chown, "app:staff") &&
+	      df.v[5].n_args == 2);
+	CHECK(df.v[6].kind == DF_ADD && df.v[6].json && !strcmp(df.v[6].args[0], "a b"));
+	CHECK(df.v[7].kind == DF_CMD && df.v[7].json && df.v[7].n_args == 2);
+	CHECK(df.v[8].kind == DF_ENTRYPOINT && !df.v[8].json && !strcmp(df.v[8].args[0], "echo $HOME"));
+	CHECK(df.v[9].kind == DF_ARG && !df.v[9].has_value[0]);
+	dockerfile_free(&df);
+
+	static const char *const refused[][2] = {
+		{ "FROM a\nEXPOSE 80\n", "line 2: instruction EXPOSE is not supported" },
+		{ "RUN x\n", "the first instruction must be FROM" },
+		{ "FROM a\nRUN --mount=type=cache x\n", "RUN flags" },
+		{ "FROM a\nCOPY onlyone\n", "needs a source and a destination" },
+		{ "FROM a\nENV A=\"open\n", "unterminated quote" },
+		{ "FROM a b c\n", "FROM takes BASE [AS NAME]" },
+		{ "FROM --platform=linux/arm64 a\n", "is not supported" },
+		{ "# escape=`\nFROM a\n", "escape directive" },
+		{ "", "no instruction" },
+	};
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		err[0] = '\0';
+		CHECK(dockerfile_parse(refused[i][0], strlen(refused[i][0]), &df, err, sizeof(err)) < 0);
+		if (!strstr(err, refused[i][1]))
+			fprintf(stderr, "wanted '%s', got '%s'\n", refused[i][1], err);
+		CHECK(strstr(err, refused[i][1]) != NULL);
+	}
+	static const char *const vars[] = { "A=1", "B=two words", "E=", "A=override", NULL };
+	char *o;
+	CHECK((o = ex("$A-${A}-${B}", vars)) && !strcmp(o, "override-override-two words"));
+	free(o);
+	CHECK((o = ex("${E:-dflt}|${A:-x}|${A:+set}|${E:+no}|${NONE}", vars)) && !strcmp(o, "dflt|override|set||"));
+	free(o);
+	CHECK((o = ex("'$A' \"$A\" \\$A", vars)) && !strcmp(o, "$A override $A"));
+	free(o);
+	CHECK((o = ex("${E:-${A}}", vars)) && !strcmp(o, "override"));
+	free(o);
+	CHECK(ex("${A", vars) == NULL && ex("${A?x}", vars) == NULL && ex("'open", vars) == NULL);
+}
+
 int main(void)
 {
+	test_dockerfile();
 	test_tar_basic();
 	test_tar_refused();
 	test_normalize();
