@@ -358,7 +358,10 @@ static int step_config(struct build *b, const struct df_instr *in, struct state 
 				if (!given && !in->has_value[i / 2])
 					continue;
 				r = build_args_set(b->ctx, st->args, k, given ? given : v);
-				v = strdup(given ? given : v);
+				if (r == 0 && given) {
+					free(v);
+					v = strdup(given); /* the value the key records */
+				}
 			} else if (in->kind == DF_ENV) {
 				r = build_env_set(st->config, k, v);
 			} else {

@@ -198,7 +198,7 @@ static size_t rule_count(enum mode m)
 	return n;
 }
 
-static int build_filter(enum mode m, scmp_filter_ctx *ret)
+__attribute__((unused)) static int build_filter(enum mode m, scmp_filter_ctx *ret)
 {
 	/* Outside the list: SIGSYS, whose handler reports the call on the control socket, then the kill. */
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -214,7 +214,7 @@ static int build_filter(enum mode m, scmp_filter_ctx *ret)
 	return 0;
 }
 
-static void on_sigsys(int sig, siginfo_t *si, void *uc)
+__attribute__((unused)) static void on_sigsys(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
@@ -266,9 +266,13 @@ static void confine(uint32_t uid)
 	if (syscall(SYS_close_range, (unsigned)(UNPACK_FIRST_FD + n_sources), ~0u, 0) < 0)
 		die("close_range: %s", strerror(errno));
 	signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG, reported, rather than a kill */
-	if ((r = set_limit(RLIMIT_CORE, 0)) < 0 || (r = set_limit(RLIMIT_AS, AS_LIMIT)) < 0 ||
-	    (r = set_limit(RLIMIT_NPROC, 0)) < 0)
+	if ((r = set_limit(RLIMIT_CORE, 0)) < 0 || (r = set_limit(RLIMIT_NPROC, 0)) < 0)
 		die("setrlimit: %s", strerror(-r));
+#ifndef UNPACK_SANITIZED
+	/* (a sanitizer's shadow memory alone is terabytes of address space) */
+	if ((r = set_limit(RLIMIT_AS, AS_LIMIT)) < 0)
+		die("setrlimit: %s", strerror(-r));
+#endif
 	if (confine_drop_to_uid(uid, err, sizeof(err)) < 0)
 		die("drop privileges: %s", err);
 #ifndef UNPACK_SANITIZED
