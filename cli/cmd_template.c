@@ -172,8 +172,14 @@ static int template_build(struct cli *cli, const struct cli_command *cmd, int ar
 		return cli_usage_error(cmd, "template build needs NAME [CONTEXT]");
 	o.name = argv[optind];
 	o.context = optind + 1 < argc ? argv[optind + 1] : ".";
+	struct stat cst;
+	if (stat(o.context, &cst) == 0 && S_ISREG(cst.st_mode)) {
+		/* a tar of the context (as `docker build - < ctx.tar`): -f names a file inside it */
+		o.context_archive = o.context;
+		o.context = NULL;
+	}
 	char df[4200];
-	if (!o.dockerfile) {
+	if (!o.dockerfile && o.context) {
 		snprintf(df, sizeof(df), "%s/Dockerfile", o.context);
 		o.dockerfile = df;
 	}

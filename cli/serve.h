@@ -83,7 +83,7 @@ struct serve_route {
 	bool upload;                  /* the body goes to start's sink, up to --max-upload (else: JSON, 1 MiB) */
 	serve_handler_fn start;       /* optional, before the body: may install a sink; may answer early */
 	serve_handler_fn run;         /* after the whole body */
-	bool image;                   /* an upload capped by --max-image-upload instead */
+	bool image;                   /* an upload capped by --max-image-upload instead (images, build contexts) */
 };
 
 /* A set of routes under one path prefix (the native API; later the E2B planes on the same port). */
@@ -210,6 +210,7 @@ enum MHD_Result serve_v1_upload_start(struct serve_req *r);
 /* --- serve_v1_templates.c: a template from an uploaded image --- */
 enum MHD_Result serve_v1_template_image_start(struct serve_req *r);
 enum MHD_Result serve_v1_template_image(struct serve_req *r);
+enum MHD_Result serve_v1_template_build(struct serve_req *r); /* after serve_v1_template_image_start */
 enum MHD_Result serve_v1_upload(struct serve_req *r);
 enum MHD_Result serve_v1_download(struct serve_req *r);
 enum MHD_Result serve_v1_file_remove(struct serve_req *r);

@@ -591,6 +591,7 @@ static const struct serve_route v1_routes[] = {
 	{ "GET", "/v1/metrics", KEY, false, NULL, serve_metrics_handler },
 	{ "GET", "/v1/templates", KEY, false, NULL, template_list },
 	{ "POST", "/v1/templates/{name}/image", KEY, true, serve_v1_template_image_start, serve_v1_template_image, true },
+	{ "POST", "/v1/templates/{name}/build", KEY, true, serve_v1_template_image_start, serve_v1_template_build, true },
 };
 #undef KEY
 

@@ -344,6 +344,11 @@ struct space_template_build_options {
 	void *progress_userdata;
 	space_output_fn output;   /* what RUN's commands write (stream 1, 2); NULL: dropped */
 	void *output_userdata;
+	const char *context_archive; /* instead of context: a tar (plain, gzip, zstd) holding the context, taken
+	                             as it is (no .dockerignore: a client leaves out what it names); dockerfile is
+	                             then a path inside it (NULL: "Dockerfile"). It is made a file system by
+	                             space-unpack, never extracted on the host; COPY takes named sources from it
+	                             (owned by root unless --chown; no wildcards, no ADD) */
 };
 #define SPACE_TEMPLATE_BUILD_OPTIONS_INIT { .version = SPACE_TEMPLATE_BUILD_OPTIONS_VERSION }
 SPACE_API int space_template_build_options_init(struct space_template_build_options *opts, uint32_t version);

@@ -526,7 +526,8 @@ static int commit(struct build *b, const struct state *st)
 	io.name = name;
 	if ((r = template_copy_file(src, dst, 0644)) < 0)
 		r = ctx_error(ctx, r, "copy %s", src);
-	if (r == 0 && (r = template_write_manifest(tmp, &io, b->o->dockerfile, "", st->key, config)) < 0)
+	const char *source = b->o->context_archive ? "(a context archive)" : b->o->dockerfile;
+	if (r == 0 && (r = template_write_manifest(tmp, &io, source, "", st->key, config)) < 0)
 		r = ctx_error(ctx, r, "write template.json");
 	if (r == 0 && t->name[0] && (r = space_template_remove(ctx, name, false)) < 0) {
 		(void)store_btrfs_subvolume_delete(tmp);
@@ -537,6 +538,101 @@ static int commit(struct build *b, const struct state *st)
 	if (r < 0)
 		(void)store_btrfs_subvolume_delete(tmp);
 	return r;
+}
+
+/* ---- an uploaded context ---- */
+
+struct fd_src {
+	int fd;
+	uint64_t off;
+};
+
+static int64_t fd_read(void *userdata, void *buf, size_t len)
+{
+	struct fd_src *s = userdata;
+	ssize_t k = pread(s->fd, buf, len, (off_t)s->off);
+	if (k < 0)
+		return -errno;
+	s->off += (uint64_t)k;
+	return k;
+}
+
+/* The context archive as a file system of its own, made by space-unpack (nothing of it touches the host's
+ * tree): b->ctx_image. */
+static int context_image(struct build *b)
+{
+	space_ctx *ctx = b->ctx;
+	_cleanup_close_ int fd = open(b->o->context_archive, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return ctx_error(ctx, -errno, "build context %s", b->o->context_archive);
+	if (!S_ISREG(st.st_mode))
+		return ctx_error_msg(ctx, -EINVAL, "build context %s: not a file", b->o->context_archive);
+	int r = core_pool_tmp_path(ctx, b->root, b->ctx_tmp, sizeof(b->ctx_tmp));
+	if (r == 0 && (r = store_btrfs_subvolume_create(b->ctx_tmp)) < 0)
+		r = ctx_error(ctx, r, "create %s", b->ctx_tmp);
+	if (r < 0) {
+		b->ctx_tmp[0] = '\0';
+		return r;
+	}
+	snprintf(b->ctx_image, sizeof(b->ctx_image), "%s/rootfs.ext4", b->ctx_tmp);
+	struct image_layer l = { .fd = fd, .length = (uint64_t)st.st_size, .comp = "auto" };
+	int fds[1] = { fd };
+	struct unpack_request req = {
+		.layers = &l, .n_layers = 1, .fds = fds, .n_fds = 1, .what = "context", .any_tree = true,
+		.progress = b->o->progress, .progress_userdata = b->o->progress_userdata,
+	};
+	struct unpack_result res;
+	return unpack_apply(ctx, &req, b->ctx_image, &res);
+}
+
+/* The Dockerfile at name inside the context's file system, exported by space-unpack and read back. */
+static int context_dockerfile(struct build *b, const char *name, char **ret, size_t *ret_len)
+{
+	space_ctx *ctx = b->ctx;
+	char norm[TAR_PATH_MAX + 1], abs[TAR_PATH_MAX + 2], dir[PATH_MAX];
+	if (tar_path_normalize(name, norm, sizeof(norm)) < 0 || !norm[0])
+		return ctx_error_msg(ctx, -EINVAL, "'%s' is not a path inside the build context", name);
+	snprintf(abs, sizeof(abs), "/%s", norm);
+	snprintf(dir, sizeof(dir), "%s/.tmp", b->root);
+	(void)mkdir(dir, 0700);
+	_cleanup_close_ int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return ctx_error(ctx, -errno, "a work file in %s", dir);
+	int r = unpack_export_path(ctx, b->ctx_image, abs, NULL, fd);
+	if (r < 0) {
+		char msg[sizeof(ctx->last_error)];
+		snprintf(msg, sizeof(msg), "%s", ctx->last_error);
+		return ctx_error_msg(ctx, r, "Dockerfile %s in the build context: %s", norm, msg);
+	}
+	struct fd_src src = { .fd = fd };
+	struct tar_reader *t;
+	if ((r = tar_reader_new(fd_read, NULL, &src, &t)) < 0)
+		return r;
+	const struct tar_entry *e;
+	char *text = NULL;
+	size_t len = 0;
+	if ((r = tar_next(t, &e)) != 1 || e->type != TAR_REG || e->size > DF_TEXT_MAX) {
+		r = ctx_error_msg(ctx, r < 0 ? r : r == 0 ? -ENOENT : e->type != TAR_REG ? -EISDIR : -EFBIG,
+				  "Dockerfile %s in the build context: %s", norm,
+				  r < 0 ? tar_error(t) : r == 0 ? "not there" : e->type != TAR_REG ? "not a file" : "too large");
+	} else if (!(text = malloc(e->size + 1))) {
+		r = -ENOMEM;
+	} else {
+		int64_t k = 1;
+		while (len < e->size && (k = tar_read(t, text + len, e->size - len)) > 0)
+			len += (size_t)k;
+		r = k < 0 ? ctx_error_msg(ctx, (int)k, "Dockerfile %s: %s", norm, tar_error(t)) : 0;
+		text[len] = '\0';
+	}
+	tar_reader_free(t);
+	if (r < 0) {
+		free(text);
+		return r;
+	}
+	*ret = text;
+	*ret_len = len;
+	return 0;
 }
 
 SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_build_options *opts)
@@ -550,8 +646,10 @@ SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_b
 		return r;
 	if (!util_name_valid(o.name))
 		return ctx_error_msg(ctx, -EINVAL, "invalid template name '%s'", o.name ? o.name : "");
-	if (!o.dockerfile)
+	if (!o.dockerfile && !o.context_archive)
 		return ctx_error_msg(ctx, -EINVAL, "a build needs a Dockerfile");
+	if (o.context_archive && o.context)
+		return ctx_error_msg(ctx, -EINVAL, "a build takes a context directory or a context archive, not both");
 	struct build *b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
@@ -561,12 +659,25 @@ SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_b
 	_cleanup_free_ char *text = NULL;
 	size_t len;
 	char err[512] = "";
-	if ((r = util_read_file(o.dockerfile, DF_TEXT_MAX, &text, &len)) < 0)
+	const char *df_name = o.dockerfile ? o.dockerfile : "Dockerfile";
+	if ((r = ctx_pool(ctx, &b->root)) == 0) {
+		snprintf(b->cache, sizeof(b->cache), "%s/build-cache", b->root);
+		if (mkdir(b->cache, 0700) < 0 && errno != EEXIST)
+			r = ctx_error(ctx, -errno, "create %s", b->cache);
+		(void)core_pool_tmp_sweep(ctx, b->root);
+	}
+	if (r < 0) {
+		/* no pool */
+	} else if (o.context_archive) {
+		if ((r = context_image(b)) == 0)
+			r = context_dockerfile(b, df_name, &text, &len);
+	} else if ((r = util_read_file(o.dockerfile, DF_TEXT_MAX, &text, &len)) < 0) {
 		r = ctx_error(ctx, r, "Dockerfile %s", o.dockerfile);
-	else if ((r = dockerfile_parse(text, len, &b->df, err, sizeof(err))) < 0)
-		r = ctx_error_msg(ctx, r, "Dockerfile %s: %s", o.dockerfile, err);
+	}
+	if (r == 0 && (r = dockerfile_parse(text, len, &b->df, err, sizeof(err))) < 0)
+		r = ctx_error_msg(ctx, r, "Dockerfile %s: %s", df_name, err);
 	char dir[PATH_MAX];
-	if (r == 0) {
+	if (r == 0 && !o.context_archive) {
 		snprintf(dir, sizeof(dir), "%s", o.dockerfile);
 		char *slash = strrchr(dir, '/');
 		if (slash)
@@ -575,16 +686,8 @@ SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_b
 		b->ctxfd = open(c, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (b->ctxfd < 0)
 			r = ctx_error(ctx, -errno, "build context %s", c);
-	}
-	if (r == 0)
-		r = build_ignore_load(ctx, b->ctxfd, &b->ignore);
-	if (r == 0)
-		r = ctx_pool(ctx, &b->root);
-	if (r == 0) {
-		snprintf(b->cache, sizeof(b->cache), "%s/build-cache", b->root);
-		if (mkdir(b->cache, 0700) < 0 && errno != EEXIST)
-			r = ctx_error(ctx, -errno, "create %s", b->cache);
-		(void)core_pool_tmp_sweep(ctx, b->root);
+		if (r == 0)
+			r = build_ignore_load(ctx, b->ctxfd, &b->ignore);
 	}
 	if (r == 0)
 		r = run_steps(b);
@@ -597,6 +700,8 @@ SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_b
 	build_ignore_free(b->ignore);
 	if (b->ctxfd >= 0)
 		close(b->ctxfd);
+	if (b->ctx_tmp[0])
+		(void)store_btrfs_subvolume_delete(b->ctx_tmp);
 	free(b);
 	return r;
 }

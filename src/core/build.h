@@ -75,7 +75,9 @@ struct build {
 	const struct space_template_build_options *o;
 	const char *root;
 	char cache[PATH_MAX];
-	int ctxfd;
+	int ctxfd;                  /* the context directory, or -1 for an archive: */
+	char ctx_tmp[PATH_MAX];     /* the subvolume holding it as a file system, */
+	char ctx_image[PATH_MAX + 16]; /* its rootfs.ext4 ("" for a directory context) */
 	struct build_ignore *ignore;
 	struct dockerfile df;
 	char *global[ARGS_MAX + 1]; /* ARG before the first FROM */

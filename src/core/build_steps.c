@@ -309,21 +309,66 @@ int build_step_copy(struct build *b, const struct df_instr *in, struct state *st
 				  in->from);
 	struct unpack_add req = { .chown = chown, .uid = uid, .gid = gid };
 	char into[TAR_PATH_MAX + 2];
+	const char *src_image = NULL;
+	char img[PATH_MAX + 16];
 	if (r == 0 && from) {
-		/* From another stage's disk: exported by space-unpack (that disk is a RUN's work), one source. */
-		if (n != 1)
-			r = ctx_error_msg(b->ctx, -EINVAL, "line %u: COPY --from takes one source here", in->line);
-		if (r == 0 && (r = work_file(b, &copyfd)) == 0) {
-			char img[PATH_MAX + 16];
-			snprintf(img, sizeof(img), "%s/rootfs.ext4", from->st.disk);
-			const char *slash = strrchr(dest, '/');
-			const char *as = dest_dir ? "." : slash ? slash + 1 : dest;
-			snprintf(into, sizeof(into), "%.*s", dest_dir ? (int)strlen(dest) : slash ? (int)(slash - dest) : 0,
-				 dest);
-			r = unpack_export_path(b->ctx, img, srcs[0], as, copyfd);
-			req.into = into;
-			snprintf(key, sizeof(key), "COPY --from %s %s %s %d %u:%u", from->st.key, srcs[0], dest, dest_dir,
-				 chown ? uid : 0, chown ? gid : 0);
+		snprintf(img, sizeof(img), "%s/rootfs.ext4", from->st.disk);
+		src_image = img;
+	} else if (r == 0 && b->ctx_image[0]) {
+		src_image = b->ctx_image; /* an uploaded context, made a file system by space-unpack */
+		req.chown = true;         /* owned by root unless --chown, as from a context directory */
+		if (in->kind == DF_ADD)
+			r = ctx_error_msg(b->ctx, -EOPNOTSUPP,
+					  "line %u: ADD from an uploaded context is not supported (use COPY, and RUN tar to "
+					  "extract an archive)",
+					  in->line);
+	}
+	if (r == 0 && src_image) {
+		/* From a disk that is not the host's (another stage's, a RUN's work; an upload): each source exported
+		 * by space-unpack, named for dest, applied under into. */
+		const char *slash = strrchr(dest, '/');
+		const char *as = dest_dir ? "." : slash ? slash + 1 : dest;
+		snprintf(into, sizeof(into), "%.*s", dest_dir ? (int)strlen(dest) : slash ? (int)(slash - dest) : 0, dest);
+		req.into = into;
+		snprintf(key, sizeof(key), "COPY --from %s %s %d %u:%u", from ? from->st.key : "context", dest, dest_dir,
+			 chown ? uid : 0, chown ? gid : 0);
+		for (size_t i = 0; r == 0 && i < n; i++) {
+			char abs[TAR_PATH_MAX + 2], dg[BUILD_KEY_LEN];
+			int fd = -1;
+			if (strpbrk(srcs[i], "*?[") && !from) {
+				r = ctx_error_msg(b->ctx, -EOPNOTSUPP, "line %u: wildcards need a context directory", in->line);
+				break;
+			}
+			if (nl == 8) {
+				r = ctx_error_msg(b->ctx, -E2BIG, "line %u: more than 8 sources", in->line);
+				break;
+			}
+			snprintf(abs, sizeof(abs), "%s%s", srcs[i][0] == '/' ? "" : "/", srcs[i]);
+			if ((r = work_file(b, &fd)) < 0)
+				break;
+			char self[64];
+			snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+			int ro = -1;
+			struct stat fst;
+			if ((r = unpack_export_path(b->ctx, src_image, abs, as, fd)) == 0 && (r = file_digest(fd, dg)) == 0) {
+				ro = open(self, O_RDONLY | O_CLOEXEC);
+				if (ro < 0 || fstat(ro, &fst) < 0)
+					r = ctx_error(b->ctx, -errno, "reopen a work file");
+			} else if (r < 0) {
+				char msg[sizeof(b->ctx->last_error)];
+				snprintf(msg, sizeof(msg), "%s", b->ctx->last_error);
+				r = ctx_error_msg(b->ctx, r, "line %u: COPY %s: %s", in->line, srcs[i], msg);
+			}
+			close(fd);
+			if (r < 0) {
+				if (ro >= 0)
+					close(ro);
+				break;
+			}
+			fds[nl] = ro;
+			layers[nl++] = (struct image_layer){ .fd = ro, .length = (uint64_t)fst.st_size, .comp = "none" };
+			size_t kl = strlen(key);
+			snprintf(key + kl, sizeof(key) - kl, " %s %s", srcs[i], dg);
 		}
 	} else if (r == 0) {
 		/* From the context: ADD's archives are applied as they are, the rest goes in one tar stream. */
@@ -396,10 +441,10 @@ int build_step_copy(struct build *b, const struct df_instr *in, struct state *st
 				files.length = (uint64_t)cst.st_size;
 			if (r < 0) {
 				/* the work file could not be opened again */
-			} else if (from) {
-				/* another stage's files, named for dest, under into */
-				req.layers = &files;
-				req.n_layers = 1;
+			} else if (src_image) {
+				/* the exported files, named for dest, under into */
+				req.layers = layers;
+				req.n_layers = nl;
 				r = disk_add(b, in, st, &req);
 			} else {
 				/* ADD's archives under dest, taken as they are (plain); then the context's files, which

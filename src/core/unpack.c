@@ -350,7 +350,7 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 	}
 	char line[LINE_MAX_BYTES + 1];
 	bool done = false;
-	const char *what = req->what[0] == 'l' ? "image" : "tarball";
+	const char *what = req->what[0] == 'l' ? "image" : req->what[0] == 'c' ? "build context" : "tarball";
 	while (!done) {
 		const char *rest;
 		if ((r = next_line(&h, line, sizeof(line))) < 0)
@@ -378,7 +378,7 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 				break;
 			}
 		} else if (word(line, "image-like", &rest)) {
-			ret->looks_like_image = true;
+			ret->looks_like_image = !req->any_tree;
 		} else if (word(line, "warn", &rest)) {
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_WARNING, "%s: %s", what, safe ? safe : "?");

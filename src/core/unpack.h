@@ -33,7 +33,8 @@ struct unpack_request {
 	const char *user;         /* the image's User to resolve, or NULL */
 	const char *workdir;      /* the image's WorkingDir, made if missing, or NULL */
 	uint64_t size_bytes;      /* the file system's size; 0: what the layers need plus headroom */
-	const char *what;         /* "layer" or "tarball", for progress and messages */
+	const char *what;         /* "layer", "tarball" or "context", for progress and messages */
+	bool any_tree;            /* a tarball that looks like an image is applied all the same (a context) */
 	space_progress_fn progress;
 	void *progress_userdata;
 };
@@ -49,7 +50,8 @@ int unpack_check_user(space_ctx *ctx, const char *image, const char *user, struc
 int unpack_check_isdir(space_ctx *ctx, const char *image, const char *path, bool *ret);
 
 /* Writes the tree of the ext4 image at path to out_fd as a tar stream; _path: only path (a file or a
- * directory, symlinks followed inside the image), named as ("." a directory's contents; NULL its name). */
+ * directory, symlinks followed inside the image), named as ("." a directory's contents, or a file under
+ * its own name; NULL its name). */
 int unpack_export(space_ctx *ctx, const char *image, int out_fd);
 int unpack_export_path(space_ctx *ctx, const char *image, const char *path, const char *as, int out_fd);
 

@@ -401,12 +401,16 @@ int export_tar(ext2_filsys fs, int out_fd, const char *path, const char *as, cha
 		else if (tar_path_normalize(as ? as : base, name, sizeof(name)) < 0)
 			r = fail(&x, -EINVAL, "'%s' is not a name", as ? as : base);
 		else if (!name[0]) {
-			/* "." : a directory's contents, named from the top */
+			/* "." : a directory's contents, named from the top; anything else keeps its own name */
 			struct ext2_inode inode;
-			if (ext2fs_read_inode(fs, ino, &inode) || !LINUX_S_ISDIR(inode.i_mode))
+			if (ext2fs_read_inode(fs, ino, &inode))
+				r = fail(&x, -EIO, "the inode of %s cannot be read", path);
+			else if (LINUX_S_ISDIR(inode.i_mode))
+				r = walk(&x, "", ino, 0);
+			else if (tar_path_normalize(base, name, sizeof(name)) < 0 || !name[0])
 				r = fail(&x, -ENOTDIR, "%s is not a directory", path);
 			else
-				r = walk(&x, "", ino, 0);
+				r = one(&x, name, ino, 0);
 		} else {
 			r = one(&x, name, ino, 0);
 		}

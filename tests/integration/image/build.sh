@@ -4,7 +4,7 @@
 # checked from inside a jail sandbox of the result; a rebuild with the last line changed reruns only that
 # line; a changed context file reruns from its COPY on; --no-cache; a failing step leaves no template and
 # shows its output and exit status; an unsupported instruction is refused with its line; nothing is read
-# from outside the context.
+# from outside the context; the context as a tar (as the API takes it).
 . "$(dirname "$0")/../../lib.sh"
 jail_test_setup 3G
 need_built "${SPACE_UNPACK_PATH:-}" space-unpack SPACE_UNPACK_PATH
@@ -114,6 +114,44 @@ printf 'FROM img\nCOPY escape /x\n' >"$C/Dockerfile.escape"
 expect_rc 1 build broken "$C" -f "$C/Dockerfile.escape"
 echo "$err" | grep -q "No such file" || fail "a symlink out of the context: $err"; ok
 [ ! -e "$STATE/pool/templates/broken" ] && [ -z "$(ls -A "$STATE/pool/.tmp")" ] || fail "refused builds left files"; ok
+
+# The context as a tar (what an API caller uploads): made a file system by space-unpack, never extracted
+# on the host; a file into a directory, a directory, a top that looks like an image; owned by root unless
+# --chown; COPY --from a stage's file into a directory. A '..' member, a link out: refused or inert.
+T=$WORK/tctx
+mkdir -p "$T/app/sub" && echo one >"$T/app/a.txt" && echo two >"$T/app/sub/b.txt" && echo '{}' >"$T/manifest.json"
+ln -s /etc "$T/hostetc"
+cat >"$T/Dockerfile.t" <<'EOF'
+FROM img AS first
+USER root
+RUN mkdir /made && echo made >/made/it
+FROM img
+USER root
+COPY app/a.txt /srv/
+COPY app /srv/tree
+COPY --chown=app manifest.json app/sub/b.txt /srv/own/
+COPY --from=first /made/it /srv/
+EOF
+tar --owner=4321 --group=4321 -C "$T" -cf "$WORK/tctx.tar" .
+expect_rc 0 build tarred "$WORK/tctx.tar" -f Dockerfile.t
+out=$(run --template tarred -- sh -c 'cd /srv; for f in a.txt tree/a.txt tree/sub/b.txt own/manifest.json own/b.txt it; do
+	echo "$f $(stat -c %u "$f") $(cat "$f")"; done') || fail "run in the template built from a tar: $out"
+want=$(printf 'a.txt 0 one\ntree/a.txt 0 one\ntree/sub/b.txt 0 two\nown/manifest.json 1000 {}\nown/b.txt 1000 two\nit 0 made')
+[ "$out" = "$want" ] || fail "the tree built from a context tar: $out"; ok
+printf 'FROM img\nCOPY hostetc/passwd /x\n' >"$T/Dockerfile.t"
+tar -C "$T" -cf "$WORK/tctx.tar" .
+expect_rc 1 build broken "$WORK/tctx.tar" -f Dockerfile.t
+echo "$err" | grep -q "/hostetc/passwd is not in the image" || fail "a link out of a context tar: $err"; ok
+python3 - "$WORK/evil.tar" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w") as t:
+    for name, data in (("Dockerfile", b"FROM img\nCOPY x /x\n"), ("../../evil", b"x")):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+PY
+expect_rc 1 build broken "$WORK/evil.tar"
+echo "$err" | grep -q "climbs out of the root" || fail "a context tar with '..': $err"
+[ ! -e "$WORK/evil" ] && [ ! -e "$(dirname "$WORK")/evil" ] || fail "a context tar wrote on the host"
+[ ! -e "$STATE/pool/templates/broken" ] && [ -z "$(ls -A "$STATE/pool/.tmp")" ] || fail "context tars left files"; ok
 
 expect_rc 0 "$SPACE" ls --json "${S[@]}"
 [ "$out" = "[]" ] || fail "sandboxes left: $out"

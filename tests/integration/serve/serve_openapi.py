@@ -91,6 +91,18 @@ def image_archive():
     return tar(files)
 
 
+def context_archive():
+    """A build context (a tar body of the build upload): a Dockerfile that copies one file onto scratch."""
+    import io, tarfile
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w") as t:
+        for name, data in {"Dockerfile": b"FROM scratch\nCOPY f /etc/f\n", "f": b"from the OpenAPI walk\n"}.items():
+            h = tarfile.TarInfo(name)
+            h.size = len(data)
+            t.addfile(h, io.BytesIO(data))
+    return b.getvalue()
+
+
 def order(op):
     """Creating things first, reading next, removing last, the sandbox itself at the very end."""
     method, path = op
@@ -113,6 +125,8 @@ for method, path in ops:
                                           checkpoint if path.startswith("/v1/checkpoints/") else sandbox)
         elif p["in"] == "query" and "example" in p and (p.get("required") or p["name"] not in ("cursor",)):
             query[p["name"]] = p["example"]
+    if path.endswith("/build"):
+        real_path = real_path.replace(sandbox, sandbox + "-built")  # not the image upload's template
     if path == "/v1/sandboxes":
         query = {}  # the filters' examples would hide the sandbox; they are exercised by serve_api.py
     full = real_path + ("?" + urllib.parse.urlencode(query) if query else "")
@@ -123,7 +137,7 @@ for method, path in ops:
         if isinstance(example, dict) and "checkpoint" in example:
             example = {**example, "checkpoint": checkpoint}
         if ctype == "application/x-tar":
-            body = image_archive()
+            body = context_archive() if path.endswith("/build") else image_archive()
         else:
             body = json.dumps(example).encode() if ctype == "application/json" else str(example).encode()
     codes = sorted(int(c) for c in op["responses"])
