@@ -2,9 +2,9 @@
 # space template build: a multi-stage Dockerfile (FROM an imported image, RUN, COPY from the context with
 # .dockerignore, COPY --from a stage, ADD of an archive, ENV, ARG, WORKDIR, USER, LABEL, ENTRYPOINT, CMD),
 # checked from inside a jail sandbox of the result; a rebuild with the last line changed reruns only that
-# line; a changed context file reruns from its COPY on; --no-cache; a failing step leaves no template and
-# shows its output and exit status; an unsupported instruction is refused with its line; nothing is read
-# from outside the context; the context as a tar (as the API takes it).
+# line; a changed context file reruns from its COPY on; --no-cache; the result's warm pool; a failing step
+# leaves no template and shows its output and exit status; an unsupported instruction is refused with its
+# line; nothing is read from outside the context; the context as a tar (as the API takes it).
 . "$(dirname "$0")/../../lib.sh"
 jail_test_setup 3G
 need_built "${SPACE_UNPACK_PATH:-}" space-unpack SPACE_UNPACK_PATH
@@ -92,6 +92,21 @@ expect_rc 0 build app "$C" --build-arg VERSION=7 --no-cache
 echo "$err" | grep -q ", cached" && fail "--no-cache used the cache: $err"
 out=$(run --template app -- sh -c 'echo $APP_VERSION; cat /srv/app/log') && [ "$out" = "$(printf '7\nstep ran 7 as 0')" ] ||
 	fail "--build-arg: $out"; ok
+
+# A warm pool of the built template: a default create takes a pooled sandbox, with the Dockerfile's defaults.
+expect_rc 0 "$SPACE" init --isolation jail "${S[@]}"
+expect_rc 0 "$SPACE" template set-pool app 1 "${S[@]}"
+on_exit 'for x in $(ls "$STATE/pool/sandboxes" 2>/dev/null); do "$SPACE" rm "$x" --state "$STATE"; done'
+expect_rc 0 "$SPACE" pool fill app "${S[@]}"
+[ "$out" = "1 sandbox created and pooled" ] || fail "a warm pool of the built template: $out"
+pooled=$(ls "$STATE/pool/sandboxes")
+expect_rc 0 "$SPACE" create --template app "${S[@]}"
+id=$out
+[ "$id" = "$pooled" ] || fail "create did not take the pooled sandbox: $id, pool $pooled"
+expect_rc 0 "$SPACE" exec "$id" "${S[@]}" -- sh -c 'id -u; pwd; echo $APP_VERSION'
+[ "$out" = "$(printf '1000\n/srv/app\n7')" ] || fail "a pooled sandbox of the built template: $out"; ok
+expect_rc 0 "$SPACE" rm "$id" "${S[@]}"
+expect_rc 0 "$SPACE" template set-pool app 0 "${S[@]}"
 
 # A failing step: its output and exit status; no template made, the previous one untouched.
 mkdir -p "$WORK/bad"

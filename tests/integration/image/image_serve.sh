@@ -13,6 +13,7 @@ ok() { checks=$((checks + 1)); }
 "${MK[@]}" three-layer "$WORK/img.tar" --format oci-tar >"$WORK/digest"
 "${MK[@]}" hostile-dotdot "$WORK/evil.tar" --format oci-tar >/dev/null
 size=$(stat -c %s "$WORK/img.tar")
+expect_rc 0 "$SPACE" init --isolation jail --state "$STATE" # the E2B plane's sandboxes: jails here
 start_server --max-image-upload $((size + 1024))
 H=(-H "X-API-Key: $SERVE_KEY")
 post() { curl -s -o "$WORK/body" -w '%{http_code}' "${H[@]}" -H 'Content-Type: application/x-tar' "$@"; }
@@ -67,6 +68,13 @@ out=$(curl -s "${H[@]}" -d '{"argv": ["sh", "-c", "stat -c %u:%g /opt/file; cat 
 echo "$out" | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o["stdout"] == "0:0\nfrom-context\n/work\n", o' ||
 	fail "exec in the built template: $out"; ok
 curl -s -o /dev/null "${H[@]}" -X DELETE "$SERVE_URL/v1/sandboxes/$ID"
+# The E2B plane creates it by name.
+ID=$(curl -s "${H[@]}" -d '{"templateID": "api-built"}' "$SERVE_URL/sandboxes" |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])') || fail "E2B create from the built template"
+out=$(curl -s "${H[@]}" -d '{"argv": ["cat", "/opt/copy"]}' "$SERVE_URL/v1/sandboxes/$ID/exec")
+echo "$out" | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o["stdout"] == "from-context\n", o' ||
+	fail "exec in the E2B-created sandbox: $out"; ok
+curl -s -o /dev/null "${H[@]}" -X DELETE "$SERVE_URL/sandboxes/$ID"
 # A failing step: 422, its line, exit status and output; no template.
 printf 'FROM api-img\nRUN echo going down; exit 7\n' >"$WORK/ctx/Dockerfile.bad"
 tar -C "$WORK/ctx" -cf "$WORK/ctx.tar" .
