@@ -59,6 +59,10 @@ int cli_print_json(cJSON *j);
 
 /* Progress on stderr when it is a terminal ("\r<stage>..."), else one line per stage. */
 void cli_progress(const char *stage, uint64_t done, uint64_t total, void *userdata);
+/* Progress with byte counts (template import): on a terminal one line per stage, redrawn as it goes; else a
+ * line when a stage starts and when it is done. cli_progress_end() ends a line left open. */
+void cli_progress_bytes(const char *stage, uint64_t done, uint64_t total, void *userdata);
+void cli_progress_end(void);
 
 /* Formats a Unix time in ms as "2026-12-02 13:45:01" (local time). */
 const char *cli_time(int64_t ms, char *buf, size_t len);

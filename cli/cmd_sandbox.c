@@ -31,15 +31,23 @@ struct run_opts {
 	bool interactive;
 	bool tty;
 	uint32_t exec_timeout_ms;
+	bool user_set;      /* --user: run as uid:gid, root included */
+	uint32_t uid, gid;
 	char **argv;  /* the command, after "--" */
+	char **image_argv;  /* run without a command: the template's Entrypoint and Cmd (owned) */
 	struct cli_net net; /* --allow, --secret, --inject, --policy, --resolve, --ca-file */
 };
 
-/* What parse_run_opts allocated: the policy document it built from the network flags. */
+static void cli_strv_free(char **v);
+
+/* What parse_run_opts and run allocated: the policy document built from the network flags, an image's
+ * command. */
 static void run_opts_done(struct run_opts *o)
 {
 	free((char *)o->sb.network_policy);
 	o->sb.network_policy = NULL;
+	cli_strv_free(o->image_argv);
+	o->image_argv = NULL;
 }
 
 static int parse_u32(const struct cli_command *cmd, const char *opt, const char *s, uint64_t min, uint64_t max,
@@ -56,11 +64,14 @@ static int parse_u32(const struct cli_command *cmd, const char *opt, const char 
 }
 
 /*
- * Parses the sandbox and process options shared by run, create and exec. want_cmd: a command after the
- * options is required (run, exec); positional: where the remaining non-option arguments go (exec's ID).
+ * Parses the sandbox and process options shared by run, create and exec. want_cmd: whether a command after
+ * the options is required (exec), optional (run: the template's own otherwise) or none (create);
+ * positional: where the remaining non-option arguments go (exec's ID).
  */
+enum { CMD_NONE, CMD_REQUIRED, CMD_OPTIONAL };
+
 static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, struct run_opts *o, bool sandbox_opts,
-			  bool want_cmd, char **positional)
+			  int want_cmd, char **positional)
 {
 	static const struct option opts[] = {
 		{ "template", required_argument, NULL, 'T' },
@@ -74,6 +85,7 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 		{ "hostname", required_argument, NULL, 'H' },
 		{ "interactive", no_argument, NULL, 'i' },
 		{ "tty", no_argument, NULL, 't' },
+		{ "user", required_argument, NULL, 'u' },
 		{ "snapshot-every", required_argument, NULL, 0x4f0 },
 		{ "snapshot-keep", required_argument, NULL, 0x4f1 },
 		CLI_NET_OPTIONS,
@@ -130,6 +142,23 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 			o->env[o->nenv++] = optarg;
 			break;
 		case 'w': o->cwd = optarg; break;
+		case 'u': {
+			/* UID or UID:GID: numbers inside the sandbox (0: root, even where the template names a user) */
+			char *colon = strchr(optarg, ':');
+			uint64_t u, g;
+			if (colon)
+				*colon = '\0';
+			bool ok = util_parse_uint(optarg, 0, UINT32_MAX - 1, &u) == 0 &&
+				  (!colon || util_parse_uint(colon + 1, 0, UINT32_MAX - 1, &g) == 0);
+			if (colon)
+				*colon = ':';
+			if (!ok)
+				return cli_usage_error(cmd, "--user needs UID or UID:GID (numbers), not '%s'", optarg);
+			o->user_set = true;
+			o->uid = (uint32_t)u;
+			o->gid = colon ? (uint32_t)g : (uint32_t)u;
+			break;
+		}
 		case 'i': o->interactive = true; break;
 		case 't': o->tty = true; break;
 		case 0x4e0 ... 0x4e5: {
@@ -151,9 +180,9 @@ static int parse_run_opts(const struct cli_command *cmd, int argc, char **argv, 
 	}
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;
-	if (want_cmd && optind >= argc)
+	if (want_cmd == CMD_REQUIRED && optind >= argc)
 		return cli_usage_error(cmd, "missing command (put it after --)");
-	if (!want_cmd && optind < argc)
+	if (want_cmd == CMD_NONE && optind < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	o->argv = argv + optind;
 	char why[512];
@@ -226,11 +255,16 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
 	eo.argv = (const char *const *)o->argv;
 	eo.cwd = o->cwd;
+	if (o->user_set) {
+		eo.uid = o->uid;
+		eo.gid = o->gid;
+		eo.flags |= SPACE_EXEC_USER;
+	}
 	eo.env = o->sb.env; /* for exec; create already applied them sandbox-wide */
 	eo.timeout_ms = o->exec_timeout_ms;
 	eo.output = to_fd;
 	eo.stdin_fd = o->interactive || o->tty ? STDIN_FILENO : -1;
-	eo.flags = eo.stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0; /* options version 2: a stdin only with the flag */
+	eo.flags |= eo.stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0; /* options version 2: a stdin only with the flag */
 	bool tty = o->tty && isatty(STDIN_FILENO);
 	if (tty) {
 		struct winsize ws;
@@ -323,6 +357,53 @@ static int stream_process(struct cli *cli, space_sandbox *sb, const struct run_o
 
 /* ---- commands ---------------------------------------------------------------------------------------- */
 
+static void cli_strv_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
+}
+
+/* The command an image template runs without one: Entrypoint then Cmd (*ret NULL when it names none). */
+static int image_command(struct cli *cli, const char *name, char ***ret)
+{
+	*ret = NULL;
+	struct space_template_info *t;
+	int r = space_template_get(cli_ctx(cli), name, &t);
+	if (r < 0)
+		return r;
+	bool has = t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
+		   t->image_config[0];
+	cJSON *j = has ? cJSON_Parse(t->image_config) : NULL;
+	space_template_info_free(t);
+	const cJSON *parts[2] = { cJSON_GetObjectItemCaseSensitive(j, "entrypoint"),
+				  cJSON_GetObjectItemCaseSensitive(j, "cmd") };
+	size_t n = 0;
+	for (int i = 0; i < 2; i++)
+		n += cJSON_IsArray(parts[i]) ? (size_t)cJSON_GetArraySize(parts[i]) : 0;
+	if (!n) {
+		cJSON_Delete(j);
+		return 0;
+	}
+	char **v = calloc(n + 1, sizeof(char *));
+	size_t k = 0;
+	for (int i = 0; v && i < 2; i++) {
+		const cJSON *e;
+		cJSON_ArrayForEach(e, parts[i]) {
+			if (cJSON_IsString(e) && !(v[k++] = strdup(e->valuestring))) {
+				cli_strv_free(v);
+				v = NULL;
+				break;
+			}
+		}
+	}
+	cJSON_Delete(j);
+	if (!v)
+		return -ENOMEM;
+	*ret = v;
+	return 0;
+}
+
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("run");
@@ -341,13 +422,25 @@ int cmd_run(struct cli *cli, int argc, char **argv)
 		       "  --cwd DIR          working directory\n"
 		       "  --timeout D        lifetime of the sandbox: 90 (seconds), 10m, 2h, 1d (at most 366d)\n"
 		       "  --exec-timeout D   kill CMD after D (at most 1d)\n"
-		       "  -i, -t             forward stdin; run on a terminal\n");
+		       "  --user UID[:GID]   run CMD as this user (default: the template's, an image's User, else root)\n"
+		       "  -i, -t             forward stdin; run on a terminal\n\n"
+		       "Without CMD, runs what the template's image names: its Entrypoint followed by its Cmd.\n");
 		return EXIT_OK;
 	}
 	_cleanup_(run_opts_done) struct run_opts o = { 0 };
-	int r = parse_run_opts(cmd, argc, argv, &o, true, true, NULL);
+	int r = parse_run_opts(cmd, argc, argv, &o, true, CMD_OPTIONAL, NULL);
 	if (r)
 		return r;
+	if (!o.argv[0]) {
+		const char *t = o.sb.template_name ? o.sb.template_name : "base";
+		if ((r = image_command(cli, t, &o.image_argv)) < 0)
+			return cli_fail(cli, r, "run");
+		if (!o.image_argv)
+			return cli_usage_error(cmd, "missing command (put it after --): template %s has no Entrypoint or Cmd "
+						    "of an image to run instead",
+					       t);
+		o.argv = o.image_argv;
+	}
 	warn_jail(cli, o.sb.isolation);
 	space_sandbox *sb;
 	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
@@ -379,11 +472,11 @@ int cmd_create(struct cli *cli, int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	_cleanup_(run_opts_done) struct run_opts o = { 0 };
-	int r = parse_run_opts(cmd, argc, argv, &o, true, false, NULL);
+	int r = parse_run_opts(cmd, argc, argv, &o, true, CMD_NONE, NULL);
 	if (r)
 		return r;
-	if (o.cwd || o.interactive || o.tty || o.exec_timeout_ms)
-		return cli_usage_error(cmd, "--cwd, -i, -t and --exec-timeout apply to exec, not create");
+	if (o.cwd || o.interactive || o.tty || o.exec_timeout_ms || o.user_set)
+		return cli_usage_error(cmd, "--cwd, --user, -i, -t and --exec-timeout apply to exec, not create");
 	warn_jail(cli, o.sb.isolation);
 	space_sandbox *sb;
 	r = space_sandbox_create(cli_ctx(cli), &o.sb, &sb);
@@ -409,6 +502,11 @@ static int run_step(struct cli *cli, space_sandbox *sb, const struct run_opts *o
 	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
 	eo.argv = (const char *const *)o->argv;
 	eo.cwd = o->cwd;
+	if (o->user_set) {
+		eo.uid = o->uid;
+		eo.gid = o->gid;
+		eo.flags |= SPACE_EXEC_USER;
+	}
 	eo.env = o->sb.env;
 	eo.timeout_ms = o->exec_timeout_ms;
 	eo.output = to_fd;
@@ -453,7 +551,7 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 	argc = kept;
 	_cleanup_(run_opts_done) struct run_opts o = { 0 };
 	char *id = NULL;
-	int r = parse_run_opts(cmd, argc, argv, &o, false, true, &id);
+	int r = parse_run_opts(cmd, argc, argv, &o, false, CMD_REQUIRED, &id);
 	if (r)
 		return r;
 	if (step && (o.tty || o.interactive))

@@ -1,13 +1,39 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space template import|ls|rm|snapshot|set-pool, space pool fill */
+/* space template import|build|export|ls|rm|snapshot|set-pool, space pool fill */
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_net.h"
 #include "util/util.h"
+
+/* The image fields of t, when this library has them and t was made from an image. */
+static bool image_fields(const struct space_template_info *t)
+{
+	return t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
+	       t->image_digest[0];
+}
+
+/* "image": {"digest", and the config's defaults} or null, of `template ls --json` and import --json. */
+static void add_image_json(cJSON *j, const struct space_template_info *t)
+{
+	if (!image_fields(t)) {
+		cJSON_AddNullToObject(j, "image");
+		return;
+	}
+	cJSON *cfg = cJSON_Parse(t->image_config);
+	if (!cfg)
+		cfg = cJSON_CreateObject();
+	cJSON_AddStringToObject(cfg, "digest", t->image_digest);
+	cJSON_AddItemToObject(j, "image", cfg);
+}
 
 static int template_import(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
@@ -17,10 +43,12 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		{ "initrd", required_argument, NULL, 'i' },
 		{ "size", required_argument, NULL, 's' },
 		{ "modules", required_argument, NULL, 'm' },
+		{ "image", required_argument, NULL, 'g' },
+		{ "force", no_argument, NULL, 'f' },
 		{ 0 },
 	};
 	struct space_template_import_options o = SPACE_TEMPLATE_IMPORT_OPTIONS_INIT;
-	o.progress = cli->json ? NULL : cli_progress;
+	o.progress = cli->json ? NULL : cli_progress_bytes;
 	int c;
 	optind = 1;
 	opterr = 0;
@@ -30,6 +58,8 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		case 'k': o.kernel = optarg; break;
 		case 'i': o.initrd = optarg; break;
 		case 'm': o.modules_dir = optarg; break;
+		case 'g': o.image = optarg; break;
+		case 'f': o.force = true; break;
 		case 's':
 			if (util_parse_size(optarg, &o.size_bytes) < 0 || o.size_bytes < (16u << 20))
 				return cli_usage_error(cmd, "invalid --size '%s' (at least 16M, e.g. 2G)", optarg);
@@ -43,11 +73,14 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 	if (optind + 1 < argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
 	o.name = argv[optind];
-	if (!o.rootfs)
-		return cli_usage_error(cmd, "template import needs --rootfs DIR|FILE.tar|FILE.ext4");
+	if (!o.rootfs == !o.image)
+		return cli_usage_error(cmd, "template import needs --rootfs DIR|FILE.tar|FILE.ext4 or --image PATH (one)");
+	uint64_t t0 = util_now_ns();
 	int r = space_template_import(cli_ctx(cli), &o);
+	cli_progress_end();
 	if (r < 0)
 		return cli_fail(cli, r, "import template %s", o.name);
+	uint64_t took_ms = (util_now_ns() - t0) / 1000000;
 	struct space_template_info *t;
 	if (space_template_get(cli->ctx, o.name, &t) < 0)
 		return cli_fail(cli, r, "import template %s", o.name);
@@ -56,13 +89,205 @@ static int template_import(struct cli *cli, const struct cli_command *cmd, int a
 		cJSON_AddStringToObject(j, "name", t->name);
 		cJSON_AddStringToObject(j, "path", t->path);
 		cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+		add_image_json(j, t);
+		cJSON_AddNumberToObject(j, "import_ms", (double)took_ms);
 		space_template_info_free(t);
 		return cli_print_json(j);
 	}
 	char sz[32];
 	printf("template %s imported: %s (rootfs %s)\n", t->name, t->path,
 	       util_format_size(t->rootfs_bytes, sz, sizeof(sz)));
+	if (image_fields(t))
+		printf("image %s\n", t->image_digest);
 	space_template_info_free(t);
+	return EXIT_OK;
+}
+
+static int build_output(int stream, const void *data, size_t len, void *userdata)
+{
+	(void)userdata;
+	cli_progress_end();
+	/* RUN's output to our stderr (stdout stays for --json): as the command wrote it, as `space run` does */
+	ssize_t w = write(STDERR_FILENO, data, len);
+	(void)w;
+	(void)stream;
+	return 0;
+}
+
+/* space template build NAME [-f Dockerfile] [CONTEXT] [--no-cache] [--build-arg K=V]... */
+static int template_build(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "file", required_argument, NULL, 'f' },
+		{ "no-cache", no_argument, NULL, 'n' },
+		{ "build-arg", required_argument, NULL, 'a' },
+		{ "isolation", required_argument, NULL, 'I' },
+		{ "cpus", required_argument, NULL, 'c' },
+		{ "memory", required_argument, NULL, 'm' },
+		CLI_NET_OPTIONS,
+		{ 0 },
+	};
+	struct space_template_build_options o = SPACE_TEMPLATE_BUILD_OPTIONS_INIT;
+	const char *args[257] = { 0 };
+	size_t nargs = 0;
+	struct cli_net net = { 0 };
+	uint64_t cpus = 0;
+	uint32_t mem = 0;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "f:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': o.dockerfile = optarg; break;
+		case 'n': o.no_cache = true; break;
+		case 'a':
+			if (!strchr(optarg, '=') || optarg[0] == '=' || nargs == 256)
+				return cli_usage_error(cmd, "--build-arg needs NAME=VALUE (at most 256), not '%s'", optarg);
+			args[nargs++] = optarg;
+			break;
+		case 'I':
+			if (strcmp(optarg, "vm") && strcmp(optarg, "jail"))
+				return cli_usage_error(cmd, "--isolation must be vm or jail, not '%s'", optarg);
+			o.isolation = optarg;
+			break;
+		case 'c':
+			if (util_parse_uint(optarg, 1, 256, &cpus) < 0)
+				return cli_usage_error(cmd, "invalid --cpus '%s' (1..256)", optarg);
+			break;
+		case 'm':
+			if (cli_parse_mib(cmd, "--memory", optarg, 16, 1u << 22, &mem) < 0)
+				return EXIT_USAGE;
+			break;
+		case 0x4e0 ... 0x4e5: {
+			char why[256];
+			if (cli_net_flag(&net, c, optarg, why, sizeof(why)) < 0)
+				return cli_usage_error(cmd, "%s: %s", argv[optind - 1], why);
+			break;
+		}
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc || optind + 2 < argc)
+		return cli_usage_error(cmd, "template build needs NAME [CONTEXT]");
+	o.name = argv[optind];
+	o.context = optind + 1 < argc ? argv[optind + 1] : ".";
+	struct stat cst;
+	if (stat(o.context, &cst) == 0 && S_ISREG(cst.st_mode)) {
+		/* a tar of the context (as `docker build - < ctx.tar`): -f names a file inside it */
+		o.context_archive = o.context;
+		o.context = NULL;
+	}
+	char df[4200];
+	if (!o.dockerfile && o.context) {
+		snprintf(df, sizeof(df), "%s/Dockerfile", o.context);
+		o.dockerfile = df;
+	}
+	o.build_args = nargs ? args : NULL;
+	o.cpus = (uint32_t)cpus;
+	o.memory_mib = mem;
+	char why[512], *policy = NULL;
+	if (cli_net_policy(&net, &policy, why, sizeof(why)) < 0)
+		return cli_usage_error(cmd, "%s", why);
+	o.network_policy = policy;
+	o.network_policy_trusted = true; /* the operator's own flags */
+	o.progress = cli->json ? NULL : cli_progress_bytes;
+	o.output = build_output;
+	uint64_t t0 = util_now_ns();
+	int r = space_template_build(cli_ctx(cli), &o);
+	cli_progress_end();
+	free(policy);
+	if (r < 0)
+		return cli_fail(cli, r, "build template %s", o.name);
+	uint64_t took_ms = (util_now_ns() - t0) / 1000000;
+	struct space_template_info *t;
+	if (space_template_get(cli->ctx, o.name, &t) < 0)
+		return cli_fail(cli, -EIO, "build template %s", o.name);
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", t->name);
+		cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+		add_image_json(j, t);
+		cJSON_AddNumberToObject(j, "build_ms", (double)took_ms);
+		space_template_info_free(t);
+		return cli_print_json(j);
+	}
+	printf("template %s built (%s) in %llu ms\n", t->name, image_fields(t) ? t->image_digest : "",
+	       (unsigned long long)took_ms);
+	space_template_info_free(t);
+	return EXIT_OK;
+}
+
+/* space template export NAME -o FILE|- [--format rootfs|oci] */
+static int template_export(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ 0 },
+	};
+	const char *out = NULL, *format = "rootfs";
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'f':
+			if (strcmp(optarg, "rootfs") && strcmp(optarg, "oci"))
+				return cli_usage_error(cmd, "--format must be rootfs or oci, not '%s'", optarg);
+			format = optarg;
+			break;
+		default:
+			return cli_usage_error(cmd, "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind + 1 != argc || !out)
+		return cli_usage_error(cmd, "template export needs one NAME and -o FILE (- for stdout)");
+	const char *name = argv[optind];
+	bool to_stdout = !strcmp(out, "-");
+	if (to_stdout && isatty(STDOUT_FILENO))
+		return cli_usage_error(cmd, "will not write an archive to a terminal (-o FILE, or a pipe)");
+	/* Written whole or not at all: into a new file beside the target, renamed over it when complete. */
+	char tmp[4200];
+	int fd = STDOUT_FILENO;
+	if (!to_stdout) {
+		snprintf(tmp, sizeof(tmp), "%s.partial", out);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return cli_fail(cli, -errno, "create %s", tmp);
+	}
+	struct space_template_export_options o = SPACE_TEMPLATE_EXPORT_OPTIONS_INIT;
+	o.fd = fd;
+	o.format = format;
+	o.progress = cli->json ? NULL : cli_progress_bytes;
+	int r = space_template_export(cli_ctx(cli), name, &o);
+	cli_progress_end();
+	if (!to_stdout) {
+		if (r == 0 && (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0))
+			r = -errno;
+		else if (r < 0)
+			close(fd);
+		if (r < 0)
+			unlink(tmp);
+	}
+	if (r < 0)
+		return cli_fail(cli, r, "export template %s", name);
+	if (to_stdout)
+		return EXIT_OK;
+	struct stat st;
+	uint64_t size = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", name);
+		cJSON_AddStringToObject(j, "output", out);
+		cJSON_AddStringToObject(j, "format", format);
+		cJSON_AddNumberToObject(j, "bytes", (double)size);
+		return cli_print_json(j);
+	}
+	char sz[32];
+	printf("template %s exported to %s (%s, %s): import it with `space template import NAME --%s %s`\n", name,
+	       out, format, util_format_size(size, sz, sizeof(sz)), strcmp(format, "oci") ? "rootfs" : "image", out);
 	return EXIT_OK;
 }
 
@@ -109,6 +334,7 @@ static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc,
 			cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
 			cJSON_AddNumberToObject(j, "sandboxes", t->sandboxes);
 			cJSON_AddNumberToObject(j, "checkpoints", t->checkpoints);
+			add_image_json(j, t);
 			cli_template_snapshots_json(cli, j, t->name);
 			add_warm_json(cli, j, t->name);
 			cJSON_AddItemToArray(a, j);
@@ -264,12 +490,16 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("template");
 	if (argc < 2)
-		return cli_usage_error(cmd, "template needs a command: import, ls, rm, snapshot or set-pool");
+		return cli_usage_error(cmd, "template needs a command: import, build, export, ls, rm, snapshot or set-pool");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argv[1];
 	if (!strcmp(sub, "import"))
 		return template_import(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "export"))
+		return template_export(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "build"))
+		return template_build(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "ls") || !strcmp(sub, "list"))
 		return template_ls(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "rm") || !strcmp(sub, "remove"))

@@ -146,6 +146,14 @@ static bool authenticate(struct serve_req *r)
 	return true;
 }
 
+/* The most a route's body may be: an upload's cap, else a JSON body's. */
+static uint64_t body_limit(const struct serve_req *r)
+{
+	if (!r->route->upload)
+		return SERVE_JSON_BODY_MAX;
+	return r->route->image ? r->srv->image_upload_max : r->srv->upload_max;
+}
+
 /* Content-Length above the route's limit: refuse before reading the body. */
 static bool body_limit_ok(struct serve_req *r)
 {
@@ -153,7 +161,7 @@ static bool body_limit_ok(struct serve_req *r)
 	if (!cl)
 		return true;
 	uint64_t len;
-	uint64_t limit = r->route->upload ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
+	uint64_t limit = body_limit(r);
 	if (util_parse_uint(cl, 0, UINT64_MAX, &len) < 0 || len <= limit)
 		return true;
 	serve_reply_error(r, 413, "too_large", "request body of %llu bytes is over the limit of %llu",
@@ -163,7 +171,7 @@ static bool body_limit_ok(struct serve_req *r)
 
 static void body_append(struct serve_req *r, const char *data, size_t len)
 {
-	uint64_t limit = r->route->upload ? r->srv->upload_max : SERVE_JSON_BODY_MAX;
+	uint64_t limit = body_limit(r);
 	r->body_seen += len;
 	if (r->body_too_large || r->body_seen > limit) {
 		r->body_too_large = true;
@@ -237,7 +245,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			r->state_free(r);
 		r->state_free = NULL;
 		return serve_reply_error(r, 413, "too_large", "request body is over the limit of %llu bytes",
-					 (unsigned long long)(r->route->upload ? srv->upload_max : SERVE_JSON_BODY_MAX));
+					 (unsigned long long)body_limit(r));
 	}
 	return r->route->run(r);
 }
@@ -345,7 +353,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *listen = "127.0.0.1:8080";
-	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT;
+	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT, image_max = SERVE_IMAGE_MAX_DEFAULT;
 	uint32_t conn_timeout = SERVE_CONNECTION_TIMEOUT_S, req_timeout = SERVE_REQUEST_TIMEOUT_DEFAULT_S;
 	uint64_t download_max = SERVE_DOWNLOAD_MAX_DEFAULT;
 	uint64_t conn_limit = SERVE_CONNECTION_LIMIT;
@@ -359,6 +367,9 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		else if (!strcmp(argv[i], "--max-upload") && i + 1 < argc) {
 			if (util_parse_size(argv[++i], &upload_max) < 0 || !upload_max)
 				return cli_usage_error(cmd, "bad --max-upload '%s'", argv[i]);
+		} else if (!strcmp(argv[i], "--max-image-upload") && i + 1 < argc) {
+			if (util_parse_size(argv[++i], &image_max) < 0 || !image_max)
+				return cli_usage_error(cmd, "bad --max-image-upload '%s'", argv[i]);
 		} else if (!strcmp(argv[i], "--max-download") && i + 1 < argc) {
 			if (util_parse_size(argv[++i], &download_max) < 0 || !download_max)
 				return cli_usage_error(cmd, "bad --max-download '%s'", argv[i]);
@@ -387,7 +398,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		return cli_usage_error(cmd, "bad --listen '%s' (want IPV4:PORT)", listen);
 
 	space_ctx *ctx = cli_ctx(cli);
-	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max, .download_max = download_max,
+	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max, .image_upload_max = image_max, .download_max = download_max,
 			     .request_timeout_ns = req_timeout * 1000000000ull };
 	memcpy(srv.allow_resolve, allow_resolve, sizeof(allow_resolve));
 	char err[512];

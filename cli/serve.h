@@ -31,6 +31,7 @@ struct serve_store;
 
 #define SERVE_JSON_BODY_MAX (1u << 20)            /* JSON request bodies */
 #define SERVE_UPLOAD_MAX_DEFAULT (1ull << 30)     /* file uploads (--max-upload) */
+#define SERVE_IMAGE_MAX_DEFAULT (4ull << 30)      /* container image uploads (--max-image-upload) */
 #define SERVE_DOWNLOAD_MAX_DEFAULT (256ull << 20) /* file downloads (--max-download) */
 #define SERVE_EXEC_CAPTURE_MAX (16u << 20)        /* per stream, non-streaming exec */
 #define SERVE_REQUEST_TIMEOUT_DEFAULT_S 600       /* whole body, from the request's start (--request-timeout) */
@@ -49,6 +50,7 @@ struct serve_metrics {
 struct serve {
 	const char *state_dir;        /* NULL: the library's default */
 	uint64_t upload_max;
+	uint64_t image_upload_max;    /* a template's image archive (POST /v1/templates/{name}/image) */
 	uint64_t download_max;        /* a file over this is not downloaded (413); the stream is cut there too */
 	uint64_t request_timeout_ns;  /* a request's body must have arrived this long after its start */
 	/* --allow-resolve: IPv4 CIDRs API callers' policies may point resolve entries into although they are
@@ -81,6 +83,7 @@ struct serve_route {
 	bool upload;                  /* the body goes to start's sink, up to --max-upload (else: JSON, 1 MiB) */
 	serve_handler_fn start;       /* optional, before the body: may install a sink; may answer early */
 	serve_handler_fn run;         /* after the whole body */
+	bool image;                   /* an upload capped by --max-image-upload instead (images, build contexts) */
 };
 
 /* A set of routes under one path prefix (the native API; later the E2B planes on the same port). */
@@ -204,6 +207,10 @@ enum MHD_Result serve_v1_rollback(struct serve_req *r);
 enum MHD_Result serve_v1_fork(struct serve_req *r);
 enum MHD_Result serve_v1_events(struct serve_req *r);
 enum MHD_Result serve_v1_upload_start(struct serve_req *r);
+/* --- serve_v1_templates.c: a template from an uploaded image --- */
+enum MHD_Result serve_v1_template_image_start(struct serve_req *r);
+enum MHD_Result serve_v1_template_image(struct serve_req *r);
+enum MHD_Result serve_v1_template_build(struct serve_req *r); /* after serve_v1_template_image_start */
 enum MHD_Result serve_v1_upload(struct serve_req *r);
 enum MHD_Result serve_v1_download(struct serve_req *r);
 enum MHD_Result serve_v1_file_remove(struct serve_req *r);

@@ -99,6 +99,7 @@ enum MHD_Result serve_reply_space_error(struct serve_req *r, int err, const char
 		{ -EPERM, 403, "forbidden" },     { -ENODEV, 503, "isolation_unavailable" },
 		{ -ENOMEDIUM, 503, "not_initialized" }, { -ENOSPC, 507, "no_space" },
 		{ -EOPNOTSUPP, 501, "not_supported" },
+		{ -ENOEXEC, 400, "invalid" },     { -EBADMSG, 400, "invalid" },
 	};
 	unsigned status = 500;
 	const char *code = "internal";

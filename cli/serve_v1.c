@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `space serve`: the native API (/v1) — sandboxes, exec, templates. Files are in serve_v1_files.c. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,9 @@ static enum MHD_Result template_list(struct serve_req *r)
 		cJSON_AddBoolToObject(t, "has_kernel", list[i]->has_kernel);
 		cJSON_AddNumberToObject(t, "created_ms", (double)list[i]->created_ms);
 		cJSON_AddNumberToObject(t, "sandboxes", list[i]->sandboxes);
+		if (list[i]->size >= offsetof(struct space_template_info, image_digest) + sizeof(list[i]->image_digest) &&
+		    list[i]->image_digest[0])
+			cJSON_AddStringToObject(t, "image_digest", list[i]->image_digest);
 		cJSON_AddItemToArray(a, t);
 	}
 	space_template_info_list_free(list);
@@ -586,6 +590,8 @@ static const struct serve_route v1_routes[] = {
 	{ "GET", "/v1/events", KEY, false, NULL, serve_v1_events },
 	{ "GET", "/v1/metrics", KEY, false, NULL, serve_metrics_handler },
 	{ "GET", "/v1/templates", KEY, false, NULL, template_list },
+	{ "POST", "/v1/templates/{name}/image", KEY, true, serve_v1_template_image_start, serve_v1_template_image, true },
+	{ "POST", "/v1/templates/{name}/build", KEY, true, serve_v1_template_image_start, serve_v1_template_build, true },
 };
 #undef KEY
 

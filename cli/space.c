@@ -18,9 +18,17 @@ static const struct cli_command commands[] = {
 	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]" },
 	{ "pool", cmd_pool, "show the pool, unmount a loop pool, or fill templates' warm pools",
 	  "pool [info | unmount | fill [TEMPLATE]] [--json]" },
-	{ "template", cmd_template, "import, list, remove and snapshot templates; size their warm pools",
-	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 [--kernel FILE [--modules DIR]]\n"
-	  "       [--initrd FILE] [--size SIZE]\n"
+	{ "template", cmd_template, "import, build, export, list, remove and snapshot templates; size their warm pools",
+	  "template import NAME --rootfs DIR|FILE.tar|FILE.ext4 | --image OCI-DIR|OCI.tar|DOCKER-SAVE.tar\n"
+	  "       [--kernel FILE [--modules DIR]] [--initrd FILE] [--size SIZE] [--force] [--json]\n"
+	  "       (--image: an OCI image layout or a `docker save` archive; no registry pulls: make one with\n"
+	  "       `skopeo copy docker://IMAGE oci-archive:FILE` or `docker save -o FILE IMAGE` where a registry\n"
+	  "       is reachable. --force: a rootfs or image without /bin/sh)\n"
+	  "       space template build NAME [-f Dockerfile] [CONTEXT] [--no-cache] [--build-arg K=V]...\n"
+	  "       [--isolation vm|jail] [--cpus N] [--memory SIZE] [NETWORK of `space run`]   (each step cached;\n"
+	  "       CONTEXT may be a tar of the context: -f then names a file inside it)\n"
+	  "       space template export NAME -o FILE|- [--format rootfs|oci]   (a tar of the tree, or an OCI image\n"
+	  "       archive with the image's Env/WorkingDir/User/Entrypoint/Cmd; no kernel, no memory snapshot)\n"
 	  "       space template ls [--json]\n"
 	  "       space template rm NAME [--force]\n"
 	  "       space template snapshot NAME [--cpus N] [--memory SIZE] | --drop\n"
@@ -29,7 +37,7 @@ static const struct cli_command commands[] = {
 	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
 	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory SIZE] [--env K=V]... [--cwd D]\n"
 	  "       [--timeout D] [--exec-timeout D] [--snapshot-every D [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"
-	  "       -- CMD...\n"
+	  "       [--user UID[:GID]] [-- CMD...]   (no CMD: the template image's Entrypoint and Cmd)\n"
 	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH|secret:REG]...\n"
 	  "       [--secret REG]... (REG: a registered secret, see `space secret`)\n"
 	  "       [--inject 'HOST:Header=Value ${NAME}']... [--policy FILE.json] [--resolve NAME=IP[:PORT]]... "
@@ -41,7 +49,8 @@ static const struct cli_command commands[] = {
 	  "       last K (default 5) kept, as checkpoints named auto-<unix time>)" },
 	{ "events", cmd_events, "show a sandbox's events (lifecycle, refused egress)", "events ID [--json]" },
 	{ "exec", cmd_exec, "run a command in a sandbox",
-	  "exec [--env K=V]... [--cwd DIR] [-i] [-t] [--exec-timeout D] ID -- CMD...\n"
+	  "exec [--env K=V]... [--cwd DIR] [--user UID[:GID]] [-i] [-t] [--exec-timeout D] ID -- CMD...\n"
+	  "       (defaults: the template image's Env, WorkingDir and User; never its Entrypoint or Cmd)\n"
 	  "       space exec --rollback-on-failure [--checkpoint-first] ID -- CMD...   (a failed command returns\n"
 	  "       the sandbox to its newest checkpoint, or to one taken just before it)" },
 	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp [--max-size SIZE] SRC DST   (one of them ID:/path)" },
@@ -73,8 +82,8 @@ static const struct cli_command commands[] = {
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory SIZE] "
 	  "[--timeout D]" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
-	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-download SIZE] [--max-connections N]\n"
-	  "       [--connection-timeout D]\n"
+	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-image-upload SIZE] [--max-download SIZE]\n"
+	  "       [--max-connections N] [--connection-timeout D]\n"
 	  "       [--request-timeout D] [--allow-resolve CIDR]... [--state DIR]" },
 	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
 	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"
@@ -284,6 +293,52 @@ void cli_progress(const char *stage, uint64_t done, uint64_t total, void *userda
 		fprintf(stderr, "space: %s (%llu/%llu)\n", stage, (unsigned long long)done, (unsigned long long)total);
 	else
 		fprintf(stderr, "space: %s...\n", stage);
+}
+
+static char progress_stage[160];
+static bool progress_open; /* a terminal line without its newline */
+static bool progress_done; /* the stage's last line is out */
+
+void cli_progress_end(void)
+{
+	if (progress_open)
+		fputc('\n', stderr);
+	progress_open = false;
+	progress_stage[0] = '\0';
+}
+
+void cli_progress_bytes(const char *stage, uint64_t done, uint64_t total, void *userdata)
+{
+	bool tty = isatty(STDERR_FILENO);
+	bool same = !strcmp(stage, progress_stage);
+	if (!same) {
+		cli_progress_end();
+		snprintf(progress_stage, sizeof(progress_stage), "%s", stage);
+		progress_done = false;
+	}
+	if (progress_done)
+		return;
+	char d[32], t[32];
+	if (!total) {
+		if (!same)
+			fprintf(stderr, "space: %s...\n", stage);
+		return;
+	}
+	util_format_size(done, d, sizeof(d));
+	util_format_size(total, t, sizeof(t));
+	if (tty) {
+		fprintf(stderr, "\r\033[Kspace: %s %s/%s (%llu%%)", stage, d, t,
+			(unsigned long long)(done * 100 / total));
+		progress_open = true;
+		if (done >= total) {
+			fputc('\n', stderr);
+			progress_open = false;
+		}
+	} else if (!same || done >= total) {
+		fprintf(stderr, "space: %s %s/%s\n", stage, d, t);
+	}
+	progress_done = done >= total;
+	fflush(stderr);
 }
 
 const char *cli_time(int64_t ms, char *buf, size_t len)

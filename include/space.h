@@ -124,6 +124,10 @@ typedef void (*space_log_fn)(int level, const char *message, void *userdata);
 /* Progress of long operations: a stage name, and done/total units (total 0 = unknown). */
 typedef void (*space_progress_fn)(const char *stage, uint64_t done, uint64_t total, void *userdata);
 
+/* Receives a process's output as it is produced: stream 1 = stdout, 2 = stderr. Return 0 to go on, or a
+ * negative errno to stop (the process is then killed). */
+typedef int (*space_output_fn)(int stream, const void *data, size_t len, void *userdata);
+
 #define SPACE_CTX_OPTIONS_VERSION 1
 struct space_ctx_options {
 	uint32_t version;         /* SPACE_CTX_OPTIONS_VERSION */
@@ -247,11 +251,13 @@ SPACE_API int space_doctor(space_ctx *ctx, unsigned flags, char **ret_json);
  * A template is a read-only root disk image (rootfs.ext4) plus optionally a kernel and an initrd, in a
  * subvolume of the pool. Sandboxes are copy-on-write snapshots of it.
  */
-#define SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION 2 /* 2 added modules_dir */
+#define SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION 3 /* 2 added modules_dir, 3 image and force */
 struct space_template_import_options {
 	uint32_t version;         /* SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION */
 	const char *name;         /* 1..63 chars of [A-Za-z0-9._-], not starting with '.' or '-' */
-	const char *rootfs;       /* a directory tree, a tarball (plain, gz, xz, zst, bz2) or an ext4 image */
+	const char *rootfs;       /* a directory tree, a tarball (plain, gz, xz, zst, bz2) or an ext4 image; one that
+	                             looks like a container image (manifest.json, oci-layout or index.json at its
+	                             top, no etc/) is imported as one (version 3; before: refused). NULL with image */
 	const char *kernel;       /* optional: vmlinux or bzImage for VM sandboxes */
 	const char *initrd;       /* optional */
 	uint64_t size_bytes;      /* rootfs.ext4 size; 0 = content size plus headroom (at least 64 MiB) */
@@ -262,13 +268,104 @@ struct space_template_import_options {
 	 * copied, decompressed, into the template's modules/ and put in its initramfs. Needs kernel. NULL: the
 	 * kernel has them built in, or /lib/modules/<release> of the host has them. */
 	const char *modules_dir;
+	/* Version 3. A container image instead of rootfs: an OCI image layout (a directory, or a tar of one as
+	 * `skopeo copy ... oci-archive:` writes it) or a `docker save` archive (legacy or OCI manifest.json).
+	 * A host path: a program serving others takes the bytes itself (space serve: an upload, capped) and
+	 * never lets a caller name a path. There is no registry pull: a reference such as docker://debian or
+	 * debian:12 is refused, and the message says how to make a layout on a machine that reaches a
+	 * registry. The index's linux/amd64 image is taken; every document and layer is checked against its
+	 * digest; the layers are applied in order (whiteouts, opaque directories, hard links, symlinks,
+	 * ownership, set-id bits, device nodes, xattrs and file capabilities kept inside the image) by a
+	 * confined helper, space-unpack, that writes only into the new rootfs.ext4. The config's Env,
+	 * WorkingDir and User become the defaults of every process in the template's sandboxes; Entrypoint and
+	 * Cmd are recorded (space_template_info.image_config). Importing an image whose config digest a
+	 * template already has reads no layer: the new template shares that one's disk (copy-on-write), and
+	 * importing it again under the same name is 0 with nothing done. progress gets stage "layer N/M
+	 * sha256:...: verify" / ": apply" with the layer's bytes done and total. */
+	const char *image;
+	/* Version 3. Import a root file system that has no /bin/sh all the same (without it, such a rootfs is
+	 * refused: most likely not a root file system at all). */
+	bool force;
 };
 #define SPACE_TEMPLATE_IMPORT_OPTIONS_INIT { .version = SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION }
 SPACE_API int space_template_import_options_init(struct space_template_import_options *opts, uint32_t version);
 
 /* Imports a template. On any failure nothing of it remains (no subvolume, no row). -EEXIST if the name
- * is taken, -EINVAL for a bad name or a rootfs that is neither directory, tarball nor ext4 image. */
+ * is taken (by another image, for an image import), -EINVAL for a bad name, a rootfs that is neither
+ * directory, tarball nor ext4 image, one without /bin/sh (unless force) or an image that cannot be read
+ * (the message says why), -ENOEXEC for an image of another platform than linux/amd64, -EBADMSG for a
+ * document or layer that does not match its digest, -EPERM for a layer that tries to write outside the
+ * root file system ("..": refused, never clamped). */
 SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts);
+
+#define SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION 1
+struct space_template_export_options {
+	uint32_t version;         /* SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION */
+	int fd;                   /* where the archive is written, from its current position (a file, a pipe, a
+	                             socket); not closed. Required: 0 is refused (a zero-filled struct would write
+	                             to stdin) */
+	const char *format;       /* "rootfs" (NULL): a tar of the tree, for space_template_import's rootfs;
+	                             "oci": an OCI image archive (one layer, uncompressed) whose config carries
+	                             the template's image defaults (env, working directory, user, entrypoint,
+	                             cmd, labels), for space_template_import's image */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+#define SPACE_TEMPLATE_EXPORT_OPTIONS_INIT { .version = SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION }
+SPACE_API int space_template_export_options_init(struct space_template_export_options *opts, uint32_t version);
+
+/*
+ * Writes template name's root file system to opts->fd as an archive that space_template_import takes on
+ * another host: the whole tree (ownership, permission and set-id bits, device nodes, hard links, symlinks,
+ * xattrs; mkfs's lost+found left out), read by the confined helper space-unpack (a template's disk may be a
+ * sandbox's work). Neither a kernel, initrd or modules nor a booted memory snapshot travel with it: the
+ * importing host gives its own kernel (a snapshot is tied to the host and VMM that took it; take one again
+ * there). On failure bytes may have been written to fd: write into a temporary file. -ENOENT for an unknown
+ * template, -EINVAL for an unknown format or a bad fd.
+ */
+SPACE_API int space_template_export(space_ctx *ctx, const char *name, const struct space_template_export_options *opts);
+
+#define SPACE_TEMPLATE_BUILD_OPTIONS_VERSION 1
+struct space_template_build_options {
+	uint32_t version;         /* SPACE_TEMPLATE_BUILD_OPTIONS_VERSION */
+	const char *name;         /* the template to make (replaced when it exists: not while sandboxes or
+	                             checkpoints use it) */
+	const char *dockerfile;   /* path of the Dockerfile */
+	const char *context;      /* the build context directory; NULL: the Dockerfile's directory. COPY and ADD
+	                             read only from it (symlinks are followed as if it were the root; ".." above
+	                             it is refused), leaving out what its .dockerignore names */
+	const char *const *build_args; /* "NAME=VALUE" for ARG, NULL-terminated; may be NULL */
+	bool no_cache;            /* run every step again (the results still fill the cache) */
+	const char *isolation;    /* of the sandboxes RUN runs in: "jail" or "vm"; NULL: the state dir's default */
+	const char *network_policy; /* their egress policy (as space_sandbox_options.network_policy); NULL: none */
+	bool network_policy_trusted;
+	uint32_t cpus, memory_mib; /* of those sandboxes; 0: the defaults */
+	space_progress_fn progress; /* stage "step N/M (line L): INSTRUCTION ..." (", cached" when the cache had it) */
+	void *progress_userdata;
+	space_output_fn output;   /* what RUN's commands write (stream 1, 2); NULL: dropped */
+	void *output_userdata;
+	const char *context_archive; /* instead of context: a tar (plain, gzip, zstd) holding the context, taken
+	                             as it is (no .dockerignore: a client leaves out what it names); dockerfile is
+	                             then a path inside it (NULL: "Dockerfile"). It is made a file system by
+	                             space-unpack, never extracted on the host; COPY takes named sources from it
+	                             (owned by root unless --chown; no wildcards, no ADD) */
+};
+#define SPACE_TEMPLATE_BUILD_OPTIONS_INIT { .version = SPACE_TEMPLATE_BUILD_OPTIONS_VERSION }
+SPACE_API int space_template_build_options_init(struct space_template_build_options *opts, uint32_t version);
+
+/*
+ * Builds a template from a Dockerfile (docs/templates.md): FROM a template, an earlier stage (FROM x AS
+ * name; COPY --from=name), an image (an OCI layout or docker save archive path) or scratch; RUN in a
+ * sandbox of the step's disk (a jail or a VM; no egress unless network_policy says); COPY and ADD from the
+ * context (ADD extracts local tar archives; no URLs), applied by space-unpack; ENV, WORKDIR, USER, ARG,
+ * LABEL, ENTRYPOINT, CMD. Every other instruction is refused with its line number before anything runs.
+ * Each step's result is cached (a read-only btrfs snapshot of the disk, keyed by its parent's key and
+ * the instruction, with the copied files' contents), so a changed line reruns from that line on. A step
+ * that fails leaves no template: -ECANCELED with "line N: ...: exit status S" (RUN's output went to
+ * output). The result is a normal template (its config digest: the build's final key), whose sandboxes
+ * get the Dockerfile's ENV, WORKDIR and USER like an image's.
+ */
+SPACE_API int space_template_build(space_ctx *ctx, const struct space_template_build_options *opts);
 
 /* An object (see Conventions). */
 struct space_template_info {
@@ -281,6 +378,19 @@ struct space_template_info {
 	int64_t created_ms;       /* Unix time in milliseconds */
 	uint32_t sandboxes;       /* sandboxes (not destroyed) made from it */
 	uint32_t checkpoints;     /* checkpoints that depend on it */
+	/* Since templates from images (read them only when size covers them): */
+	const char *image_digest; /* the image config's digest, "sha256:<64 hex>"; "" for a template not made
+	                             from an image */
+	const char *image_config; /* what the image gives processes, a JSON object: "env" (array of KEY=VALUE),
+	                             "working_dir", "user" (as the image says) with "uid", "gid", "home" (as
+	                             the image's /etc/passwd resolved it), "entrypoint", "cmd" (arrays; absent:
+	                             none), "labels" (object), "os", "architecture", "format" ("oci-layout",
+	                             "oci-archive", "docker-archive"), "ref" (its name there, if any); "" for a
+	                             template not made from an image. Sandboxes of the template get env, the
+	                             working directory and the user as their processes' defaults (an exec's own
+	                             env entries, cwd, and uid/gid with SPACE_EXEC_USER, win); entrypoint and cmd
+	                             are for callers that run the image's command (`space run --template NAME`
+	                             without one): space_sandbox_exec never adds them. */
 };
 
 /* Lists templates sorted by name: *ret_list is a NULL-terminated array of *ret_count objects (ret_count
@@ -471,17 +581,16 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx);
  * Running processes in a sandbox
  */
 
-/* Receives output as it is produced: stream 1 = stdout, 2 = stderr. Return 0 to go on, or a negative
- * errno to stop (the process is then killed). */
-typedef int (*space_output_fn)(int stream, const void *data, size_t len, void *userdata);
 
 #define SPACE_EXEC_OPTIONS_VERSION 2 /* 2 added flags: a stdin only with SPACE_EXEC_STDIN */
 struct space_exec_options {
 	uint32_t version;         /* SPACE_EXEC_OPTIONS_VERSION */
 	const char *const *argv;  /* NULL-terminated; argv[0] is looked up in the sandbox's PATH */
 	const char *const *env;   /* extra "KEY=VALUE" entries on top of the sandbox's; may be NULL */
-	const char *cwd;          /* NULL: /root if it exists, else / */
-	uint32_t uid, gid;        /* 0/0: root */
+	const char *cwd;          /* NULL: the template's working directory (an image's WorkingDir), else /root
+	                             if it exists, else / */
+	uint32_t uid, gid;        /* 0/0: the template's user (an image's User), else root; with SPACE_EXEC_USER
+	                             in flags exactly these (0/0: root in any sandbox) */
 	bool pty;                 /* run on a terminal (stdout and stderr merge into stream 1) */
 	uint16_t rows, cols;      /* terminal size when pty (0: 24x80) */
 	uint32_t timeout_ms;      /* kill the process group after this long; 0: no limit */
@@ -500,6 +609,9 @@ struct space_exec_options {
 /* The process has a stdin: space_sandbox_exec reads stdin_fd (>= 0) to EOF and feeds it; for
  * space_process_start it is fed through space_process_write_stdin() (stdin_fd is not used). */
 #define SPACE_EXEC_STDIN 1u
+/* uid and gid are the ones to run as even when they are 0/0 (root, in a sandbox whose template names
+ * another user). Without it, 0/0 means the template's user. */
+#define SPACE_EXEC_USER 2u
 #define SPACE_EXEC_OPTIONS_INIT { .version = SPACE_EXEC_OPTIONS_VERSION, .stdin_fd = -1 }
 /* The version's defaults; stdin_fd is -1. */
 SPACE_API int space_exec_options_init(struct space_exec_options *opts, uint32_t version);

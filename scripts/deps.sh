@@ -11,6 +11,8 @@ pkgs=(
 	meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev
 	libbtrfsutil-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libcjson-dev libsqlite3-dev
 	libmicrohttpd-dev libssl-dev
+	# space-unpack: image layers and rootfs tarballs into ext4 (libext2fs), their compressions
+	libext2fs-dev comerr-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
 	# run: pools, templates, sandboxes
 	btrfs-progs e2fsprogs tar gzip xz-utils zstd busybox-static mmdebstrap iproute2 kmod cpio
 	debian-archive-keyring

@@ -65,10 +65,13 @@ static struct space_sandbox_info *out_sandbox(const struct sandbox_info *b)
 	return v;
 }
 
-static struct space_template_info *out_template(const struct template_info *t)
+static struct space_template_info *out_template(const struct template_info *t, const char *config)
 {
 	struct out_obj o;
-	struct space_template_info *v = out_alloc(sizeof(*v), LEN(t->name) + LEN(t->path), &o);
+	if (!config)
+		config = "";
+	struct space_template_info *v = out_alloc(sizeof(*v), LEN(t->name) + LEN(t->path) + LEN(t->image_digest) +
+								     LEN(config), &o);
 	if (!v)
 		return NULL;
 	v->size = sizeof(*v);
@@ -80,6 +83,8 @@ static struct space_template_info *out_template(const struct template_info *t)
 	v->created_ms = t->created_ms;
 	v->sandboxes = t->sandboxes;
 	v->checkpoints = t->checkpoints;
+	v->image_digest = out_str(&o, t->image_digest);
+	v->image_config = out_str(&o, config);
 	return v;
 }
 
@@ -160,7 +165,6 @@ static struct space_pool_info *out_pool(const struct pool_info *p)
 	}
 
 OUT_LIST_FN(out_sandbox_list, space_sandbox_info, sandbox_info, out_sandbox)
-OUT_LIST_FN(out_template_list, space_template_info, template_info, out_template)
 OUT_LIST_FN(out_checkpoint_list, space_checkpoint_info, checkpoint_info, out_checkpoint)
 OUT_LIST_FN(out_secret_list, space_secret_info, net_secret_info, out_secret)
 
@@ -201,13 +205,38 @@ SPACE_API void space_sandbox_info_free(struct space_sandbox_info *info)
 	free(info);
 }
 
+/* A template's object with its image config (read only for templates made from an image). */
+static struct space_template_info *out_template_of(space_ctx *ctx, const struct template_info *t, int *r)
+{
+	_cleanup_free_ char *config = NULL;
+	if (t->image_digest[0] && (*r = core_template_image_config(ctx, t->name, &config)) < 0)
+		return NULL;
+	struct space_template_info *v = out_template(t, config);
+	if (!v)
+		*r = -ENOMEM;
+	return v;
+}
+
 SPACE_API int space_template_list(space_ctx *ctx, struct space_template_info ***ret_list, size_t *ret_count)
 {
 	CTX_ENTER(ctx);
-	struct template_info *rows = NULL;
+	_cleanup_free_ struct template_info *rows = NULL;
 	size_t n = 0;
 	int r = ret_list ? core_template_list(ctx, &rows, &n) : -EINVAL;
-	return out_template_list(r, rows, n, ret_list, ret_count);
+	if (r < 0)
+		return r;
+	struct space_template_info **list = calloc(n + 1, sizeof(*list));
+	if (!list)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (!(list[i] = out_template_of(ctx, &rows[i], &r))) {
+			OUT_LIST_FREE(list);
+			return r;
+		}
+	*ret_list = list;
+	if (ret_count)
+		*ret_count = n;
+	return 0;
 }
 
 SPACE_API void space_template_info_list_free(struct space_template_info **list)
@@ -220,7 +249,13 @@ SPACE_API int space_template_get(space_ctx *ctx, const char *name, struct space_
 	CTX_ENTER(ctx);
 	struct template_info t;
 	int r = ret_info ? core_template_get(ctx, name, &t) : -EINVAL;
-	return OUT_ONE(r, ret_info, out_template, &t);
+	if (r < 0)
+		return r;
+	struct space_template_info *v = out_template_of(ctx, &t, &r);
+	if (!v)
+		return r;
+	*ret_info = v;
+	return 0;
 }
 
 SPACE_API void space_template_info_free(struct space_template_info *info)

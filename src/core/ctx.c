@@ -376,6 +376,8 @@ int ctx_helper_path(space_ctx *ctx, const char *name, char *buf, size_t len)
 		env = secure_getenv("SPACE_SNAPD_PATH");
 	else if (!strcmp(name, "space-logcap"))
 		env = secure_getenv("SPACE_LOGCAP_PATH");
+	else if (!strcmp(name, "space-unpack"))
+		env = secure_getenv("SPACE_UNPACK_PATH");
 	const char *dir = secure_getenv("SPACE_LIBEXEC_DIR");
 	int n;
 	if (env && *env)

@@ -562,7 +562,8 @@ static void check_live_gateways(space_ctx *ctx, cJSON *checks)
 
 static void check_helper_sandboxes(space_ctx *ctx, cJSON *checks)
 {
-	static const char *const helpers[] = { "space-vmm", "space-gateway", "space-snapd", "space-logcap" };
+	static const char *const helpers[] = { "space-vmm", "space-gateway", "space-snapd", "space-logcap",
+					       "space-unpack" };
 	for (size_t i = 0; i < ARRAY_SIZE(helpers); i++)
 		check_helper_sandbox(ctx, checks, helpers[i]);
 	check_live_gateways(ctx, checks);

@@ -47,6 +47,7 @@ struct template_info {
 	int64_t created_ms;
 	uint32_t sandboxes;
 	uint32_t checkpoints;
+	char image_digest[80];    /* "" when not made from an image */
 };
 
 struct pool_info {
@@ -64,6 +65,8 @@ int core_sandbox_list(space_ctx *ctx, struct sandbox_info **ret_list, size_t *re
 int core_sandbox_get_info(space_sandbox *sb, struct sandbox_info *ret);
 int core_template_list(space_ctx *ctx, struct template_info **ret_list, size_t *ret_count);
 int core_template_get(space_ctx *ctx, const char *name, struct template_info *ret);
+/* The process defaults an image gave template name (JSON, malloc'd into *ret; NULL when none). */
+int core_template_image_config(space_ctx *ctx, const char *name, char **ret);
 int core_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct checkpoint_info **ret_list,
 			 size_t *ret_count);
 int core_checkpoint_get(space_ctx *ctx, const char *id, struct checkpoint_info *ret);

@@ -45,6 +45,10 @@ int opts_ctx_load(const struct space_ctx_options *src, struct space_ctx_options 
 int opts_init_load(space_ctx *ctx, const struct space_init_options *src, struct space_init_options *dst);
 int opts_template_import_load(space_ctx *ctx, const struct space_template_import_options *src,
 			      struct space_template_import_options *dst);
+int opts_template_build_load(space_ctx *ctx, const struct space_template_build_options *src,
+			     struct space_template_build_options *dst);
+int opts_template_export_load(space_ctx *ctx, const struct space_template_export_options *src,
+			      struct space_template_export_options *dst);
 int opts_sandbox_load(space_ctx *ctx, const struct space_sandbox_options *src, struct space_sandbox_options *dst);
 int opts_read_load(space_ctx *ctx, const struct space_read_options *src, struct space_read_options *dst);
 /* Also checks the stdin fields; dst->flags has SPACE_EXEC_STDIN exactly when the process gets a stdin,

@@ -21,7 +21,14 @@ static const size_t init_sizes[] = {
 };
 static const size_t import_sizes[] = {
 	offsetof(struct space_template_import_options, modules_dir),
+	offsetof(struct space_template_import_options, image),
 	sizeof(struct space_template_import_options),
+};
+static const size_t build_sizes[] = {
+	sizeof(struct space_template_build_options),
+};
+static const size_t export_sizes[] = {
+	sizeof(struct space_template_export_options),
 };
 static const size_t sandbox_sizes[] = {
 	offsetof(struct space_sandbox_options, network_policy),
@@ -102,6 +109,30 @@ SPACE_API int space_template_import_options_init(struct space_template_import_op
 	return opts_init(opts, version, import_sizes, ARRAY_SIZE(import_sizes));
 }
 
+SPACE_API int space_template_export_options_init(struct space_template_export_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, export_sizes, ARRAY_SIZE(export_sizes));
+}
+
+SPACE_API int space_template_build_options_init(struct space_template_build_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, build_sizes, ARRAY_SIZE(build_sizes));
+}
+
+int opts_template_build_load(space_ctx *ctx, const struct space_template_build_options *src,
+			     struct space_template_build_options *dst)
+{
+	return opts_copy(ctx, "space_template_build_options", dst, sizeof(*dst), src, build_sizes,
+			 ARRAY_SIZE(build_sizes));
+}
+
+int opts_template_export_load(space_ctx *ctx, const struct space_template_export_options *src,
+			      struct space_template_export_options *dst)
+{
+	return opts_copy(ctx, "space_template_export_options", dst, sizeof(*dst), src, export_sizes,
+			 ARRAY_SIZE(export_sizes));
+}
+
 SPACE_API int space_sandbox_options_init(struct space_sandbox_options *opts, uint32_t version)
 {
 	return opts_init(opts, version, sandbox_sizes, ARRAY_SIZE(sandbox_sizes));
@@ -168,9 +199,9 @@ int opts_exec_load(space_ctx *ctx, const struct space_exec_options *src, bool pr
 		dst->flags = dst->stdin_fd >= 0 ? SPACE_EXEC_STDIN : 0;
 		return 0;
 	}
-	if (dst->flags & ~SPACE_EXEC_STDIN)
+	if (dst->flags & ~(SPACE_EXEC_STDIN | SPACE_EXEC_USER))
 		return ctx_error_msg(ctx, -EINVAL, "unknown space_exec_options flags %#x",
-				     (unsigned)(dst->flags & ~SPACE_EXEC_STDIN));
+				     (unsigned)(dst->flags & ~(SPACE_EXEC_STDIN | SPACE_EXEC_USER)));
 	/* A descriptor given without the flag is a caller who meant a stdin: refuse rather than drop it.
 	 * stdin_fd 0 without the flag is the zero-filled struct, which means no stdin. */
 	if (!(dst->flags & SPACE_EXEC_STDIN) && dst->stdin_fd > 0)

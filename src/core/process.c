@@ -97,6 +97,14 @@ static int exec_prepare(space_sandbox *sb, const struct space_exec_options *in, 
 	r = sandbox_usable(sb);
 	if (r < 0)
 		return r;
+	/* What the template's image names, unless the call says otherwise (space.h: cwd, uid/gid). */
+	const struct sandbox_defaults *d = sandbox_defaults(sb);
+	if (!o->cwd && d->cwd[0])
+		o->cwd = d->cwd;
+	if (!(o->flags & SPACE_EXEC_USER) && !o->uid && !o->gid) {
+		o->uid = d->uid;
+		o->gid = d->gid;
+	}
 	*ret_env = merge_env(sandbox_env(sb), o->env);
 	return *ret_env ? 0 : -ENOMEM;
 }

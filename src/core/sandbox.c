@@ -25,6 +25,7 @@
 #include "store/lock.h"
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/loop.h"
 #include "util/fault.h"
 #include "util/util.h"
 
@@ -89,6 +90,7 @@ struct space_sandbox {
 	char addr[PATH_MAX + 16];    /* agent address for the client */
 	char log_path[PATH_MAX];
 	char **env;                  /* sandbox-wide environment, NULL-terminated */
+	struct sandbox_defaults defaults; /* what its template's image gives processes */
 	int tether_fd;               /* space_sandbox_tether's connection to the agent; -1: none */
 	char steps[256];             /* how this handle's sandbox was made ("" when opened) */
 };
@@ -120,6 +122,28 @@ char **sandbox_env_parse(const char *meta)
 	return v;
 }
 
+void sandbox_defaults_parse(const char *meta, struct sandbox_defaults *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	cJSON *j = meta ? cJSON_Parse(meta) : NULL;
+	const cJSON *d = cJSON_GetObjectItemCaseSensitive(j, "defaults");
+	const char *cwd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "cwd"));
+	if (cwd && cwd[0] == '/' && strlen(cwd) < sizeof(ret->cwd))
+		snprintf(ret->cwd, sizeof(ret->cwd), "%s", cwd);
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(d, "uid"), *gid = cJSON_GetObjectItemCaseSensitive(d, "gid");
+	if (cJSON_IsNumber(uid) && cJSON_IsNumber(gid) && uid->valuedouble >= 0 && uid->valuedouble < 4294967295.0 &&
+	    gid->valuedouble >= 0 && gid->valuedouble < 4294967295.0) {
+		ret->uid = (uint32_t)uid->valuedouble;
+		ret->gid = (uint32_t)gid->valuedouble;
+	}
+	cJSON_Delete(j);
+}
+
+const struct sandbox_defaults *sandbox_defaults(const space_sandbox *sb)
+{
+	return &sb->defaults;
+}
+
 int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **ret)
 {
 	const struct backend_ops *ops;
@@ -136,6 +160,7 @@ int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **
 	ops->agent_addr(sb->row.runtime_dir, sb->addr, sizeof(sb->addr));
 	snprintf(sb->log_path, sizeof(sb->log_path), "%s/sandbox.log", sb->row.runtime_dir);
 	sb->env = sandbox_env_parse(sb->row.metadata);
+	sandbox_defaults_parse(sb->row.metadata, &sb->defaults);
 	if (!sb->env) {
 		sandbox_row_clear(&sb->row);
 		free(sb);
@@ -289,8 +314,10 @@ int core_sandbox_get_info(space_sandbox *sb, struct sandbox_info *ret)
 	return 0;
 }
 
-/* keep_events: its rows in the event log stay (space_sandbox_remove_v2), else they go with it. */
-static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason, bool keep_events)
+/* keep_events: its rows in the event log stay (space_sandbox_remove_v2), else they go with it. keep_disk: a
+ * read-only snapshot of its disk, taken there once nothing of it runs and its file system is unmounted. */
+static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reason, bool keep_events,
+		       const char *keep_disk)
 {
 	if (row->info.status == SPACE_SANDBOX_DESTROYED) {
 		/* Slots a destroy killed right after marking it (before this order) left held. */
@@ -316,6 +343,17 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	(void)net_sandbox_detach(ctx, row->info.id); /* egress gateway */
 	trace_mark(&trace, "network");
 	util_fault_point("destroy", 2);
+	if (keep_disk) {
+		char image[PATH_MAX];
+		snprintf(image, sizeof(image), "%s/rootfs.ext4", row->info.path);
+		/* The jail's mount goes with its namespace, which the kernel tears down after its last process
+		 * (the stop waited for it): only then is the file system clean (journal closed) and all of it
+		 * written to the file. Checked again here, as a kept disk becomes a template. */
+		if (util_loop_wait_released(image, 10000) < 0)
+			return ctx_error_msg(ctx, -EBUSY, "the disk of %s is still in use", row->info.id);
+		if ((r = store_btrfs_snapshot(row->info.path, keep_disk, true)) < 0)
+			return ctx_error(ctx, r, "snapshot the disk of %s into %s", row->info.id, keep_disk);
+	}
 	r = sandbox_release_disk(ctx, row);
 	trace_mark(&trace, "disk");
 	if (r < 0) {
@@ -350,7 +388,7 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
  * meanwhile. enoent_if_destroyed: a row already destroyed answers -ENOENT (remove), else 0 (destroy).
  */
 static int destroy_locked(space_ctx *ctx, const char *id, const char *reason, bool keep_events,
-			  bool enoent_if_destroyed)
+			  bool enoent_if_destroyed, const char *keep_disk)
 {
 	/* Its snapshot helper first, before the lock it may be waiting for: a snapshot in progress finishes
 	 * before the sandbox stops. */
@@ -370,7 +408,7 @@ static int destroy_locked(space_ctx *ctx, const char *id, const char *reason, bo
 	if (r == 0 && row.info.status == SPACE_SANDBOX_DESTROYED && enoent_if_destroyed)
 		r = ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
 	else if (r == 0)
-		r = destroy_row(ctx, &row, reason, keep_events);
+		r = destroy_row(ctx, &row, reason, keep_events, keep_disk);
 	if (r == 0)
 		store_lock_remove(ctx->state_dir, id, lock);
 	store_lock_release(lock);
@@ -383,7 +421,12 @@ SPACE_API int space_sandbox_destroy(space_sandbox *sb)
 	CTX_ENTER(sb ? sb->ctx : NULL);
 	if (!sb)
 		return -EINVAL;
-	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false);
+	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false, NULL);
+}
+
+int sandbox_destroy_keeping_disk(space_sandbox *sb, const char *dst)
+{
+	return destroy_locked(sb->ctx, sb->row.info.id, NULL, false, false, dst);
 }
 
 SPACE_API int space_sandbox_remove(space_ctx *ctx, const char *id)
@@ -397,7 +440,7 @@ SPACE_API int space_sandbox_remove_v2(space_ctx *ctx, const char *id, unsigned f
 	CTX_ENTER(ctx);
 	if (!ctx || !id || (flags & ~(SPACE_REMOVE_KEEP_EVENTS | SPACE_REMOVE_WITH_CHECKPOINTS)))
 		return -EINVAL;
-	int r = destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true);
+	int r = destroy_locked(ctx, id, NULL, flags & SPACE_REMOVE_KEEP_EVENTS, true, NULL);
 	/* Its checkpoints after the sandbox (a failed destroy keeps them); a rerun after a failure half-way
 	 * (the sandbox gone, some checkpoints left) finishes the job. */
 	if ((r == 0 || r == -ENOENT) && (flags & SPACE_REMOVE_WITH_CHECKPOINTS)) {
@@ -438,7 +481,7 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	(void)core_sandbox_reap_dead(ctx);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
-		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true) == 0) {
+		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true, NULL) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: lifetime expired", ids[i]);
 			done++;
 		}
@@ -446,7 +489,7 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	/* Tethered ones whose holder is gone or let go (core/tether.c): their lifetime was the tether's. */
 	n = tether_orphans(ctx, ids, 64);
 	for (int i = 0; i < n; i++) {
-		if (destroy_locked(ctx, ids[i], "its tether ended", false, true) == 0) {
+		if (destroy_locked(ctx, ids[i], "its tether ended", false, true, NULL) == 0) {
 			ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s destroyed: its tether ended", ids[i]);
 			done++;
 		}

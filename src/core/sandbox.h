@@ -41,6 +41,10 @@ int sandbox_pool_space_check(space_ctx *ctx, const char *root);
 int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, const char *disk_src,
 			space_sandbox **ret);
 
+/* space_sandbox_destroy, taking a read-only snapshot of the sandbox's subvolume (its disk, unmounted and
+ * clean) at dst before it goes: a build step's result (core/build.c). The handle must still be freed. */
+int sandbox_destroy_keeping_disk(space_sandbox *sb, const char *dst);
+
 /* Stops the sandbox (jail or VM), replaces its subvolume with a writable snapshot of disk_src and starts it
  * again with the same id, hostname, limits and environment (processes inside are lost; a VM restores the
  * memory disk_src carries, if any). why goes to the event log. On failure after the old one is gone the
@@ -54,6 +58,15 @@ void sandbox_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *bu
 
 /* 0 if the sandbox runs; -EBUSY (paused) or -ESRCH with a message otherwise. */
 int sandbox_usable(space_sandbox *sb);
+
+/* The defaults of a sandbox's processes that its template's image gave (metadata "defaults"): working
+ * directory ("" none) and user (0/0: root). */
+struct sandbox_defaults {
+	char cwd[PATH_MAX];
+	uint32_t uid, gid;
+};
+void sandbox_defaults_parse(const char *meta, struct sandbox_defaults *ret);
+const struct sandbox_defaults *sandbox_defaults(const space_sandbox *sb);
 
 /* The "env" array of a row's metadata as a NULL-terminated list (empty if none); NULL on allocation
  * failure. Free with sandbox_strv_free. */

@@ -29,15 +29,62 @@
 #include "store/btrfs.h"
 #include "store/lock.h"
 #include "store/sandboxes.h"
+#include "store/templates.h"
 #include "util/cleanup.h"
 #include "util/fault.h"
 #include "util/procstat.h"
 #include "util/util.h"
 
-static char *make_metadata(const struct space_sandbox_options *o)
+static bool env_has(const char *const *env, const char *kv)
+{
+	size_t kl = strcspn(kv, "=");
+	for (const char *const *e = env; e && *e; e++)
+		if (!strncmp(*e, kv, kl) && (*e)[kl] == '=')
+			return true;
+	return false;
+}
+
+/*
+ * The template image's process defaults (its config JSON, core/info.h) into the row: its Env first (the
+ * caller's entries win; HOME the user's home unless the image sets it), and "defaults" (working directory,
+ * user) for every exec (core/process.c).
+ */
+static void image_defaults(cJSON *j, cJSON *env, const struct space_sandbox_options *o, const char *image_config)
+{
+	cJSON *c = image_config ? cJSON_Parse(image_config) : NULL;
+	if (!c)
+		return;
+	const cJSON *e;
+	bool home = false;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env")) {
+		if (!cJSON_IsString(e) || env_has(o->env, e->valuestring))
+			continue;
+		home |= !strncmp(e->valuestring, "HOME=", 5);
+		cJSON_AddItemToArray(env, cJSON_CreateString(e->valuestring));
+	}
+	const char *h = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "home"));
+	if (!home && h && h[0] == '/' && !env_has(o->env, "HOME=")) {
+		char kv[300];
+		snprintf(kv, sizeof(kv), "HOME=%s", h);
+		cJSON_AddItemToArray(env, cJSON_CreateString(kv));
+	}
+	cJSON *d = cJSON_AddObjectToObject(j, "defaults");
+	const char *wd = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "working_dir"));
+	if (wd)
+		cJSON_AddStringToObject(d, "cwd", wd);
+	const cJSON *uid = cJSON_GetObjectItemCaseSensitive(c, "uid"), *gid = cJSON_GetObjectItemCaseSensitive(c, "gid");
+	if (cJSON_IsNumber(uid) && cJSON_IsNumber(gid)) {
+		cJSON_AddNumberToObject(d, "uid", uid->valuedouble);
+		cJSON_AddNumberToObject(d, "gid", gid->valuedouble);
+	}
+	cJSON_Delete(c);
+}
+
+static char *make_metadata(const struct space_sandbox_options *o, const char *image_config)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON *env = cJSON_AddArrayToObject(j, "env");
+	image_defaults(j, env, o, image_config);
 	for (const char *const *e = o->env; e && *e; e++)
 		cJSON_AddItemToArray(env, cJSON_CreateString(*e));
 	if (o->hostname)
@@ -171,6 +218,10 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	trace_start(&trace);
 	row.trace = &trace;
 	int r;
+	/* An image template's process defaults (none when the template has none, or is gone: a fork). */
+	_cleanup_free_ char *image_config = NULL;
+	if (store_template_get_image_config(ctx->store, tname, &image_config) < 0)
+		image_config = NULL;
 	snprintf(b->template_name, sizeof(b->template_name), "%s", tname);
 	snprintf(b->isolation, sizeof(b->isolation), "%s", ops->name);
 	b->cpus = o->cpus ? o->cpus : 1;
@@ -189,7 +240,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
 	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s/run/%s", ctx->state_dir, b->id);
 
-	_cleanup_free_ char *meta = make_metadata(o);
+	_cleanup_free_ char *meta = make_metadata(o, image_config);
 	if (!meta)
 		return -ENOMEM;
 	r = insert_row(ctx, &row, meta);
@@ -225,7 +276,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		goto fail;
 	trace_mark(&trace, "network");
 	free(meta);
-	meta = make_metadata(o);
+	meta = make_metadata(o, image_config);
 	if (!meta) {
 		r = -ENOMEM;
 		goto fail;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Templates: a rootfs.ext4 (plus optional kernel and initrd) in a subvolume of the pool. */
+/* Templates: a rootfs.ext4 (plus optional kernel and initrd) in a subvolume of the pool: their work
+ * subvolumes, listing and removal (imports: template_import.c, template_image.c). */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,269 +26,6 @@
 #include "util/fault.h"
 #include "util/escape.h"
 #include "util/util.h"
-
-enum rootfs_kind { ROOTFS_DIR, ROOTFS_TAR, ROOTFS_EXT4 };
-
-static void progress(const struct space_template_import_options *o, const char *stage)
-{
-	if (o->progress)
-		o->progress(stage, 0, 0, o->progress_userdata);
-}
-
-static int detect_rootfs(const char *path, enum rootfs_kind *ret)
-{
-	struct stat st;
-	if (stat(path, &st) < 0)
-		return -errno;
-	if (S_ISDIR(st.st_mode)) {
-		*ret = ROOTFS_DIR;
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	uint8_t head[1082];
-	memset(head, 0, sizeof(head));
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = pread(fd, head, sizeof(head), 0);
-	if (n < 0)
-		return -errno;
-	if (n >= 1082 && head[1080] == 0x53 && head[1081] == 0xef) {
-		*ret = ROOTFS_EXT4;
-		return 0;
-	}
-	static const struct {
-		size_t off;
-		const char *magic;
-		size_t len;
-	} tar_magics[] = {
-		{ 257, "ustar", 5 },                  /* POSIX / GNU tar */
-		{ 0, "\x1f\x8b", 2 },                 /* gzip */
-		{ 0, "\xfd" "7zXZ\0", 6 },            /* xz */
-		{ 0, "\x28\xb5\x2f\xfd", 4 },         /* zstd */
-		{ 0, "BZh", 3 },                      /* bzip2 */
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(tar_magics); i++) {
-		if ((size_t)n >= tar_magics[i].off + tar_magics[i].len &&
-		    !memcmp(head + tar_magics[i].off, tar_magics[i].magic, tar_magics[i].len)) {
-			*ret = ROOTFS_TAR;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-static uint64_t tree_bytes;
-static uint64_t tree_inodes;
-
-static int tree_add(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	tree_bytes += (uint64_t)st->st_blocks * 512;
-	tree_inodes++;
-	return 0;
-}
-
-/* Content size of a tree. nftw has no userdata: serialize through the globals (import is rare). */
-static int measure_tree(const char *dir, uint64_t *ret_bytes, uint64_t *ret_inodes)
-{
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_lock(&lock);
-	tree_bytes = tree_inodes = 0;
-	int r = nftw(dir, tree_add, 64, FTW_PHYS) < 0 ? -errno : 0;
-	*ret_bytes = tree_bytes;
-	*ret_inodes = tree_inodes;
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
-/* Copies a file, sharing extents when both sides are on one btrfs. */
-static int copy_file(const char *src, const char *dst, mode_t mode)
-{
-	_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return -errno;
-	_cleanup_close_ int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-	if (out < 0)
-		return -errno;
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EXDEV && errno != EOPNOTSUPP && errno != ENOSYS)
-				return -errno;
-			/* Fall back to read/write. */
-			char buf[1 << 16];
-			ssize_t k;
-			while ((k = read(in, buf, sizeof(buf))) > 0) {
-				int r = util_write_all(out, buf, (size_t)k);
-				if (r < 0)
-					return r;
-			}
-			return k < 0 ? -errno : 0;
-		}
-		if (n == 0)
-			return 0;
-	}
-}
-
-static int run_tool(space_ctx *ctx, const char *const argv[], const char *what)
-{
-	_cleanup_free_ char *out = NULL;
-	int r = util_run(argv, &out);
-	if (r == -ENOENT)
-		return ctx_error_msg(ctx, r, "%s: %s not found (install e2fsprogs and tar)", what, argv[0]);
-	if (r < 0)
-		return ctx_error_msg(ctx, r, "%s failed: %s", what, out && *out ? out : "(no output)");
-	return 0;
-}
-
-static int make_ext4(space_ctx *ctx, const struct space_template_import_options *o, const char *tree,
-		     const char *image)
-{
-	uint64_t size = o->size_bytes;
-	if (!size) {
-		uint64_t bytes, inodes;
-		int r = measure_tree(tree, &bytes, &inodes);
-		if (r < 0)
-			return ctx_error(ctx, r, "measure %s", tree);
-		/* Room for ext4 metadata, the agent's writes and package installs. */
-		size = bytes + bytes / 3 + inodes * 512 + (128ull << 20);
-		if (size < (64ull << 20))
-			size = 64ull << 20;
-	}
-	size = (size + (1 << 20) - 1) & ~((uint64_t)(1 << 20) - 1);
-	char sz[32];
-	snprintf(sz, sizeof(sz), "%lluk", (unsigned long long)(size >> 10));
-	progress(o, "mkfs.ext4");
-	const char *argv[] = { "mkfs.ext4", "-q", "-F", "-L", "rootfs", "-i", "8192", "-E",
-			       "lazy_itable_init=0,lazy_journal_init=0", "-d", tree, image, sz, NULL };
-	return run_tool(ctx, argv, "mkfs.ext4");
-}
-
-static int write_manifest(const char *dir, const char *name, const char *source, bool kernel, bool initrd,
-			  bool modules, const char *kver)
-{
-	cJSON *j = cJSON_CreateObject();
-	if (!j)
-		return -ENOMEM;
-	cJSON_AddStringToObject(j, "name", name);
-	cJSON_AddStringToObject(j, "source", source);
-	cJSON_AddStringToObject(j, "rootfs", "rootfs.ext4");
-	if (kernel)
-		cJSON_AddStringToObject(j, "kernel", "kernel");
-	if (initrd)
-		cJSON_AddStringToObject(j, "initrd", "initrd");
-	if (modules)
-		cJSON_AddStringToObject(j, "modules", "modules");
-	if (kver && *kver)
-		cJSON_AddStringToObject(j, "release", kver);
-	cJSON_AddNumberToObject(j, "created_ms", (double)util_wall_ms());
-	cJSON_AddStringToObject(j, "libspace", space_version());
-	char *text = cJSON_Print(j);
-	cJSON_Delete(j);
-	if (!text)
-		return -ENOMEM;
-	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s/template.json", dir);
-	int r = util_write_file_atomic(path, text, strlen(text), 0644);
-	free(text);
-	return r;
-}
-
-
-/* The modules the template's kernel needs in a VM sandbox, copied into <tmp>/modules. */
-static int copy_modules(space_ctx *ctx, const struct space_template_import_options *o, const char *tmp)
-{
-	char dst[PATH_MAX], err[512] = "";
-	struct kmod_list mods;
-	progress(o, "copy kernel modules");
-	int r = kmod_resolve(o->modules_dir, initramfs_required_modules, initramfs_optional_modules, &mods, err,
-			     sizeof(err));
-	if (r < 0)
-		return ctx_error_msg(ctx, r, "modules %s: %s", o->modules_dir, err);
-	snprintf(dst, sizeof(dst), "%s/modules", tmp);
-	r = kmod_copy_tree(o->modules_dir, &mods, dst, err, sizeof(err));
-	kmod_list_free(&mods);
-	return r < 0 ? ctx_error_msg(ctx, r, "copy modules of %s: %s", o->modules_dir, err) : 0;
-}
-
-/* Fills the staging subvolume tmp with rootfs.ext4, kernel, initrd, modules and template.json. */
-static int stage_template(space_ctx *ctx, const struct space_template_import_options *o, enum rootfs_kind kind,
-			  const char *tmp)
-{
-	char image[PATH_MAX], tree[PATH_MAX];
-	snprintf(image, sizeof(image), "%s/rootfs.ext4", tmp);
-	snprintf(tree, sizeof(tree), "%s/.tree", tmp);
-	int r = -EINVAL;
-	switch (kind) {
-	case ROOTFS_DIR:
-		r = make_ext4(ctx, o, o->rootfs, image);
-		break;
-	case ROOTFS_TAR: {
-		r = util_mkdir_p(tree, 0755);
-		if (r < 0)
-			return ctx_error(ctx, r, "create %s", tree);
-		progress(o, "extract tarball");
-		const char *argv[] = { "tar", "-x", "-f", o->rootfs, "-C", tree, "--numeric-owner",
-				       "--same-owner", "--same-permissions", NULL };
-		r = run_tool(ctx, argv, "extract tarball");
-		if (r == 0)
-			r = make_ext4(ctx, o, tree, image);
-		int k = util_rm_rf(tree);
-		if (r == 0 && k < 0)
-			r = ctx_error(ctx, k, "remove %s", tree);
-		break;
-	}
-	case ROOTFS_EXT4: {
-		progress(o, "copy ext4 image");
-		r = copy_file(o->rootfs, image, 0644);
-		if (r < 0)
-			return ctx_error(ctx, r, "copy %s", o->rootfs);
-		progress(o, "check ext4 image");
-		const char *fsck[] = { "e2fsck", "-n", "-f", image, NULL };
-		r = run_tool(ctx, fsck, "e2fsck of the rootfs image");
-		if (r == 0 && o->size_bytes) {
-			char sz[32];
-			snprintf(sz, sizeof(sz), "%lluK", (unsigned long long)(o->size_bytes >> 10));
-			const char *rs[] = { "resize2fs", image, sz, NULL };
-			r = run_tool(ctx, rs, "resize2fs");
-		}
-		break;
-	}
-	}
-	if (r < 0)
-		return r;
-	if (o->kernel) {
-		char dst[PATH_MAX];
-		snprintf(dst, sizeof(dst), "%s/kernel", tmp);
-		r = copy_file(o->kernel, dst, 0644);
-		if (r < 0)
-			return ctx_error(ctx, r, "copy kernel %s", o->kernel);
-	}
-	if (o->initrd) {
-		char dst[PATH_MAX];
-		snprintf(dst, sizeof(dst), "%s/initrd", tmp);
-		r = copy_file(o->initrd, dst, 0644);
-		if (r < 0)
-			return ctx_error(ctx, r, "copy initrd %s", o->initrd);
-	}
-	char kver[128] = "";
-	if (o->kernel && vm_kernel_release(o->kernel, kver, sizeof(kver)) < 0)
-		kver[0] = '\0';
-	if (o->modules_dir) {
-		r = copy_modules(ctx, o, tmp);
-		if (r < 0)
-			return r;
-	}
-	r = write_manifest(tmp, o->name, o->rootfs, o->kernel, o->initrd, o->modules_dir, kver);
-	if (r < 0)
-		return ctx_error(ctx, r, "write template.json");
-	return 0;
-}
 
 /*
  * A work subvolume under the pool's .tmp, named after its owner ("tpl-<id>.<pid>-<start time>"), so that
@@ -336,140 +74,6 @@ int core_pool_tmp_sweep(space_ctx *ctx, const char *root)
 	return n;
 }
 
-SPACE_API int space_template_import(space_ctx *ctx, const struct space_template_import_options *opts)
-{
-	CTX_ENTER(ctx);
-	if (!ctx || !opts || !opts->rootfs)
-		return -EINVAL;
-	/* Callers built against version 1 of the options have no modules_dir field. */
-	struct space_template_import_options full;
-	int r = opts_template_import_load(ctx, opts, &full);
-	if (r < 0)
-		return r;
-	const struct space_template_import_options *o = &full;
-	if (!util_name_valid(o->name))
-		return ctx_error_msg(ctx, -EINVAL,
-				     "invalid template name '%s': use 1-63 letters, digits, '.', '_' or '-', "
-				     "not starting with '.' or '-'",
-				     o->name ? o->name : "");
-	enum rootfs_kind kind;
-	r = detect_rootfs(o->rootfs, &kind);
-	if (r == -EINVAL)
-		return ctx_error_msg(ctx, r, "rootfs %s is neither a directory, a tarball nor an ext4 image",
-				     o->rootfs);
-	if (r < 0)
-		return ctx_error(ctx, r, "rootfs %s", o->rootfs);
-	if (o->modules_dir && !o->kernel)
-		return ctx_error_msg(ctx, -EINVAL, "modules %s given without the kernel they belong to (--kernel)",
-				     o->modules_dir);
-	struct stat mst;
-	if (o->modules_dir && (stat(o->modules_dir, &mst) < 0 || !S_ISDIR(mst.st_mode)))
-		return ctx_error_msg(ctx, -ENOTDIR, "modules %s is not a directory", o->modules_dir);
-	const char *files[] = { o->kernel, o->initrd };
-	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
-		struct stat st;
-		if (!files[i])
-			continue;
-		if (stat(files[i], &st) < 0)
-			return ctx_error(ctx, -errno, "%s %s", i ? "initrd" : "kernel", files[i]);
-		if (!S_ISREG(st.st_mode))
-			return ctx_error_msg(ctx, -EINVAL, "%s %s is not a regular file", i ? "initrd" : "kernel",
-					     files[i]);
-	}
-	const char *root;
-	r = ctx_pool(ctx, &root);
-	if (r < 0)
-		return r;
-	struct store *s = ctx->store;
-	r = store_template_exists(s, o->name);
-	if (r < 0)
-		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
-	if (r > 0)
-		return ctx_error_msg(ctx, -EEXIST, "template %s already exists (remove it with `space template rm %s`)",
-				     o->name, o->name);
-
-	char tmp[PATH_MAX], dst[PATH_MAX];
-	(void)core_pool_tmp_sweep(ctx, root);
-	if ((r = core_pool_tmp_path(ctx, root, tmp, sizeof(tmp))) < 0)
-		return r;
-	snprintf(dst, sizeof(dst), "%s/templates/%s", root, o->name);
-	progress(o, "create subvolume");
-	r = store_btrfs_subvolume_create(tmp);
-	if (r < 0)
-		return ctx_error(ctx, r, "create subvolume %s", tmp);
-	util_fault_point("template-import", 1);
-	r = stage_template(ctx, o, kind, tmp);
-	if (r < 0)
-		goto fail;
-	util_fault_point("template-import", 2);
-
-	struct stat st;
-	char image[PATH_MAX];
-	snprintf(image, sizeof(image), "%s/rootfs.ext4", tmp);
-	if (stat(image, &st) < 0) {
-		r = ctx_error(ctx, -errno, "stat %s", image);
-		goto fail;
-	}
-	/* The row and the final name appear together: insert in a transaction, rename, then commit. */
-	r = store_begin(s);
-	if (r < 0) {
-		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
-		goto fail;
-	}
-	if (store_template_exists(s, o->name) != 0) {
-		store_rollback(s);
-		r = ctx_error_msg(ctx, -EEXIST, "template %s already exists", o->name);
-		goto fail;
-	}
-	struct store_template *row = calloc(1, sizeof(*row));
-	if (row) {
-		snprintf(row->name, sizeof(row->name), "%s", o->name);
-		snprintf(row->path, sizeof(row->path), "%s", dst);
-		row->rootfs_bytes = (uint64_t)st.st_size;
-		row->has_kernel = o->kernel != NULL;
-		row->has_initrd = o->initrd != NULL;
-		row->created_ms = util_wall_ms();
-	}
-	r = row ? store_template_insert(s, row) : -ENOMEM;
-	free(row);
-	if (r == 0)
-		r = store_event(s, NULL, "template.import", o->name);
-	if (r < 0) {
-		store_rollback(s);
-		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
-		goto fail;
-	}
-	util_fault_point("template-import", 3);
-	/* No row and yet the final name: an import killed between its rename and its commit (we hold the
-	 * store's write lock, which that import held until it died). Its leftover goes. */
-	struct stat dst_st;
-	if (lstat(dst, &dst_st) == 0 && (r = store_btrfs_subvolume_delete(dst)) < 0) {
-		store_rollback(s);
-		r = ctx_error(ctx, r, "remove %s, left by an interrupted import", dst);
-		goto fail;
-	}
-	if (rename(tmp, dst) < 0) {
-		r = ctx_error(ctx, -errno, "move template into %s", dst);
-		store_rollback(s);
-		goto fail;
-	}
-	util_fault_point("template-import", 4);
-	r = store_commit(s);
-	if (r < 0) {
-		store_rollback(s);
-		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));
-		if (rename(dst, tmp) < 0)
-			snprintf(tmp, sizeof(tmp), "%s", dst);
-		goto fail;
-	}
-	ctx_log(ctx, SPACE_LOG_INFO, "template %s imported (%lld bytes)", o->name, (long long)st.st_size);
-	return 0;
-
-fail:
-	(void)store_btrfs_subvolume_delete(tmp);
-	return r;
-}
-
 static void template_info(const struct store_template *t, struct template_info *ret)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -481,6 +85,7 @@ static void template_info(const struct store_template *t, struct template_info *
 	ret->created_ms = t->created_ms;
 	ret->sandboxes = t->sandboxes;
 	ret->checkpoints = t->checkpoints;
+	snprintf(ret->image_digest, sizeof(ret->image_digest), "%s", t->image_digest);
 }
 
 int core_template_list(space_ctx *ctx, struct template_info **ret_list, size_t *ret_count)
@@ -528,6 +133,19 @@ int core_template_get(space_ctx *ctx, const char *name, struct template_info *re
 		return ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store));
 	template_info(t, ret);
 	return 0;
+}
+
+int core_template_image_config(space_ctx *ctx, const char *name, char **ret)
+{
+	const char *root;
+	int r = ctx_pool(ctx, &root);
+	if (r < 0)
+		return r;
+	*ret = NULL;
+	r = store_template_get_image_config(ctx->store, name, ret);
+	if (r == -ENOENT)
+		return ctx_error_msg(ctx, -ENOENT, "no template named %s (see `space template ls`)", name);
+	return r < 0 ? ctx_error(ctx, r, "store: %s", store_errmsg(ctx->store)) : 0;
 }
 
 #define TEMPLATE_CPS_SHOWN 5
@@ -595,3 +213,4 @@ SPACE_API int space_template_remove(space_ctx *ctx, const char *name, bool force
 		r = store_template_delete(s, name);
 	return ctx_store_finish(ctx, s, r, NULL, force ? "template.remove.force" : "template.remove", name);
 }
+

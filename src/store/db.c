@@ -183,6 +183,13 @@ static const char *const migrations[] = {
 	" WHERE json_valid(metadata) AND (" STORE_V7_HAS("metadata", "$.uid_base") " OR "
 	STORE_V7_HAS("metadata", "$.pool") " OR " STORE_V7_HAS("metadata", "$.snapshots.pid") " OR "
 	STORE_V7_HAS("metadata", "$.snapshots.pid_start") ");",
+
+	/* 8 -> 9: templates made from container images: the image config's digest (its identity: importing it
+	 * again reuses the template's disk) and what the config gives processes (env, working directory, user,
+	 * entrypoint, command, labels) as JSON. Older templates have neither. */
+	"ALTER TABLE templates ADD COLUMN image_digest TEXT;"
+	"ALTER TABLE templates ADD COLUMN image_config TEXT;"
+	"CREATE INDEX templates_image ON templates(image_digest) WHERE image_digest IS NOT NULL;",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STORE_SCHEMA_VERSION,

@@ -14,6 +14,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
 
 static const char TEMPLATE_SELECT[] =
 	"SELECT t.name, t.path, t.rootfs_bytes, t.kernel IS NOT NULL, t.initrd IS NOT NULL, t.created_ms,"
+	" coalesce(t.image_digest, ''),"
 	" (SELECT count(*) FROM sandboxes s WHERE s.template = t.name AND s.status != 'destroyed'"
 	"  AND s.pool IS NULL),"
 	" (SELECT count(*) FROM checkpoints c WHERE c.template = t.name)"
@@ -29,8 +30,10 @@ static void template_row(sqlite3_stmt *st, struct store_template *t)
 	t->has_kernel = sqlite3_column_int(st, 3);
 	t->has_initrd = sqlite3_column_int(st, 4);
 	t->created_ms = sqlite3_column_int64(st, 5);
-	t->sandboxes = (uint32_t)sqlite3_column_int(st, 6);
-	t->checkpoints = (uint32_t)sqlite3_column_int(st, 7);
+	const char *dg = (const char *)sqlite3_column_text(st, 6);
+	snprintf(t->image_digest, sizeof(t->image_digest), "%s", dg ? dg : "");
+	t->sandboxes = (uint32_t)sqlite3_column_int(st, 7);
+	t->checkpoints = (uint32_t)sqlite3_column_int(st, 8);
 }
 
 int store_template_get(struct store *s, const char *name, struct store_template *ret)
@@ -98,8 +101,8 @@ int store_template_insert(struct store *s, const struct store_template *t)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(store_db(s),
-				    "INSERT INTO templates(name, path, rootfs_bytes, kernel, initrd, created_ms)"
-				    " VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				    "INSERT INTO templates(name, path, rootfs_bytes, kernel, initrd, created_ms, image_digest,"
+				    " image_config) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store_errno(rc);
@@ -112,7 +115,50 @@ int store_template_insert(struct store *s, const struct store_template *t)
 	if (t->has_initrd)
 		sqlite3_bind_text(st, 5, "initrd", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, t->created_ms);
+	if (t->image_digest[0])
+		sqlite3_bind_text(st, 7, t->image_digest, -1, SQLITE_STATIC);
+	if (t->image_config)
+		sqlite3_bind_text(st, 8, t->image_config, -1, SQLITE_STATIC);
 	return store_errno(sqlite3_step(st));
+}
+
+int store_template_get_image_config(struct store *s, const char *name, char **ret)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(store_db(s), "SELECT image_config FROM templates WHERE name = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return store_errno(rc);
+	const char *v = (const char *)sqlite3_column_text(st, 0);
+	char *copy = v ? strdup(v) : NULL;
+	if (v && !copy)
+		return -ENOMEM;
+	*ret = copy;
+	return 0;
+}
+
+int store_template_find_image(struct store *s, const char *digest, char name[64])
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(store_db(s),
+				    "SELECT name FROM templates WHERE image_digest = ?1 ORDER BY created_ms, name LIMIT 1", -1,
+				    &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_errno(rc);
+	sqlite3_bind_text(st, 1, digest, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return store_errno(rc);
+	const char *v = (const char *)sqlite3_column_text(st, 0);
+	snprintf(name, 64, "%s", v ? v : "");
+	return 0;
 }
 
 int store_template_delete(struct store *s, const char *name)

@@ -38,6 +38,7 @@ typedef int (*init_fn)(void *opts, uint32_t version);
 WRAP(ctx_options)
 WRAP(init_options)
 WRAP(template_import_options)
+WRAP(template_export_options)
 WRAP(sandbox_options)
 WRAP(exec_options)
 WRAP(read_options)
@@ -57,7 +58,9 @@ static const struct kind kinds[] = {
 	KIND(init_options, SPACE_INIT_OPTIONS_VERSION, offsetof(struct space_init_options, identity_map),
 	     sizeof(struct space_init_options)),
 	KIND(template_import_options, SPACE_TEMPLATE_IMPORT_OPTIONS_VERSION,
-	     offsetof(struct space_template_import_options, modules_dir), sizeof(struct space_template_import_options)),
+	     offsetof(struct space_template_import_options, modules_dir),
+	     offsetof(struct space_template_import_options, image), sizeof(struct space_template_import_options)),
+	KIND(template_export_options, SPACE_TEMPLATE_EXPORT_OPTIONS_VERSION, sizeof(struct space_template_export_options)),
 	KIND(sandbox_options, SPACE_SANDBOX_OPTIONS_VERSION, offsetof(struct space_sandbox_options, network_policy),
 	     offsetof(struct space_sandbox_options, snapshot_every_s),
 	     offsetof(struct space_sandbox_options, network_policy_trusted), sizeof(struct space_sandbox_options)),
@@ -140,7 +143,9 @@ static void test_exec_stdin(void)
 	in.stdin_fd = 5;
 	CHECK(opts_exec_load(NULL, &in, false, &out) == -EINVAL); /* a descriptor without the flag */
 	in.stdin_fd = -1;
-	in.flags = 2;
+	in.flags = SPACE_EXEC_USER;
+	CHECK(opts_exec_load(NULL, &in, false, &out) == 0 && out.flags == SPACE_EXEC_USER); /* uid/gid as given */
+	in.flags = 4;
 	CHECK(opts_exec_load(NULL, &in, false, &out) == -EINVAL); /* unknown flag */
 	in.flags = 0;
 	in.version = 0;

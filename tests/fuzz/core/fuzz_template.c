@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Fuzz target: template import's rootfs detection (src/core/template.c detect_rootfs), which reads the
+ * Fuzz target: template import's rootfs detection (src/core/template_import.c detect_rootfs), which reads the
  * head of a user-supplied file and decides between an ext4 image and a tarball (plain, gzip, xz, zstd,
  * bzip2). The bytes are written to a memfd and detected through /proc/self/fd, as import would read a
  * file. The file's contents beyond the head go to mkfs.ext4/e2fsck/tar, which are not ours to fuzz.
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 /* The parser is static: compile the file into the target (its other symbols replace libspace's). */
-#include "core/template.c"
+#include "core/template_import.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -59,6 +59,50 @@ check(st == 201, f"a checkpoint for the checkpoint operations: {st}")
 checkpoint = json.loads(data)["id"] if st == 201 else "cp-none"
 
 
+def image_archive():
+    """A one-layer OCI image archive (a tar body of the image upload): one file, no /bin/sh (force=1)."""
+    import hashlib, io, tarfile
+
+    def tar(files):
+        b = io.BytesIO()
+        with tarfile.open(fileobj=b, mode="w") as t:
+            for name, data in files.items():
+                h = tarfile.TarInfo(name)
+                h.size = len(data)
+                t.addfile(h, io.BytesIO(data))
+        return b.getvalue()
+
+    def dg(b):
+        return "sha256:" + hashlib.sha256(b).hexdigest()
+
+    layer = tar({"etc/openapi": b"from the OpenAPI walk\n"})
+    config = json.dumps({"architecture": "amd64", "os": "linux", "config": {"Env": ["A=1"]},
+                         "rootfs": {"type": "layers", "diff_ids": [dg(layer)]}}).encode()
+    manifest = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                           "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                                      "digest": dg(config), "size": len(config)},
+                           "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": dg(layer),
+                                       "size": len(layer)}]}).encode()
+    index = json.dumps({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                                                           "digest": dg(manifest), "size": len(manifest)}]}).encode()
+    files = {"oci-layout": b'{"imageLayoutVersion":"1.0.0"}', "index.json": index}
+    for b in (layer, config, manifest):
+        files["blobs/sha256/" + dg(b)[7:]] = b
+    return tar(files)
+
+
+def context_archive():
+    """A build context (a tar body of the build upload): a Dockerfile that copies one file onto scratch."""
+    import io, tarfile
+    b = io.BytesIO()
+    with tarfile.open(fileobj=b, mode="w") as t:
+        for name, data in {"Dockerfile": b"FROM scratch\nCOPY f /etc/f\n", "f": b"from the OpenAPI walk\n"}.items():
+            h = tarfile.TarInfo(name)
+            h.size = len(data)
+            t.addfile(h, io.BytesIO(data))
+    return b.getvalue()
+
+
 def order(op):
     """Creating things first, reading next, removing last, the sandbox itself at the very end."""
     method, path = op
@@ -81,6 +125,8 @@ for method, path in ops:
                                           checkpoint if path.startswith("/v1/checkpoints/") else sandbox)
         elif p["in"] == "query" and "example" in p and (p.get("required") or p["name"] not in ("cursor",)):
             query[p["name"]] = p["example"]
+    if path.endswith("/build"):
+        real_path = real_path.replace(sandbox, sandbox + "-built")  # not the image upload's template
     if path == "/v1/sandboxes":
         query = {}  # the filters' examples would hide the sandbox; they are exercised by serve_api.py
     full = real_path + ("?" + urllib.parse.urlencode(query) if query else "")
@@ -90,7 +136,10 @@ for method, path in ops:
         example = media.get("example")
         if isinstance(example, dict) and "checkpoint" in example:
             example = {**example, "checkpoint": checkpoint}
-        body = json.dumps(example).encode() if ctype == "application/json" else str(example).encode()
+        if ctype == "application/x-tar":
+            body = context_archive() if path.endswith("/build") else image_archive()
+        else:
+            body = json.dumps(example).encode() if ctype == "application/json" else str(example).encode()
     codes = sorted(int(c) for c in op["responses"])
     want = next((c for c in codes if 200 <= c < 300), next(c for c in codes if c != 401))
     st, data, rtype = request(method.upper(), full, body, ctype)

@@ -12,6 +12,7 @@
 #include "core/internal.h"
 #include "store/db.h"
 #include "store/sandboxes.h"
+#include "store/templates.h"
 #include "util/procstat.h"
 #include "util/util.h"
 
@@ -128,7 +129,7 @@ static void test_migration_v7(void)
 	sqlite3_close(db);
 	struct store *s;
 	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
-	CHECK(store_schema_version(store_db(s)) == 8);
+	CHECK(store_schema_version(store_db(s)) == STORE_SCHEMA_VERSION);
 	sqlite3 *d = store_db(s);
 	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-a'") == 1065536);
 	CHECK(count(d, "SELECT helper_pid FROM sandboxes WHERE id = 'sb-a'") == 777);
@@ -206,7 +207,7 @@ static void test_migration_v8(void)
 	struct store *s;
 	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
 	sqlite3 *d = store_db(s);
-	CHECK(store_schema_version(d) == 8);
+	CHECK(store_schema_version(d) == STORE_SCHEMA_VERSION);
 	CHECK(count(d, "SELECT uid_base FROM sandboxes WHERE id = 'sb-j'") == 2131072);
 	CHECK(count(d, "SELECT helper_pid + helper_pid_start FROM sandboxes WHERE id = 'sb-j'") == 555 + 66);
 	CHECK(count(d, "SELECT pool = 't' FROM sandboxes WHERE id = 'sb-p'") == 1);
@@ -221,6 +222,46 @@ static void test_migration_v8(void)
 	CHECK(store_sandbox_get(s, "sb-j", &row) == 0 && row.uid_base == 2131072 && row.helper.pid == 555 &&
 	      row.helper.start_time == 66);
 	store_sandbox_clear(&row);
+	store_close(s);
+}
+
+/* 8 -> 9: templates of a store from before images keep their rows, with no image; new ones carry the
+ * image config's digest and defaults, and are found by digest. */
+static void test_migration_v9(void)
+{
+	char p[256], err[256];
+	db_path(p, sizeof(p), "mig-v9.db");
+	sqlite3 *db;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+	raw_pid_ns(db);
+	CHECK(store_migrate(db, 8, err, sizeof(err)) == 0);
+	CHECK(sqlite3_exec(db, "INSERT INTO templates(name, path, rootfs_bytes, created_ms) VALUES ('old', '/p/old', 1, 1)",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	struct store *s;
+	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
+	CHECK(store_schema_version(store_db(s)) == 9);
+	struct store_template *t = calloc(1, sizeof(*t));
+	CHECK(t && store_template_get(s, "old", t) == 0 && t->image_digest[0] == '\0');
+	char *cfg = (char *)1;
+	CHECK(store_template_get_image_config(s, "old", &cfg) == 0 && cfg == NULL);
+	CHECK(store_template_get_image_config(s, "none", &cfg) == -ENOENT);
+	static const char dg[] = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+	char name[64];
+	CHECK(store_template_find_image(s, dg, name) == -ENOENT);
+	memset(t, 0, sizeof(*t));
+	snprintf(t->name, sizeof(t->name), "img");
+	snprintf(t->path, sizeof(t->path), "/p/img");
+	snprintf(t->image_digest, sizeof(t->image_digest), "%s", dg);
+	t->image_config = "{\"env\":[\"A=1\"]}";
+	t->created_ms = 5;
+	CHECK(store_template_insert(s, t) == 0);
+	CHECK(store_template_find_image(s, dg, name) == 0 && !strcmp(name, "img"));
+	CHECK(store_template_get_image_config(s, "img", &cfg) == 0 && cfg && !strcmp(cfg, "{\"env\":[\"A=1\"]}"));
+	free(cfg);
+	memset(t, 0, sizeof(*t));
+	CHECK(store_template_get(s, "img", t) == 0 && !strcmp(t->image_digest, dg));
+	free(t);
 	store_close(s);
 }
 
@@ -425,6 +466,7 @@ int main(void)
 	test_migrations();
 	test_migration_v7();
 	test_migration_v8();
+	test_migration_v9();
 	test_newer_refused();
 	test_migration_backup();
 	test_damaged_refused();

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * space-unpack: the confined helper that turns hostile tar streams (image layers, rootfs tarballs) into a
+ * template's rootfs.ext4, and a template's image back into a tar stream. Its parts: layer.c (a layer's
+ * bytes: decompression and digests), apply.c (tar entries into the ext4 image through libext2fs, with
+ * whiteouts, opaque directories, links, xattrs, ownership), users.c (the image's own /etc/passwd, /etc/group
+ * and /bin/sh), export.c (the image as a tar stream), main.c (arguments, confinement, the protocol with the
+ * library). Private.
+ */
+#pragma once
+
+#include <ext2fs/ext2fs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "image/tar.h"
+
+/* The descriptors the library hands over. */
+#define UNPACK_IMAGE_FD 3   /* rootfs.ext4: read-write for apply, read-only for check and export */
+#define UNPACK_CTL_FD 4     /* the control socket: status lines out, commands in */
+#define UNPACK_FIRST_FD 5   /* layer sources (apply), the output (export) */
+#define UNPACK_LAYERS_MAX 128
+
+enum unpack_comp { COMP_AUTO, COMP_NONE, COMP_GZIP, COMP_ZSTD, COMP_XZ, COMP_BZIP2 };
+
+struct layer_spec {
+	int fd;
+	uint64_t offset, length; /* the blob's bytes in fd */
+	enum unpack_comp comp;   /* what the image says it is; AUTO: by its magic (rootfs tarballs) */
+	char digest[72];         /* "sha256:<64 hex>" of the blob, "" when none is known */
+	char diff_id[72];        /* of the uncompressed tar, "" when none is known */
+};
+
+/* Status lines to the library ("progress ...", "warn ..."): printf-like, one line, newline added. */
+void unpack_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- layer.c ---- */
+struct layer_stream;
+
+/* Opens spec's bytes for reading its tar stream (decompressed). max_out: the most decompressed bytes all
+ * layers of this run may produce (counted across streams through *total_out). */
+int layer_open(const struct layer_spec *spec, uint64_t max_out, uint64_t *total_out, struct layer_stream **ret,
+	       char *err, size_t errlen);
+/* tar_read_fn over the decompressed stream. */
+int64_t layer_read(void *stream, void *buf, size_t len);
+/* After the tar's end: reads what is left of the stream (padding) and checks both digests. */
+int layer_finish(struct layer_stream *s, char *err, size_t errlen);
+/* The blob's bytes consumed so far (for progress). */
+uint64_t layer_consumed(const struct layer_stream *s);
+void layer_close(struct layer_stream *s);
+/* Why the stream's last read failed: its own message ("" if none). */
+const char *layer_error(const struct layer_stream *s);
+/* The compression a stream's first bytes show. */
+enum unpack_comp layer_sniff(const uint8_t *head, size_t n);
+const char *layer_comp_name(enum unpack_comp c);
+
+/* ---- apply.c ---- */
+struct applier;
+
+struct apply_counts {
+	uint64_t entries, files, dirs, symlinks, hardlinks, devices, whiteouts, opaque, xattrs_skipped;
+};
+
+int applier_new(ext2_filsys fs, struct applier **ret);
+void applier_free(struct applier *a);
+/* For add mode: entries under into (normalized, "" the root) owned by uid:gid when chown, whiteouts
+ * taken as plain names when plain. 0, or -EINVAL for an into that is not a path. */
+int applier_set_options(struct applier *a, const char *into, bool chown, uint32_t uid, uint32_t gid, bool plain);
+/* Starts layer index (for the opaque directories' "this layer" and messages). */
+void applier_begin_layer(struct applier *a, unsigned index);
+/* Applies one entry, reading its data from t. 0 or -errno with a message in err. */
+int applier_entry(struct applier *a, const struct tar_entry *e, struct tar_reader *t, char *err, size_t errlen);
+const struct apply_counts *applier_counts(const struct applier *a);
+/* Makes directory path (and its parents: 0755, root) unless it is there, symlinks followed inside. */
+int applier_ensure_dir(struct applier *a, const char *path, char *err, size_t errlen);
+
+/* Resolves path (absolute or relative to the root) inside the image, symlinks followed inside it, final
+ * one too when follow. 0 with *ret_ino, -ENOENT, or -errno. */
+int image_resolve(ext2_filsys fs, const char *path, bool follow, ext2_ino_t *ret_ino);
+
+/* ---- users.c ---- */
+struct image_user {
+	uint32_t uid, gid;
+	char home[256];
+};
+/* The image's user spec ("name", "uid", "name:group", "uid:gid", ...) through its /etc/passwd and
+ * /etc/group, as a container runtime reads them. -ENOENT (message in err) for a name it does not have. */
+int users_resolve(ext2_filsys fs, const char *spec, struct image_user *ret, char *err, size_t errlen);
+/* Whether /bin/sh resolves in the image to an executable regular file. */
+bool users_has_shell(ext2_filsys fs);
+
+/* ---- export.c ---- */
+/* Writes the image's tree as a tar stream (pax, with xattrs) to out_fd; with path (symlinks followed inside
+ * the image), only that file or directory, named as (NULL: its own name; "." a directory's contents). */
+int export_tar(ext2_filsys fs, int out_fd, const char *path, const char *as, char *err, size_t errlen);
+
+/* ---- e2fd.c ---- */
+/* libext2fs I/O over a descriptor named by its number ("3"), with a large write-through read cache. */
+extern io_manager e2fd_io_manager;
+
+/* libext2fs's message for an error code. */
+const char *unpack_e2err(long code);
