@@ -51,12 +51,14 @@ int main(void)
 	F(space_template_import_options, rootfs); F(space_template_import_options, kernel);
 	F(space_template_import_options, initrd); F(space_template_import_options, size_bytes);
 	F(space_template_import_options, progress); F(space_template_import_options, progress_userdata);
-	F(space_template_import_options, modules_dir);
+	F(space_template_import_options, modules_dir); F(space_template_import_options, image);
+	F(space_template_import_options, force);
 	end();
 	S(space_template_info);
 	F(space_template_info, size); F(space_template_info, name); F(space_template_info, path);
 	F(space_template_info, rootfs_bytes); F(space_template_info, has_kernel); F(space_template_info, has_initrd);
 	F(space_template_info, created_ms); F(space_template_info, sandboxes); F(space_template_info, checkpoints);
+	F(space_template_info, image_digest); F(space_template_info, image_config);
 	end();
 	S(space_template_warm_info);
 	F(space_template_warm_info, size); F(space_template_warm_info, has_snapshot);
@@ -135,6 +137,7 @@ int main(void)
 	C("IDENTITY_MAP_REFUSE", SPACE_IDENTITY_MAP_REFUSE);
 	C("DOCTOR_VERBOSE", SPACE_DOCTOR_VERBOSE);
 	C("EXEC_STDIN", SPACE_EXEC_STDIN);
+	C("EXEC_USER", SPACE_EXEC_USER);
 	C("STEP_CHECKPOINT_FIRST", SPACE_STEP_CHECKPOINT_FIRST);
 	C("REMOVE_KEEP_EVENTS", SPACE_REMOVE_KEEP_EVENTS);
 	C("REMOVE_WITH_CHECKPOINTS", SPACE_REMOVE_WITH_CHECKPOINTS);

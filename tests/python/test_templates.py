@@ -105,3 +105,30 @@ def test_warm_pool(ctx):
         t.set_warm_pool(0)
         assert t.warm_info().warm_pool_ready == 0
         t.remove()
+
+
+def test_import_an_image(ctx, tmp_path):
+    # An OCI image layout made by hand (tests/integration/image/mkimage.py): its config's Env, WorkingDir and
+    # User become the defaults of every process; an explicit uid still wins.
+    import os
+    import shutil
+    import subprocess
+    import sys
+    mk = os.path.join(os.environ["SPACE_SOURCE_DIR"], "tests", "integration", "image", "mkimage.py")
+    out = tmp_path / "oci"
+    subprocess.run([sys.executable, mk, "three-layer", str(out), "--busybox", shutil.which("busybox")],
+                   check=True, stdout=subprocess.DEVNULL)
+    with pytest.raises(ValueError):
+        ctx.templates.import_("py-image", ROOTFS, image=out)
+    t = ctx.templates.import_("py-image", image=out)
+    try:
+        assert t.image_digest.startswith("sha256:") and len(t.image_digest) == 71
+        assert t.image_config and t.image_config["working_dir"] == "/work"
+        assert "GREETING=hello from env" in t.image_config["env"]
+        with libspace.Sandbox.create("py-image", isolation="jail", ctx=ctx) as sb:
+            r = sb.run("echo $GREETING; pwd; id -un")
+            assert r.stdout == b"hello from env\n/work\napp\n", r.stdout
+            assert sb.run(["id", "-u"], uid=0).stdout == b"0\n"
+    finally:
+        ctx.templates.remove("py-image")
+    assert ctx.templates.get(TEMPLATE).image_config is None and ctx.templates.get(TEMPLATE).image_digest == ""

@@ -64,7 +64,7 @@ free = _libc.free
 # Constants of space.h (the versions are those this binding's structs were written for).
 CTX_OPTIONS_VERSION = 1
 INIT_OPTIONS_VERSION = 2
-TEMPLATE_IMPORT_OPTIONS_VERSION = 2
+TEMPLATE_IMPORT_OPTIONS_VERSION = 3
 SANDBOX_OPTIONS_VERSION = 4
 EXEC_OPTIONS_VERSION = 2
 READ_OPTIONS_VERSION = 1
@@ -75,6 +75,7 @@ LOG_ERROR, LOG_WARNING, LOG_INFO, LOG_DEBUG = 3, 4, 6, 7
 IDENTITY_MAP_ALLOW, IDENTITY_MAP_REFUSE = 1, -1
 DOCTOR_VERBOSE = 1
 EXEC_STDIN = 1
+EXEC_USER = 2
 STEP_CHECKPOINT_FIRST = 1
 REMOVE_KEEP_EVENTS = 1
 REMOVE_WITH_CHECKPOINTS = 2
@@ -131,7 +132,7 @@ class PoolInfo(Structure):  # an object
     ]
 
 
-class TemplateImportOptions(Structure):  # version 2
+class TemplateImportOptions(Structure):  # version 3
     _fields_ = [
         ("version", c_uint32),
         ("name", c_char_p),
@@ -142,6 +143,8 @@ class TemplateImportOptions(Structure):  # version 2
         ("progress", PROGRESS_FN),
         ("progress_userdata", c_void_p),
         ("modules_dir", c_char_p),
+        ("image", c_char_p),  # version 3
+        ("force", c_bool),
     ]
 
 
@@ -156,6 +159,8 @@ class TemplateInfo(Structure):  # an object
         ("created_ms", c_int64),
         ("sandboxes", c_uint32),
         ("checkpoints", c_uint32),
+        ("image_digest", c_char_p),  # since templates from images: read only when size covers them
+        ("image_config", c_char_p),
     ]
 
 

@@ -165,7 +165,7 @@ class _ExecOptions:
     """space_exec_options of version 2, filled from run()/start() arguments; keeps what it points to."""
 
     def __init__(self, cmd: Command, *, env: Optional[Mapping[str, str]], cwd: Optional[PathArg],
-                 uid: int, gid: int, pty: bool, rows: Optional[int], cols: Optional[int],
+                 uid: Optional[int], gid: Optional[int], pty: bool, rows: Optional[int], cols: Optional[int],
                  timeout: Optional[float]) -> None:
         o = _lib.ExecOptions()
         _options_init(lib.space_exec_options_init, o, _lib.EXEC_OPTIONS_VERSION)
@@ -173,8 +173,11 @@ class _ExecOptions:
         self.argv = argv_of(cmd)
         self.keep = [cstr_array(self.argv), cstr_array(env_of(env)), cstr_opt(cwd, "cwd", allow_empty=False)]
         o.argv, o.env, o.cwd = self.keep
-        o.uid = uint(uid, "uid")
-        o.gid = uint(gid, "gid")
+        # None: the template's user (an image's User), else root; a uid or gid given: exactly that user.
+        if uid is not None or gid is not None:
+            o.uid = uint(uid if uid is not None else 0, "uid")
+            o.gid = uint(gid if gid is not None else 0, "gid")
+            o.flags |= _lib.EXEC_USER
         if not isinstance(pty, bool):
             raise TypeError("pty must be True or False")
         o.pty = pty

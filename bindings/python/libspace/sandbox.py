@@ -344,7 +344,7 @@ class Sandbox:
     # -- commands -------------------------------------------------------------------------------------
     def run(self, cmd: Command, *, check: bool = False, input: Any = None, stdin: Any = None, text: bool = False,
             encoding: str = "utf-8", errors: str = "replace", env: Optional[Mapping[str, str]] = None,
-            cwd: Optional[PathArg] = None, uid: int = 0, gid: int = 0, timeout: Optional[float] = None,
+            cwd: Optional[PathArg] = None, uid: Optional[int] = None, gid: Optional[int] = None, timeout: Optional[float] = None,
             pty: bool = False, rows: Optional[int] = None, cols: Optional[int] = None,
             on_stdout: Optional[OutputFn] = None, on_stderr: Optional[OutputFn] = None, capture: bool = True,
             max_output: Optional[int] = DEFAULT_MAX_OUTPUT, rollback_on_failure: bool = False,
@@ -408,7 +408,7 @@ class Sandbox:
 
     def start(self, cmd: Command, *, stdin: bool = False, text: bool = False, encoding: str = "utf-8",
               errors: str = "replace", env: Optional[Mapping[str, str]] = None, cwd: Optional[PathArg] = None,
-              uid: int = 0, gid: int = 0, timeout: Optional[float] = None, pty: bool = False,
+              uid: Optional[int] = None, gid: Optional[int] = None, timeout: Optional[float] = None, pty: bool = False,
               rows: Optional[int] = None, cols: Optional[int] = None, on_stdout: Optional[OutputFn] = None,
               on_stderr: Optional[OutputFn] = None, capture: bool = True,
               max_output: Optional[int] = DEFAULT_MAX_OUTPUT) -> "Process":

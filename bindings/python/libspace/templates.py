@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import ctypes
+import json
 from dataclasses import dataclass, field
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from . import _lib
 from ._lib import lib
@@ -28,6 +29,16 @@ class WarmInfo:
     warm_pool_ready: int  # paused sandboxes ready now
 
 
+def _json_or_none(raw: Optional[bytes]) -> Optional[Dict[str, Any]]:
+    if not raw:
+        return None
+    try:
+        v = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    return v if isinstance(v, dict) else None
+
+
 @dataclass(frozen=True)
 class Template:
     """A template: a root disk image (rootfs.ext4) and optionally a kernel and initrd, in the pool."""
@@ -41,6 +52,9 @@ class Template:
     sandboxes: int  # sandboxes (not destroyed) made from it
     checkpoints: int  # checkpoints that depend on it
     ctx: Context = field(repr=False, compare=False)
+    image_digest: str = ""  # the image config's digest ("sha256:..."); "" when not made from an image
+    image_config: Optional[Dict[str, Any]] = None  # what the image gives processes (env, working_dir,
+    # user, entrypoint, cmd), None when not made from an image
 
     @property
     def created(self):
@@ -52,7 +66,9 @@ class Template:
         return cls(name=fsname(o.name), path=fsname(f(o, "path")), rootfs_bytes=f(o, "rootfs_bytes", 0),
                    has_kernel=bool(f(o, "has_kernel", False)), has_initrd=bool(f(o, "has_initrd", False)),
                    created_ms=f(o, "created_ms", 0), sandboxes=f(o, "sandboxes", 0),
-                   checkpoints=f(o, "checkpoints", 0), ctx=ctx)
+                   checkpoints=f(o, "checkpoints", 0), ctx=ctx,
+                   image_digest=fsname(f(o, "image_digest")) if f(o, "image_digest") else "",
+                   image_config=_json_or_none(f(o, "image_config")))
 
     def remove(self, *, force: bool = False) -> None:
         """Removes this template (Busy while sandboxes or checkpoints use it, unless ``force``: then
@@ -131,9 +147,10 @@ class Templates:
             finally:
                 lib.space_template_info_free(out)
 
-    def import_(self, name: str, rootfs: PathArg, *, kernel: Optional[PathArg] = None,
-                initrd: Optional[PathArg] = None, modules_dir: Optional[PathArg] = None,
-                size_bytes: Optional[int] = None, progress: Optional[ProgressFn] = None) -> Template:
+    def import_(self, name: str, rootfs: Optional[PathArg] = None, *, image: Optional[PathArg] = None,
+                kernel: Optional[PathArg] = None, initrd: Optional[PathArg] = None,
+                modules_dir: Optional[PathArg] = None, size_bytes: Optional[int] = None,
+                force: bool = False, progress: Optional[ProgressFn] = None) -> Template:
         """Imports a template (`space template import`) and returns it. On failure nothing of it remains.
 
         ``rootfs``: a directory tree, a tarball (plain, gz, xz, zst, bz2) or an ext4 image on the host.
@@ -141,17 +158,26 @@ class Templates:
         the content plus headroom). ``progress(stage, done, total)`` is called as it goes (an exception it
         raises cannot stop the import: it is raised once the import has returned). AlreadyExists when the
         name is taken, InvalidArgument for a bad name or a rootfs that is neither directory, tarball nor
-        ext4 image. (The trailing underscore: ``import`` is a Python keyword.)
+        ext4 image. ``image`` instead of ``rootfs``: a container image on the host (an OCI image
+        layout, a tar of one, or a ``docker save`` archive; no registry pull), whose Env, WorkingDir and
+        User become the defaults of its sandboxes' processes (``Template.image_config``). ``force``: import
+        a root file system that has no /bin/sh all the same. (The trailing underscore: ``import`` is a
+        Python keyword.)
         """
         ctx = self.ctx
         o = _lib.TemplateImportOptions()
         _options_init(lib.space_template_import_options_init, o, _lib.TEMPLATE_IMPORT_OPTIONS_VERSION)
         if modules_dir is not None and kernel is None:
             raise ValueError("modules_dir needs kernel")
-        keep = [cstr(name, "template name", allow_empty=False), cstr(rootfs, "rootfs", allow_empty=False),
+        if (rootfs is None) == (image is None):
+            raise ValueError("give rootfs or image (one of them)")
+        if not isinstance(force, bool):
+            raise TypeError("force must be True or False")
+        keep = [cstr(name, "template name", allow_empty=False), cstr_opt(rootfs, "rootfs", allow_empty=False),
                 cstr_opt(kernel, "kernel", allow_empty=False), cstr_opt(initrd, "initrd", allow_empty=False),
-                cstr_opt(modules_dir, "modules_dir", allow_empty=False)]
-        o.name, o.rootfs, o.kernel, o.initrd, o.modules_dir = keep
+                cstr_opt(modules_dir, "modules_dir", allow_empty=False), cstr_opt(image, "image", allow_empty=False)]
+        o.name, o.rootfs, o.kernel, o.initrd, o.modules_dir, o.image = keep
+        o.force = force
         o.size_bytes = uint(size_bytes, "size_bytes", 1, U64_MAX) if size_bytes is not None else 0
         errors: List[BaseException] = []
         o.progress = _progress_fn(progress, errors)
