@@ -205,7 +205,7 @@ void build_progress(struct build *b, const struct df_instr *in, bool hit)
 	char text[96], stage[192];
 	util_text_one_line(in->text, text, sizeof(text));
 	snprintf(stage, sizeof(stage), "step %zu/%zu (line %u): %s %s%s", b->step, b->df.n, in->line,
-		 dockerfile_keyword(in->kind), text, hit ? ", cached" : "");
+		 dockerfile_keyword(in->op), text, hit ? ", cached" : "");
 	b->o->progress(stage, 0, 0, b->o->progress_userdata);
 }
 
@@ -335,9 +335,9 @@ static int step_config(struct build *b, const struct df_instr *in, struct state 
 	if (!key)
 		return -ENOMEM;
 	_cleanup_(cJSON_Deletep) cJSON *keyp = key;
-	cJSON_AddItemToArray(key, cJSON_CreateString(dockerfile_keyword(in->kind)));
+	cJSON_AddItemToArray(key, cJSON_CreateString(dockerfile_keyword(in->op)));
 	int r = 0;
-	switch (in->kind) {
+	switch (in->op) {
 	case DF_ENV:
 	case DF_LABEL:
 	case DF_ARG:
@@ -345,7 +345,7 @@ static int step_config(struct build *b, const struct df_instr *in, struct state 
 			_cleanup_free_ char *k = NULL, *v = NULL;
 			if ((r = build_expand(b, in, in->args[i], st, &k)) < 0 || (r = build_expand(b, in, in->args[i + 1], st, &v)) < 0)
 				break;
-			if (in->kind == DF_ARG) {
+			if (in->op == DF_ARG) {
 				/* A build argument wins; then the default; then the value of a global ARG of that name. */
 				const char *given = NULL;
 				size_t kl = strlen(k);
@@ -362,7 +362,7 @@ static int step_config(struct build *b, const struct df_instr *in, struct state 
 					free(v);
 					v = strdup(given); /* the value the key records */
 				}
-			} else if (in->kind == DF_ENV) {
+			} else if (in->op == DF_ENV) {
 				r = build_env_set(st->config, k, v);
 			} else {
 				cJSON *labels = cJSON_GetObjectItemCaseSensitive(st->config, "labels");
@@ -393,11 +393,11 @@ static int step_config(struct build *b, const struct df_instr *in, struct state 
 		}
 		for (size_t i = 0; i < in->n_args; i++)
 			cJSON_AddItemToArray(v, cJSON_CreateString(in->args[i]));
-		const char *field = in->kind == DF_CMD ? "cmd" : "entrypoint";
+		const char *field = in->op == DF_CMD ? "cmd" : "entrypoint";
 		cJSON_AddItemToArray(key, cJSON_Duplicate(v, true));
 		cJSON_DeleteItemFromObject(st->config, field);
 		cJSON_AddItemToObject(st->config, field, v);
-		if (in->kind == DF_CMD)
+		if (in->op == DF_CMD)
 			st->cmd_here = true;
 		else if (!st->cmd_here)
 			cJSON_DeleteItemFromObject(st->config, "cmd"); /* a base's CMD goes with a new ENTRYPOINT */
@@ -444,13 +444,13 @@ static int run_steps(struct build *b)
 		const struct df_instr *in = &b->df.v[i];
 		b->step = i + 1;
 		int r;
-		if (!sg && in->kind == DF_ARG) {
+		if (!sg && in->op == DF_ARG) {
 			if ((r = global_args(b, in)) < 0)
 				return r;
 			build_progress(b, in, false);
 			continue;
 		}
-		if (in->kind == DF_FROM) {
+		if (in->op == DF_FROM) {
 			if (b->n_stages == STAGES_MAX)
 				return ctx_error_msg(b->ctx, -E2BIG, "line %u: more than %d stages", in->line, STAGES_MAX);
 			sg = &b->stages[b->n_stages];
@@ -463,7 +463,7 @@ static int run_steps(struct build *b)
 			continue;
 		}
 		struct state *st = &sg->st;
-		switch (in->kind) {
+		switch (in->op) {
 		case DF_RUN: r = build_step_run(b, in, st); break;
 		case DF_COPY:
 		case DF_ADD: r = build_step_copy(b, in, st); break;

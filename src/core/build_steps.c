@@ -164,7 +164,7 @@ static int disk_add(struct build *b, const struct df_instr *in, struct state *st
 	if (r < 0) {
 		char msg[sizeof(b->ctx->last_error)];
 		snprintf(msg, sizeof(msg), "%s", b->ctx->last_error);
-		r = ctx_error_msg(b->ctx, r, "line %u: %s: %s", in->line, dockerfile_keyword(in->kind), msg);
+		r = ctx_error_msg(b->ctx, r, "line %u: %s: %s", in->line, dockerfile_keyword(in->op), msg);
 	}
 	if (r == 0)
 		r = build_cache_put(b, tmp, st->key, st->disk, sizeof(st->disk));
@@ -292,7 +292,7 @@ int build_step_copy(struct build *b, const struct df_instr *in, struct state *st
 			r = (srcs[i] = strdup(in->args[i])) ? 0 : -ENOMEM;
 		else
 			r = build_expand(b, in, in->args[i], st, &srcs[i]);
-		if (r == 0 && in->kind == DF_ADD && (!strncmp(srcs[i], "http://", 7) || !strncmp(srcs[i], "https://", 8)))
+		if (r == 0 && in->op == DF_ADD && (!strncmp(srcs[i], "http://", 7) || !strncmp(srcs[i], "https://", 8)))
 			r = ctx_error_msg(b->ctx, -EOPNOTSUPP,
 					  "line %u: ADD of a URL: builds fetch nothing; download it into the context and "
 					  "ADD that file",
@@ -317,7 +317,7 @@ int build_step_copy(struct build *b, const struct df_instr *in, struct state *st
 	} else if (r == 0 && b->ctx_image[0]) {
 		src_image = b->ctx_image; /* an uploaded context, made a file system by space-unpack */
 		req.chown = true;         /* owned by root unless --chown, as from a context directory */
-		if (in->kind == DF_ADD)
+		if (in->op == DF_ADD)
 			r = ctx_error_msg(b->ctx, -EOPNOTSUPP,
 					  "line %u: ADD from an uploaded context is not supported (use COPY, and RUN tar to "
 					  "extract an archive)",
@@ -374,9 +374,9 @@ int build_step_copy(struct build *b, const struct df_instr *in, struct state *st
 		/* From the context: ADD's archives are applied as they are, the rest goes in one tar stream. */
 		char **plain = calloc(n + 1, sizeof(char *));
 		size_t np = 0;
-		snprintf(key, sizeof(key), "%s %s %d %u:%u", dockerfile_keyword(in->kind), dest, dest_dir, uid, gid);
+		snprintf(key, sizeof(key), "%s %s %d %u:%u", dockerfile_keyword(in->op), dest, dest_dir, uid, gid);
 		for (size_t i = 0; plain && i < n && r == 0; i++) {
-			if (in->kind != DF_ADD || !build_is_archive(b->ctx, b->ctxfd, srcs[i])) {
+			if (in->op != DF_ADD || !build_is_archive(b->ctx, b->ctxfd, srcs[i])) {
 				plain[np++] = srcs[i];
 				continue;
 			}

@@ -18,7 +18,7 @@ static const char *const keywords[] = {
 	[DF_ENTRYPOINT] = "ENTRYPOINT", [DF_CMD] = "CMD",
 };
 
-const char *dockerfile_keyword(enum df_kind k)
+const char *dockerfile_keyword(enum df_op k)
 {
 	return (size_t)k < sizeof(keywords) / sizeof(keywords[0]) ? keywords[k] : "?";
 }
@@ -167,17 +167,17 @@ static int flags(struct df_instr *in, size_t *pos, char *err, size_t errlen)
 			return -ENOMEM;
 		*pos = i + n;
 		char **dst = NULL;
-		if (in->kind == DF_COPY && !strncmp(f, "--from=", 7))
+		if (in->op == DF_COPY && !strncmp(f, "--from=", 7))
 			dst = &in->from;
-		else if ((in->kind == DF_COPY || in->kind == DF_ADD) && !strncmp(f, "--chown=", 8))
+		else if ((in->op == DF_COPY || in->op == DF_ADD) && !strncmp(f, "--chown=", 8))
 			dst = &in->chown;
-		else if (in->kind == DF_FROM && !strcmp(f, "--platform=linux/amd64")) {
+		else if (in->op == DF_FROM && !strcmp(f, "--platform=linux/amd64")) {
 			free(f);
 			continue;
 		}
 		if (!dst || !*(strchr(f, '=') + 1)) {
 			int r = errf(err, errlen, -EINVAL, "line %u: %s %.60s is not supported", in->line,
-				     dockerfile_keyword(in->kind), f);
+				     dockerfile_keyword(in->op), f);
 			free(f);
 			return r;
 		}
@@ -216,11 +216,11 @@ static int words(struct df_instr *in, size_t pos, bool pairs, char *err, size_t 
 			continue;
 		}
 		if (eq <= 0) {
-			bool arg = in->kind == DF_ARG && eq < 0;
+			bool arg = in->op == DF_ARG && eq < 0;
 			if (!arg) {
 				free(w);
 				return errf(err, errlen, -EINVAL, "line %u: %s needs KEY=VALUE", in->line,
-					    dockerfile_keyword(in->kind));
+					    dockerfile_keyword(in->op));
 			}
 			if ((r = push(in, w)) < 0 || (r = push(in, strdup(""))) < 0 || (r = pair_value(in, false)) < 0)
 				return r;
@@ -239,11 +239,11 @@ static int parse_instr(struct df_instr *in, char *err, size_t errlen)
 {
 	size_t pos = 0;
 	int r;
-	switch (in->kind) {
+	switch (in->op) {
 	case DF_RUN:
 	case DF_CMD:
 	case DF_ENTRYPOINT:
-		if (in->kind == DF_RUN && !strncmp(in->text, "--", 2))
+		if (in->op == DF_RUN && !strncmp(in->text, "--", 2))
 			return errf(err, errlen, -EINVAL, "line %u: RUN flags (--mount, --network) are not supported",
 				    in->line);
 		if ((r = json_form(in)) != 0)
@@ -269,7 +269,7 @@ static int parse_instr(struct df_instr *in, char *err, size_t errlen)
 			return r;
 		if (in->n_args < 2)
 			return errf(err, errlen, -EINVAL, "line %u: %s needs a source and a destination", in->line,
-				    dockerfile_keyword(in->kind));
+				    dockerfile_keyword(in->op));
 		return 0;
 	}
 	case DF_ENV:
@@ -279,7 +279,7 @@ static int parse_instr(struct df_instr *in, char *err, size_t errlen)
 		char *w;
 		ssize_t eq;
 		size_t p = 0;
-		if (in->kind == DF_ENV && (r = next_word(in->text, &p, &w, &eq)) == 1) {
+		if (in->op == DF_ENV && (r = next_word(in->text, &p, &w, &eq)) == 1) {
 			free(w);
 			if (eq < 0) {
 				size_t k = strcspn(in->text, " \t");
@@ -296,11 +296,11 @@ static int parse_instr(struct df_instr *in, char *err, size_t errlen)
 			return r;
 		if (!in->n_args)
 			return errf(err, errlen, -EINVAL, "line %u: %s needs an argument", in->line,
-				    dockerfile_keyword(in->kind));
+				    dockerfile_keyword(in->op));
 		for (size_t i = 0; i < in->n_args; i += 2) {
 			const char *k = in->args[i];
 			bool ok = *k != '\0';
-			for (const char *c = k; *c && in->kind != DF_LABEL; c++)
+			for (const char *c = k; *c && in->op != DF_LABEL; c++)
 				ok &= isalnum((unsigned char)*c) || *c == '_' || *c == '.' || *c == '-';
 			if (!ok)
 				return errf(err, errlen, -EINVAL, "line %u: '%.60s' is not a name", in->line, k);
@@ -325,7 +325,7 @@ static int parse_instr(struct df_instr *in, char *err, size_t errlen)
 			return r;
 		if (in->n_args != 1)
 			return errf(err, errlen, -EINVAL, "line %u: %s takes one argument", in->line,
-				    dockerfile_keyword(in->kind));
+				    dockerfile_keyword(in->op));
 		return 0;
 	}
 	return -EINVAL;
@@ -334,11 +334,11 @@ static int parse_instr(struct df_instr *in, char *err, size_t errlen)
 static int add_instr(struct dockerfile *df, const char *logical, unsigned line, char *err, size_t errlen)
 {
 	size_t kl = strcspn(logical, " \t");
-	int kind = -1;
+	int op = -1;
 	for (size_t k = 0; k < sizeof(keywords) / sizeof(keywords[0]); k++)
 		if (strlen(keywords[k]) == kl && !strncasecmp(logical, keywords[k], kl))
-			kind = (int)k;
-	if (kind < 0)
+			op = (int)k;
+	if (op < 0)
 		return errf(err, errlen, -EINVAL,
 			    "line %u: instruction %.*s is not supported (FROM, RUN, COPY, ADD, ENV, WORKDIR, USER, ARG, "
 			    "LABEL, ENTRYPOINT and CMD are)",
@@ -351,7 +351,7 @@ static int add_instr(struct dockerfile *df, const char *logical, unsigned line, 
 	df->v = v;
 	struct df_instr *in = &v[df->n];
 	memset(in, 0, sizeof(*in));
-	in->kind = (enum df_kind)kind;
+	in->op = (enum df_op)op;
 	in->line = line;
 	const char *rest = logical + kl;
 	rest += strspn(rest, " \t");
@@ -359,7 +359,7 @@ static int add_instr(struct dockerfile *df, const char *logical, unsigned line, 
 	while (rl && (rest[rl - 1] == ' ' || rest[rl - 1] == '\t'))
 		rl--;
 	if (!rl) {
-		return errf(err, errlen, -EINVAL, "line %u: %s needs an argument", line, keywords[kind]);
+		return errf(err, errlen, -EINVAL, "line %u: %s needs an argument", line, keywords[op]);
 	}
 	if (!(in->text = strndup(rest, rl)))
 		return -ENOMEM;
@@ -435,9 +435,9 @@ int dockerfile_parse(const char *text, size_t len, struct dockerfile *ret, char 
 		r = errf(err, errlen, -EINVAL, "the Dockerfile has no instruction");
 	if (r == 0) {
 		size_t i = 0;
-		while (i < ret->n && ret->v[i].kind == DF_ARG)
+		while (i < ret->n && ret->v[i].op == DF_ARG)
 			i++;
-		if (i == ret->n || ret->v[i].kind != DF_FROM)
+		if (i == ret->n || ret->v[i].op != DF_FROM)
 			r = errf(err, errlen, -EINVAL, "line %u: the first instruction must be FROM (ARG may come before it)",
 				 ret->v[i < ret->n ? i : 0].line);
 	}

@@ -18,10 +18,10 @@
 #define DF_ARGS_MAX 4096u
 #define DF_EXPAND_MAX (256u << 10)    /* one word after variable substitution */
 
-enum df_kind { DF_FROM, DF_RUN, DF_COPY, DF_ADD, DF_ENV, DF_WORKDIR, DF_USER, DF_ARG, DF_LABEL, DF_ENTRYPOINT, DF_CMD };
+enum df_op { DF_FROM, DF_RUN, DF_COPY, DF_ADD, DF_ENV, DF_WORKDIR, DF_USER, DF_ARG, DF_LABEL, DF_ENTRYPOINT, DF_CMD };
 
 struct df_instr {
-	enum df_kind kind;
+	enum df_op op;
 	unsigned line;            /* of its keyword, from 1 */
 	char *text;               /* what follows the keyword, continuations joined (the cache key's part) */
 	bool json;                /* RUN, CMD, ENTRYPOINT, COPY, ADD in the exec form */
@@ -46,8 +46,8 @@ struct dockerfile {
 int dockerfile_parse(const char *text, size_t len, struct dockerfile *ret, char *err, size_t errlen);
 void dockerfile_free(struct dockerfile *df);
 
-/* The keyword of a kind ("RUN"). */
-const char *dockerfile_keyword(enum df_kind k);
+/* The keyword of an instruction ("RUN"). */
+const char *dockerfile_keyword(enum df_op k);
 
 /*
  * Substitutes $NAME, ${NAME}, ${NAME:-word} and ${NAME:+word} in word from vars ("KEY=VALUE", NULL-

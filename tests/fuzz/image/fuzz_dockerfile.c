@@ -20,9 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (dockerfile_parse((const char *)data, size, &df, err, sizeof(err)) < 0)
 		return 0;
 	size_t i = 0;
-	while (i < df.n && df.v[i].kind == DF_ARG)
+	while (i < df.n && df.v[i].op == DF_ARG)
 		i++;
-	if (i == df.n || df.v[i].kind != DF_FROM || df.n > DF_INSTRS_MAX)
+	if (i == df.n || df.v[i].op != DF_FROM || df.n > DF_INSTRS_MAX)
 		__builtin_trap();
 	static const char *const vars[] = { "A=1", "B=$A", "EMPTY=", "LONG=xxxxxxxxxxxxxxxx", NULL };
 	for (size_t k = 0; k < df.n; k++) {

@@ -307,18 +307,18 @@ static void test_dockerfile(void)
 				   "ARG NODEF\n";
 	CHECK(dockerfile_parse(text, strlen(text), &df, err, sizeof(err)) == 0);
 	CHECK(df.n == 10);
-	CHECK(df.v[0].kind == DF_ARG && df.v[0].line == 2 && df.v[0].has_value[0]);
-	CHECK(df.v[1].kind == DF_FROM && !strcmp(df.v[1].args[0], "${BASE}") && !strcmp(df.v[1].as, "b"));
-	CHECK(df.v[2].kind == DF_RUN && df.v[2].line == 4 && !df.v[2].json &&
+	CHECK(df.v[0].op == DF_ARG && df.v[0].line == 2 && df.v[0].has_value[0]);
+	CHECK(df.v[1].op == DF_FROM && !strcmp(df.v[1].args[0], "${BASE}") && !strcmp(df.v[1].as, "b"));
+	CHECK(df.v[2].op == DF_RUN && df.v[2].line == 4 && !df.v[2].json &&
 	      !strcmp(df.v[2].args[0], "apt-get update && apt-get install -y x"));
-	CHECK(df.v[3].kind == DF_ENV && df.v[3].n_args == 6 && !strcmp(df.v[3].args[3], "\"two words\""));
+	CHECK(df.v[3].op == DF_ENV && df.v[3].n_args == 6 && !strcmp(df.v[3].args[3], "\"two words\""));
 	CHECK(df.v[4].n_args == 2 && !strcmp(df.v[4].args[0], "LEGACY") && !strcmp(df.v[4].args[1], "a value"));
-	CHECK(df.v[5].kind == DF_COPY && !strcmp(df.v[5].from, "b") && !strcmp(df.v[5].chown, "app:staff") &&
+	CHECK(df.v[5].op == DF_COPY && !strcmp(df.v[5].from, "b") && !strcmp(df.v[5].chown, "app:staff") &&
 	      df.v[5].n_args == 2);
-	CHECK(df.v[6].kind == DF_ADD && df.v[6].json && !strcmp(df.v[6].args[0], "a b"));
-	CHECK(df.v[7].kind == DF_CMD && df.v[7].json && df.v[7].n_args == 2);
-	CHECK(df.v[8].kind == DF_ENTRYPOINT && !df.v[8].json && !strcmp(df.v[8].args[0], "echo $HOME"));
-	CHECK(df.v[9].kind == DF_ARG && !df.v[9].has_value[0]);
+	CHECK(df.v[6].op == DF_ADD && df.v[6].json && !strcmp(df.v[6].args[0], "a b"));
+	CHECK(df.v[7].op == DF_CMD && df.v[7].json && df.v[7].n_args == 2);
+	CHECK(df.v[8].op == DF_ENTRYPOINT && !df.v[8].json && !strcmp(df.v[8].args[0], "echo $HOME"));
+	CHECK(df.v[9].op == DF_ARG && !df.v[9].has_value[0]);
 	dockerfile_free(&df);
 
 	static const char *const refused[][2] = {
