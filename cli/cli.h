@@ -23,7 +23,16 @@ struct cli_command {
 	int (*run)(struct cli *cli, int argc, char **argv); /* argv[0] is the command name */
 	const char *summary;
 	const char *usage;      /* text after "usage: space "; NULL for hidden commands */
+	const char *help;       /* more of `space NAME --help` (options, behaviour), or NULL */
 };
+
+/* The command table (cli/space.c): what `space --help`, `space NAME --help` and the manual page show. */
+const struct cli_command *cli_commands(size_t *ret_n);
+/* The global options, as `space --help` lists them: { "--state DIR", "what it does" }, NULL-terminated. */
+extern const char *const cli_global_options[][2];
+/* `space help --man`: space(1) in roff from the command table, on f (cli/man.c). Prose around it comes from
+ * docs/man/space.1.in (docs/man/mkman.sh puts the two together). */
+int cli_man(FILE *f);
 
 /* The context, created on first use. Exits the process with EXIT_FAIL if it cannot be created. */
 space_ctx *cli_ctx(struct cli *cli);
@@ -33,6 +42,22 @@ space_ctx *cli_ctx(struct cli *cli);
 int cli_fail(struct cli *cli, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The same with the detail given: a library call made on another thread left its last error there. */
 int cli_fail_detail(int r, const char *detail, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Prints "space: <message>" on stderr (escaped as cli_fail does), r being the -errno it stands for. Returns
+ * EXIT_FAIL. */
+int cli_error(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * With --json every failure is also one JSON document on stdout (docs/cli-json.md):
+ * {"error": {"code": "ENOENT" | "usage" | ..., "message": "..."}}. cli_fail, cli_fail_detail, cli_error and
+ * cli_usage_error record the first failure of the command; main() prints it when the command fails and has
+ * printed no JSON document of its own. cli_json_error() gives that record as a cJSON object (NULL when none),
+ * for a command that puts it in its own document (`space rm` of several sandboxes).
+ */
+void cli_json_errors(bool on);
+cJSON *cli_json_error(void);
+/* Prints the recorded failure as the JSON document, if --json, one was recorded and none printed yet. */
+void cli_json_error_flush(void);
 
 /* Prints "space: <message>" and the command's usage hint. Returns EXIT_USAGE. */
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,17 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `space bench`: the fleet benchmark (bench/fleet.c, linked in) on this host: a client of space.h like the rest. */
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "../bench/fleet.h"
+
 #include "cli.h"
 
 int cmd_bench(struct cli *cli, int argc, char **argv)
 {
+	const struct cli_command *cmd = cli_find_command("bench");
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (cli->json) /* a report for people, with figures and ratios: no document to print */
+		return cli_usage_error(cmd, "bench prints a text report: it has no --json output");
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
 	if (!args)
-		return EXIT_FAIL;
+		return cli_error(-ENOMEM, "bench: out of memory");
 	args[0] = "space bench";
 	for (int i = 1; i < argc; i++)
 		args[i] = argv[i];

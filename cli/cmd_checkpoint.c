@@ -78,6 +78,8 @@ static int pause_resume(struct cli *cli, int argc, char **argv, bool pause)
 		return cli_help(cmd);
 	if (argc != 2)
 		return cli_usage_error(cmd, "%s needs one sandbox ID", cmd->name);
+	if (argv[1][0] == '-')
+		return cli_usage_error(cmd, "unknown option '%s'", argv[1]);
 	space_sandbox *sb;
 	int rc = open_sandbox(cli, argv[1], &sb);
 	if (rc)
@@ -170,6 +172,8 @@ int cmd_checkpoints(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	if (argc > 2)
 		return cli_usage_error(cmd, "checkpoints takes at most one sandbox ID");
+	if (argc == 2 && argv[1][0] == '-')
+		return cli_usage_error(cmd, "unknown option '%s'", argv[1]);
 	struct space_checkpoint_info **list;
 	size_t n;
 	int r = space_checkpoint_list(cli_ctx(cli), argc == 2 ? argv[1] : NULL, &list, &n);
@@ -251,8 +255,7 @@ int cmd_fork(struct cli *cli, int argc, char **argv)
 	snprintf(id, sizeof(id), "%s", c->id);
 	bool other = sandbox && strcmp(c->sandbox_id, sandbox);
 	if (other)
-		fprintf(stderr, "space: fork %s: checkpoint %s is of sandbox %s, not %s\n", cp, c->id, c->sandbox_id,
-			sandbox);
+		cli_error(-EINVAL, "fork %s: checkpoint %s is of sandbox %s, not %s", cp, c->id, c->sandbox_id, sandbox);
 	space_checkpoint_info_free(c);
 	if (other)
 		return EXIT_FAIL;

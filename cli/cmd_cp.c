@@ -246,17 +246,15 @@ static int cp_out(struct cli *cli, space_sandbox *sb, const char *id, const char
 		if (r < 0) {
 			if (t.dirfd >= 0)
 				close(t.dirfd);
-			fprintf(stderr, "space: create %s: %s\n", r == -EISDIR ? local : dest, strerror(-r));
-			return EXIT_FAIL;
+			return cli_error(r, "create %s: %s", r == -EISDIR ? local : dest, strerror(-r));
 		}
 		r = space_sandbox_read_file_v2(sb, rpath, t.fd, &o, &st);
 	}
 	cp_progress_end(&prog);
 	int rc = EXIT_OK;
 	if (r == -EFBIG) {
-		fprintf(stderr, "space: copy %s:%s to %s: %s; use --max-size to raise the limit\n", id, rpath, dest,
-			space_ctx_last_error(cli_ctx(cli)));
-		rc = EXIT_FAIL;
+		rc = cli_error(r, "copy %s:%s to %s: %s; use --max-size to raise the limit", id, rpath, dest,
+			       space_ctx_last_error(cli_ctx(cli)));
 	} else if (r < 0) {
 		rc = cli_fail(cli, r, "copy %s:%s to %s", id, rpath, dest);
 	} else if (!to_stdout && (r = cp_target_commit(&t, st.mode)) < 0) {
@@ -316,14 +314,8 @@ static int cp_in(struct cli *cli, space_sandbox *sb, const char *id, const char 
 int cmd_cp(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("cp");
-	if (cli_wants_help(argc, argv)) {
-		cli_help(cmd);
-		printf("\nOne side is ID:/path in a sandbox, the other a local path or - (stdin/stdout); a local\n"
-		       "directory receives the file under its own name. A copy out of a sandbox is refused above\n"
-		       "--max-size (default 1G; units K, M, G, T), keeps holes, and leaves nothing behind when\n"
-		       "it fails or is interrupted (an existing destination is kept as it was).\n");
-		return EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
 	uint64_t max = SPACE_READ_MAX_DEFAULT;
 	char *pos[2];
 	int npos = 0;

@@ -10,17 +10,8 @@
 int cmd_doctor(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("doctor");
-	if (cli_wants_help(argc, argv)) {
-		cli_help(cmd);
-		printf("\nChecks /dev/kvm, whether guest kernel code runs natively or is emulated (timed in a throwaway\n"
-		       "VM), the helpers, a guest kernel, the pool, loop devices, namespaces, seccomp, Landlock, TAP and\n"
-		       "cgroups. Exit status 0 when at least one isolation mode is usable, 1 otherwise.\n"
-		       "\n--verbose also lists each helper (space-vmm, space-gateway, space-snapd, space-logcap) with the\n"
-		       "uid it runs as, its capabilities and the size of its seccomp filter (rules per thread role), as\n"
-		       "the installed binary describes itself (`HELPER --describe-sandbox`), and checks that every\n"
-		       "gateway running now has its own uid, no capabilities and its filter.\n");
-		return EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
 	/* --verbose is also the global option (-v), which the command line parser takes before us. */
 	unsigned flags = cli->verbose ? SPACE_DOCTOR_VERBOSE : 0;
 	for (int i = 1; i < argc; i++) {

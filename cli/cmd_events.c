@@ -63,6 +63,8 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	if (argc != 2)
 		return cli_usage_error(cmd, argc < 2 ? "missing sandbox ID" : "unexpected argument '%s'", argv[argc - 1]);
+	if (argv[1][0] == '-')
+		return cli_usage_error(cmd, "unknown option '%s'", argv[1]);
 	const char *id = argv[1];
 	struct space_event_query q = SPACE_EVENT_QUERY_INIT;
 	q.sandbox_id = id;
@@ -75,8 +77,7 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 	if (o.arr)
 		return cli_print_json(o.arr);
 	if (!o.count) {
-		fprintf(stderr, "space: no events for %s\n", id);
-		return EXIT_FAIL;
+		return cli_error(-ENOENT, "no events for %s", id);
 	}
 	return EXIT_OK;
 }

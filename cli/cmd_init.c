@@ -60,20 +60,8 @@ static int show_pool(struct cli *cli)
 int cmd_init(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("init");
-	if (cli_wants_help(argc, argv)) {
-		cli_help(cmd);
-		printf("\n  --pool PATH        keep templates and sandboxes under PATH, which must be on btrfs\n"
-		       "  --loop-pool SIZE   create a btrfs image of SIZE (e.g. 20G) at <state>/pool.img, mounted at\n"
-		       "                     <state>/pool (re-mounted automatically when needed)\n"
-		       "  --isolation MODE   default isolation for new sandboxes: vm (default) or jail (namespaces;\n"
-		       "                     a weaker boundary that shares the host kernel)\n"
-		       "  --allow-identity-map   where the kernel cannot idmap a jail's rootfs, run the jail with the\n"
-		       "                     identity uid map (root inside = host uid 0, without capabilities) instead\n"
-		       "                     of refusing it: a weaker boundary, warned about at every create\n"
-		       "  --refuse-identity-map  refuse such jails again (the default)\n"
-		       "Running it again on an initialized state directory checks and re-mounts the pool.\n");
-		return EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
 	static const struct option opts[] = {
 		{ "pool", required_argument, NULL, 'p' },
 		{ "loop-pool", required_argument, NULL, 'l' },

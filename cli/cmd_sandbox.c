@@ -407,26 +407,8 @@ static int image_command(struct cli *cli, const char *name, char ***ret)
 int cmd_run(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("run");
-	if (cli_wants_help(argc, argv)) {
-		cli_help(cmd);
-		printf("\nCreates a sandbox from the template (default base), runs CMD in it with its output streamed,\n"
-		       "destroys the sandbox and exits with CMD's exit status (128+N if a signal N ended it, 124 on\n"
-		       "--exec-timeout). Ctrl-C is forwarded to CMD. The sandbox is tethered to this process: if it\n"
-		       "is killed (even with SIGKILL), the sandbox shuts down and the next `space ls` removes it.\n\n"
-		       "  --template T       template to clone (default: base)\n"
-		       "  --isolation MODE   vm or jail (namespaces: a weaker boundary, shares the host kernel); default:\n"
-		       "                     the state directory's (`space init --isolation`)\n"
-		       "  --cpus N           CPUs (default 1; `nproc` inside says N: docs/jail.md)\n"
-		       "  --memory SIZE      memory limit: 512 (MiB), 1G, 1536M (default 512 MiB)\n"
-		       "  --env K=V          environment for CMD (repeatable)\n"
-		       "  --cwd DIR          working directory\n"
-		       "  --timeout D        lifetime of the sandbox: 90 (seconds), 10m, 2h, 1d (at most 366d)\n"
-		       "  --exec-timeout D   kill CMD after D (at most 1d)\n"
-		       "  --user UID[:GID]   run CMD as this user (default: the template's, an image's User, else root)\n"
-		       "  -i, -t             forward stdin; run on a terminal\n\n"
-		       "Without CMD, runs what the template's image names: its Entrypoint followed by its Cmd.\n");
-		return EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
 	_cleanup_(run_opts_done) struct run_opts o = { 0 };
 	int r = parse_run_opts(cmd, argc, argv, &o, true, CMD_OPTIONAL, NULL);
 	if (r)
@@ -632,6 +614,10 @@ int cmd_rm(struct cli *cli, int argc, char **argv)
 	if (a) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddItemToObject(j, "removed", a);
+		/* Some removed, some not: one document says both (the first failure, as every --json failure). */
+		cJSON *e = rc != EXIT_OK ? cli_json_error() : NULL;
+		if (e)
+			cJSON_AddItemToObject(j, "error", e);
 		cli_print_json(j);
 	}
 	return rc;

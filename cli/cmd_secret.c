@@ -82,8 +82,7 @@ static int secret_set(struct cli *cli, const struct cli_command *cmd, int argc, 
 		const char *v = getenv(env);
 		if (!v) {
 			free(buf);
-			fprintf(stderr, "space: secret set %s: environment variable %s is not set\n", name, env);
-			return EXIT_FAIL;
+			return cli_error(-ENOENT, "secret set %s: environment variable %s is not set", name, env);
 		}
 		n = (ssize_t)strnlen(v, SPACE_SECRET_VALUE_MAX + 1);
 		memcpy(buf, v, (size_t)n);
@@ -95,8 +94,7 @@ static int secret_set(struct cli *cli, const struct cli_command *cmd, int argc, 
 	}
 	if (n < 0) {
 		free(buf);
-		fprintf(stderr, "space: secret set %s: read %s: %s\n", name, file ? file : "stdin", strerror((int)-n));
-		return EXIT_FAIL;
+		return cli_error((int)n, "secret set %s: read %s: %s", name, file ? file : "stdin", strerror((int)-n));
 	}
 	/* From a file or stdin, the line break that ends the text is not part of the value (env: is as is). */
 	size_t len = (size_t)n;
@@ -106,8 +104,7 @@ static int secret_set(struct cli *cli, const struct cli_command *cmd, int argc, 
 	explicit_bzero(buf, cap);
 	free(buf);
 	if (r == -E2BIG) {
-		fprintf(stderr, "space: secret set %s: longer than %d bytes\n", name, SPACE_SECRET_VALUE_MAX);
-		return EXIT_FAIL;
+		return cli_error(-E2BIG, "secret set %s: longer than %d bytes", name, SPACE_SECRET_VALUE_MAX);
 	}
 	if (r < 0)
 		return cli_fail(cli, r, "secret set %s", name);

@@ -27,29 +27,24 @@ int cli_helper_path(const char *name, char *buf, size_t len)
 int cmd_vm_boot(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("vm-boot");
-	if (cli_wants_help(argc, argv)) {
-		cli_help(cmd);
-		printf("\nBoots IMG (bzImage or vmlinux ELF) with the Linux 64-bit boot protocol and streams the serial\n"
-		       "console to stdout. Exits 0 when the guest powers off; see `space-vmm --help` for the other\n"
-		       "exit statuses.\n");
-		return EXIT_OK;
-	}
+	if (cli_wants_help(argc, argv))
+		return cli_help(cmd);
+	if (cli->json) /* it streams the guest's console; space-vmm's own errors are text */
+		return cli_usage_error(cmd, "vm-boot streams a serial console: it has no --json output");
 	char vmm[4096];
 	int r = cli_helper_path("space-vmm", vmm, sizeof(vmm));
-	if (r < 0) {
-		fprintf(stderr, "space: vm-boot: helper %s: %s (set SPACE_VMM_PATH or reinstall libspace)\n", vmm,
-			strerror(-r));
-		return EXIT_FAIL;
-	}
+	if (r < 0)
+		return cli_error(r, "vm-boot: helper %s: %s (set SPACE_VMM_PATH or reinstall libspace)", vmm,
+				 strerror(-r));
 	char **args = calloc((size_t)argc + 2, sizeof(char *));
 	if (!args)
-		return EXIT_FAIL;
+		return cli_error(-ENOMEM, "vm-boot: out of memory");
 	args[0] = vmm;
 	args[1] = (char *)"boot";
 	for (int i = 1; i < argc; i++)
 		args[i + 1] = argv[i];
 	execv(vmm, args);
-	fprintf(stderr, "space: vm-boot: run %s: %s\n", vmm, strerror(errno));
+	r = -errno;
 	free(args);
-	return EXIT_FAIL;
+	return cli_error(r, "vm-boot: run %s: %s", vmm, strerror(-r));
 }

@@ -404,8 +404,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	char err[512];
 	int e = serve_store_open(ctx, &srv.store, err, sizeof(err));
 	if (e < 0) {
-		fprintf(stderr, "space: serve: %s\n", err);
-		return EXIT_FAIL;
+		return cli_error(e, "serve: %s", err);
 	}
 	pthread_mutex_init(&srv.store_lock, NULL);
 	pthread_mutex_init(&srv.metrics.lock, NULL);
@@ -426,9 +425,9 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
 		MHD_OPTION_END);
 	if (!d) {
-		fprintf(stderr, "space: serve: cannot listen on %s: %s\n", listen, strerror(errno));
+		int r = -errno;
 		serve_store_close(srv.store);
-		return EXIT_FAIL;
+		return cli_error(r, "serve: cannot listen on %s: %s", listen, strerror(-r));
 	}
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	char shown[96];

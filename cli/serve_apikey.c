@@ -344,8 +344,7 @@ static int apikey_rm(struct cli *cli, struct serve_store *s, const char *id)
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return cli_fail(cli, -EIO, "apikey rm: %s", serve_store_errmsg(s));
 	if (sqlite3_changes(serve_store_db(s)) == 0) {
-		fprintf(stderr, "space: apikey rm: no API key '%s'\n", id);
-		return EXIT_FAIL;
+		return cli_error(-ENOENT, "apikey rm: no API key '%s'", id);
 	}
 	return EXIT_OK;
 }
@@ -375,8 +374,7 @@ int cmd_apikey(struct cli *cli, int argc, char **argv)
 	char err[512];
 	int e = serve_store_open(cli_ctx(cli), &s, err, sizeof(err));
 	if (e < 0) {
-		fprintf(stderr, "space: apikey: %s\n", err);
-		return EXIT_FAIL;
+		return cli_error(e, "apikey: %s", err);
 	}
 	int rc = create ? apikey_create(cli, s, name) : ls ? apikey_ls(cli, s) : apikey_rm(cli, s, argv[2]);
 	serve_store_close(s);

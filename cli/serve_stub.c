@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `space serve` and `space apikey` in a build without libmicrohttpd. */
+#include <errno.h>
 #include <stdio.h>
 
 #include "cli.h"
 
 static int unavailable(const char *name)
 {
-	fprintf(stderr, "space: %s: this space was built without libmicrohttpd (install libmicrohttpd-dev and "
-			"rebuild)\n", name);
-	return EXIT_FAIL;
+	return cli_error(-EOPNOTSUPP, "%s: this space was built without libmicrohttpd (install libmicrohttpd-dev and "
+			 "rebuild)", name);
 }
 
 int cmd_serve(struct cli *cli, int argc, char **argv)

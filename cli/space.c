@@ -15,7 +15,17 @@
 
 static const struct cli_command commands[] = {
 	{ "init", cmd_init, "prepare a state directory and its btrfs pool",
-	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]" },
+	  "init [--pool PATH | --loop-pool SIZE] [--isolation vm|jail] [--state DIR] [--json]",
+	  "  --pool PATH        keep templates and sandboxes under PATH, which must be on btrfs\n"
+	  "  --loop-pool SIZE   create a btrfs image of SIZE (e.g. 20G) at <state>/pool.img, mounted at\n"
+	  "                     <state>/pool (re-mounted automatically when needed)\n"
+	  "  --isolation MODE   default isolation for new sandboxes: vm (default) or jail (namespaces;\n"
+	  "                     a weaker boundary that shares the host kernel)\n"
+	  "  --allow-identity-map   where the kernel cannot idmap a jail's rootfs, run the jail with the\n"
+	  "                     identity uid map (root inside = host uid 0, without capabilities) instead\n"
+	  "                     of refusing it: a weaker boundary, warned about at every create\n"
+	  "  --refuse-identity-map  refuse such jails again (the default)\n"
+	  "Running it again on an initialized state directory checks and re-mounts the pool.\n" },
 	{ "pool", cmd_pool, "show the pool, unmount a loop pool, or fill templates' warm pools",
 	  "pool [info | unmount | fill [TEMPLATE]] [--json]" },
 	{ "template", cmd_template, "import, build, export, list, remove and snapshot templates; size their warm pools",
@@ -41,7 +51,23 @@ static const struct cli_command commands[] = {
 	  "NETWORK (default: no egress): [--allow HOST[:PORT]]... [--secret NAME=env:VAR|file:PATH|secret:REG]...\n"
 	  "       [--secret REG]... (REG: a registered secret, see `space secret`)\n"
 	  "       [--inject 'HOST:Header=Value ${NAME}']... [--policy FILE.json] [--resolve NAME=IP[:PORT]]... "
-	  "[--ca-file F]" },
+	  "[--ca-file F]",
+	  "Creates a sandbox from the template (default base), runs CMD in it with its output streamed,\n"
+	  "destroys the sandbox and exits with CMD's exit status (128+N if a signal N ended it, 124 on\n"
+	  "--exec-timeout). Ctrl-C is forwarded to CMD. The sandbox is tethered to this process: if it\n"
+	  "is killed (even with SIGKILL), the sandbox shuts down and the next `space ls` removes it.\n\n"
+	  "  --template T       template to clone (default: base)\n"
+	  "  --isolation MODE   vm or jail (namespaces: a weaker boundary, shares the host kernel); default:\n"
+	  "                     the state directory's (`space init --isolation`)\n"
+	  "  --cpus N           CPUs (default 1; `nproc` inside says N: docs/jail.md)\n"
+	  "  --memory SIZE      memory limit: 512 (MiB), 1G, 1536M (default 512 MiB)\n"
+	  "  --env K=V          environment for CMD (repeatable)\n"
+	  "  --cwd DIR          working directory\n"
+	  "  --timeout D        lifetime of the sandbox: 90 (seconds), 10m, 2h, 1d (at most 366d)\n"
+	  "  --exec-timeout D   kill CMD after D (at most 1d)\n"
+	  "  --user UID[:GID]   run CMD as this user (default: the template's, an image's User, else root)\n"
+	  "  -i, -t             forward stdin; run on a terminal\n\n"
+	  "Without CMD, runs what the template's image names: its Entrypoint followed by its Cmd.\n" },
 	{ "create", cmd_create, "create a sandbox and print its id",
 	  "create [--template T] [--isolation vm|jail] [--cpus N] [--memory SIZE] [--env K=V]... [--timeout D] "
 	  "[NETWORK] [--json]\n"
@@ -53,7 +79,11 @@ static const struct cli_command commands[] = {
 	  "       (defaults: the template image's Env, WorkingDir and User; never its Entrypoint or Cmd)\n"
 	  "       space exec --rollback-on-failure [--checkpoint-first] ID -- CMD...   (a failed command returns\n"
 	  "       the sandbox to its newest checkpoint, or to one taken just before it)" },
-	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp [--max-size SIZE] SRC DST   (one of them ID:/path)" },
+	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp [--max-size SIZE] SRC DST   (one of them ID:/path)",
+	  "One side is ID:/path in a sandbox, the other a local path or - (stdin/stdout); a local\n"
+	  "directory receives the file under its own name. A copy out of a sandbox is refused above\n"
+	  "--max-size (default 1G; units K, M, G, T), keeps holes, and leaves nothing behind when\n"
+	  "it fails or is interrupted (an existing destination is kept as it was).\n" },
 	{ "ls", cmd_ls, "list sandboxes (EXPIRES: time left of its lifetime, - for none)", "ls [--json]" },
 	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created) and their events",
 	  "rm [--keep-events] [--with-checkpoints] [-f] ID... | --all | --older-than DURATION [--json]" },
@@ -80,7 +110,10 @@ static const struct cli_command commands[] = {
 	  "kernel ls [--json]\n       space kernel fetch [--json]\n       space kernel prepare [--template NAME|DIR] [--json]" },
 	{ "vm-boot", cmd_vm_boot, "boot a kernel in the microVMM and stream its serial console",
 	  "vm-boot --kernel IMG [--initrd F] [--cmdline S] [--disk FILE[:ro]]... [--cpus N] [--memory SIZE] "
-	  "[--timeout D]" },
+	  "[--timeout D]",
+	  "Boots IMG (bzImage or vmlinux ELF) with the Linux 64-bit boot protocol and streams the serial\n"
+	  "console to stdout. Exits 0 when the guest powers off; see `space-vmm --help` for the other\n"
+	  "exit statuses.\n" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
 	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-image-upload SIZE] [--max-download SIZE]\n"
 	  "       [--max-connections N] [--connection-timeout D]\n"
@@ -94,12 +127,37 @@ static const struct cli_command commands[] = {
 	  "       space apikey ls [--json]\n"
 	  "       space apikey rm ID" },
 	{ "doctor", cmd_doctor, "check what this host can run (KVM, emulation, pool, namespaces...)",
-	  "doctor [--json] [--verbose]" },
+	  "doctor [--json] [--verbose]",
+	  "Checks /dev/kvm, whether guest kernel code runs natively or is emulated (timed in a throwaway\n"
+	  "VM), the helpers, a guest kernel, the pool, loop devices, namespaces, seccomp, Landlock, TAP and\n"
+	  "cgroups. Exit status 0 when at least one isolation mode is usable, 1 otherwise.\n"
+	  "\n--verbose also lists each helper (space-vmm, space-gateway, space-snapd, space-logcap) with the\n"
+	  "uid it runs as, its capabilities and the size of its seccomp filter (rules per thread role), as\n"
+	  "the installed binary describes itself (`HELPER --describe-sandbox`), and checks that every\n"
+	  "gateway running now has its own uid, no capabilities and its filter.\n" },
 	{ "bench", cmd_bench, "measure sandbox TTI, bursts, sustained rate and density here, beside bubblewrap",
 	  "bench [--short] [--runs N] [--seconds T] [--clients C1,C2,...] [--burst B] [--live K] [--bwrap PATH]\n"
-	  "       [--vm-template NAME]   (root; a throwaway state directory unless --state DIR is given)" },
+	  "       [--vm-template NAME]   (root; a throwaway state directory unless --state DIR is given)",
+	  "  --short    CI mode: 20 runs, 10 s at 1 and 16 clients, burst 100, 100 live\n"
+	  "  default    200 runs, 60 s at 1,4,16,64,256 clients, burst 100, 1000 live\n"
+	  "  --state    use this initialized state directory (else a throwaway one with a loop pool)\n"
+	  "  --vm-template  a template with a kernel, for the VM rows where KVM is usable\n"
+	  "Prints a text report (figures, and ratios against bubblewrap); it has no --json output.\n" },
 	{ "version", cmd_version, "print the version", "version [--json]" },
 };
+
+const char *const cli_global_options[][2] = {
+	{ "--state DIR", "state directory (default $SPACE_STATE_DIR, else /var/lib/space)" },
+	{ "--json", "machine-readable output; a failure is a JSON document too (docs/cli-json.md)" },
+	{ "-v", "log what the library does (on stderr)" },
+	{ NULL, NULL },
+};
+
+const struct cli_command *cli_commands(size_t *ret_n)
+{
+	*ret_n = sizeof(commands) / sizeof(commands[0]);
+	return commands;
+}
 
 const struct cli_command *cli_find_command(const char *name)
 {
@@ -119,12 +177,10 @@ static void print_help(FILE *f)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (commands[i].usage)
 			fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f,
-		"\nglobal options (anywhere before \"--\"):\n"
-		"  --state DIR  state directory (default $SPACE_STATE_DIR, else /var/lib/space)\n"
-		"  --json       machine-readable output\n"
-		"  -v           log what the library does (on stderr)\n"
-		"\n`space COMMAND --help` describes a command. Exit status: 0 ok, 1 failure, 2 usage error.\n");
+	fprintf(f, "\nglobal options (anywhere before \"--\"):\n");
+	for (size_t i = 0; cli_global_options[i][0]; i++)
+		fprintf(f, "  %-11s  %s\n", cli_global_options[i][0], cli_global_options[i][1]);
+	fprintf(f, "\n`space COMMAND --help` describes a command. Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
 static void log_to_stderr(int level, const char *msg, void *userdata)
@@ -148,24 +204,88 @@ space_ctx *cli_ctx(struct cli *cli)
 	o.log_level = cli->verbose >= 2 ? SPACE_LOG_DEBUG : cli->verbose ? SPACE_LOG_INFO : SPACE_LOG_WARNING;
 	int r = space_ctx_new(&o, &cli->ctx);
 	if (r < 0) {
-		fprintf(stderr, "space: create context: %s\n", space_strerror(r));
+		cli_fail_detail(r, NULL, "create context");
+		cli_json_error_flush();
 		exit(EXIT_FAIL);
 	}
 	return cli->ctx;
 }
 
+/* --json: the first failure of the command, printed as a JSON document when it fails (cli.h). */
+static struct {
+	bool on, printed, have;
+	char code[32];
+	char message[1024];
+	const char *usage;
+} json_err;
+
+static void record_error(const char *code, const char *message, const char *usage)
+{
+	if (!json_err.on || json_err.have)
+		return;
+	json_err.have = true;
+	snprintf(json_err.code, sizeof(json_err.code), "%s", code);
+	snprintf(json_err.message, sizeof(json_err.message), "%s", message);
+	json_err.usage = usage;
+}
+
+static const char *errno_code(int r)
+{
+	const char *name = r < 0 ? strerrorname_np(-r) : NULL;
+	return name ? name : "EIO";
+}
+
+void cli_json_errors(bool on)
+{
+	json_err.on = on;
+}
+
+cJSON *cli_json_error(void)
+{
+	if (!json_err.have)
+		return NULL;
+	cJSON *e = cJSON_CreateObject();
+	if (!e)
+		return NULL;
+	cJSON_AddStringToObject(e, "code", json_err.code);
+	cJSON_AddStringToObject(e, "message", json_err.message);
+	if (json_err.usage) {
+		char u[4096];
+		snprintf(u, sizeof(u), "space %s", json_err.usage);
+		cJSON_AddStringToObject(e, "usage", u);
+	}
+	return e;
+}
+
+void cli_json_error_flush(void)
+{
+	if (!json_err.on || !json_err.have || json_err.printed)
+		return;
+	cJSON *j = cJSON_CreateObject();
+	if (j)
+		cJSON_AddItemToObject(j, "error", cli_json_error());
+	cli_print_json(j);
+}
+
+static void print_error(int r, const char *message)
+{
+	fprintf(stderr, "space: %s\n", message);
+	record_error(errno_code(r), message, NULL);
+}
+
 static int fail_v(int r, const char *detail, const char *fmt, va_list ap)
 {
-	char what[512];
+	char what[512], msg[512 + 4 * 1024 + 3];
 	vsnprintf(what, sizeof(what), fmt, ap);
 	if (detail && *detail) {
 		/* The detail may quote the sandbox (see log_to_stderr). */
 		char safe[4 * 1024 + 1];
 		util_escape_text(safe, sizeof(safe), detail, strlen(detail),
 				 UTIL_ESC_KEEP_TAB | UTIL_ESC_KEEP_BACKSLASH);
-		fprintf(stderr, "space: %s: %s\n", what, safe);
+		snprintf(msg, sizeof(msg), "%s: %s", what, safe);
 	} else
-		fprintf(stderr, "space: %s: %s\n", what, space_strerror(r));
+		snprintf(msg, sizeof(msg), "%s: %s", what, space_strerror(r));
+	print_error(r, msg);
 	return EXIT_FAIL;
 }
 
@@ -187,6 +307,19 @@ int cli_fail_detail(int r, const char *detail, const char *fmt, ...)
 	return EXIT_FAIL;
 }
 
+int cli_error(int r, const char *fmt, ...)
+{
+	char msg[1024], safe[4 * 1024 + 1];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* It may quote what the caller or a sandbox named (an id, a path). */
+	util_escape_text(safe, sizeof(safe), msg, strlen(msg), UTIL_ESC_KEEP_TAB | UTIL_ESC_KEEP_BACKSLASH);
+	print_error(r, safe);
+	return EXIT_FAIL;
+}
+
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 {
 	char msg[512];
@@ -197,6 +330,7 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	fprintf(stderr, "space: %s\n", msg);
 	if (cmd && cmd->usage)
 		fprintf(stderr, "usage: space %s\n(see `space %s --help`)\n", cmd->usage, cmd->name);
+	record_error("usage", msg, cmd ? cmd->usage : NULL);
 	return EXIT_USAGE;
 }
 
@@ -253,6 +387,8 @@ const char *cli_duration(uint64_t s, char *buf, size_t len)
 int cli_help(const struct cli_command *cmd)
 {
 	printf("usage: space %s\n\n%s.\n", cmd->usage, cmd->summary);
+	if (cmd->help)
+		printf("\n%s", cmd->help);
 	return EXIT_OK;
 }
 
@@ -284,6 +420,7 @@ int cli_print_json(cJSON *j)
 	}
 	puts(safe);
 	free(safe);
+	json_err.printed = true;
 	return EXIT_OK;
 }
 
@@ -384,10 +521,8 @@ static int take_global_options(struct cli *cli, int *argc, char **argv)
 			cli->verbose++;
 			continue;
 		} else if (!rest && !strcmp(a, "--state")) {
-			if (i + 1 >= *argc) {
-				fprintf(stderr, "space: --state needs a directory\n");
+			if (i + 1 >= *argc)
 				return -1;
-			}
 			cli->state_dir = argv[++i];
 			continue;
 		} else if (!rest && !strncmp(a, "--state=", 8)) {
@@ -404,13 +539,22 @@ static int take_global_options(struct cli *cli, int *argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli cli = { 0 };
-	if (take_global_options(&cli, &argc, argv) < 0)
+	int rc = take_global_options(&cli, &argc, argv);
+	cli_json_errors(cli.json);
+	if (rc < 0) {
+		cli_usage_error(NULL, "--state needs a directory");
+		cli_json_error_flush();
 		return EXIT_USAGE;
+	}
 	if (argc < 2) {
 		print_help(stderr);
+		cli_usage_error(NULL, "no command given");
+		cli_json_error_flush();
 		return EXIT_USAGE;
 	}
 	const char *name = argv[1];
+	if (!strcmp(name, "help") && argc == 3 && !strcmp(argv[2], "--man"))
+		return cli_man(stdout) < 0 ? EXIT_FAIL : EXIT_OK; /* hidden: the build makes space(1) with it */
 	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
 		print_help(stdout);
 		return EXIT_OK;
@@ -419,10 +563,13 @@ int main(int argc, char **argv)
 		name = "version";
 	const struct cli_command *cmd = cli_find_command(name);
 	if (!cmd) {
-		fprintf(stderr, "space: unknown command '%s' (see `space --help`)\n", name);
+		cli_usage_error(NULL, "unknown command '%s' (see `space --help`)", name);
+		cli_json_error_flush();
 		return EXIT_USAGE;
 	}
-	int rc = cmd->run(&cli, argc - 1, argv + 1);
+	rc = cmd->run(&cli, argc - 1, argv + 1);
+	if (rc != EXIT_OK)
+		cli_json_error_flush();
 	space_ctx_free(cli.ctx);
 	return rc;
 }

@@ -52,6 +52,10 @@ for p in "libspace1_${version}_amd64" "libspace-dev_${version}_amd64" "space_${v
 	debs+=("$p.deb")
 done
 dpkg-deb -c "$WORK/libspace1_${version}_amd64.deb" | grep -q '/libspace\.so\.1 ' || fail "libspace1 does not hold libspace.so.1"
+# The manual pages: space(1) made from the CLI's command table, libspace(3) with the header.
+dpkg-deb -c "$WORK/space_${version}_amd64.deb" | grep -q '/usr/share/man/man1/space\.1\.gz$' || fail "space does not hold space(1)"
+dpkg-deb -c "$WORK/libspace-dev_${version}_amd64.deb" | grep -q '/usr/share/man/man3/libspace\.3\.gz$' ||
+	fail "libspace-dev does not hold libspace(3)"
 echo "built ${debs[*]} ($((SECONDS - t0)) s)"
 
 # 2. lintian: no errors.
@@ -60,6 +64,7 @@ lintian --fail-on error "$WORK"/libspace_"${version}"_amd64.changes \
 lrc=$?
 cat "$WORK/lintian.log"
 grep -q '^E: ' "$WORK/lintian.log" && fail "lintian reports errors"
+grep -q 'no-manual-page' "$WORK/lintian.log" && fail "lintian misses a manual page"
 [ "$lrc" = 0 ] || fail "lintian exited $lrc"
 systemd-analyze verify "$WORK/src/debian/space.space-serve.service" 2>&1 | grep -v 'space-serve.service:.*/usr/bin/space' |
 	grep -i 'space-serve' && fail "systemd-analyze verify complains about the unit"
