@@ -74,10 +74,10 @@ int cmd_events(struct cli *cli, int argc, char **argv)
 		cJSON_Delete(o.arr);
 		return cli_fail(cli, r, "events of %s", id);
 	}
-	if (o.arr)
-		return cli_print_json(o.arr);
+	/* Every sandbox has at least its creation's event: none means an unknown id, in both modes. */
 	if (!o.count) {
+		cJSON_Delete(o.arr);
 		return cli_error(-ENOENT, "no events for %s", id);
 	}
-	return EXIT_OK;
+	return o.arr ? cli_print_json(o.arr) : EXIT_OK;
 }

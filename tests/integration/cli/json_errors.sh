@@ -57,6 +57,7 @@ json_error 1 "$ERRNO" "$SPACE" --json "${N[@]}" template ls
 make_state 1G
 S=(--state "$STATE")
 json_error 1 ENOENT "$SPACE" --json "${S[@]}" rm sb-nosuchsandbox0
+json_error 1 ENOENT "$SPACE" --json "${S[@]}" events sb-nosuchsandbox0
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" pause sb-nosuchsandbox0
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" exec sb-nosuchsandbox0 -- true
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" timeout sb-nosuchsandbox0 10m
