@@ -332,7 +332,9 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 		       const char *keep_disk)
 {
 	if (row->info.status == SPACE_SANDBOX_DESTROYED) {
-		/* Slots a destroy killed right after marking it (before this order) left held. */
+		/* Slots a destroy killed right after marking it (before this order) left held, and helpers a
+		 * failed creation could not stop. */
+		(void)sandbox_stop_helpers(ctx, row->info.id);
 		uids_release(ctx, row);
 		logcap_release(ctx, row->info.id);
 		return 0;

@@ -12,8 +12,8 @@ need_built "$SPACE_SNAPD_PATH" space-snapd SPACE_SNAPD_PATH
 jail_test_setup
 checks=0
 ok() { checks=$((checks + 1)); echo "$*: ok"; }
-# wait_for CMD...: up to 10 s for CMD to succeed.
-wait_for() { local i; for i in $(seq 100); do "$@" && return 0; sleep 0.1; done; return 1; }
+# wait_for CMD...: up to 60 s for CMD to succeed (a loaded CI host).
+wait_for() { local i; for i in $(seq 600); do "$@" && return 0; sleep 0.1; done; return 1; }
 live_ids() { "$SPACE" ls --json "${S[@]}" | grep -o '"id":[[:space:]]*"sb-[a-z0-9]*"' | cut -d'"' -f4; }
 # The pids of processes whose command line holds "--sandbox ID" (gateway, snapshot helper), and of those
 # holding the sandbox's log open (the log writer): found without asking the library where they are.
