@@ -37,6 +37,7 @@
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/procstat.h"
+#include "util/spawn.h"
 #include "util/util.h"
 
 #define HELPER "space-snapd"
@@ -290,15 +291,32 @@ static int helper_start(space_ctx *ctx, const struct sandbox_row *row, uint32_t 
 	snprintf(kp, sizeof(kp), "%u", keep);
 	const char *argv[] = { HELPER, "--state", ctx->state_dir, "--sandbox", row->info.id, "--every", every,
 			       "--keep", kp, NULL };
-	pid_t child;
-	int e = util_spawn_helper(path, argv, logp, pfd[1], true, &child);
+	/* In the sandbox's helpers' cgroup, which a pause does not freeze (util/stop.h). */
+	char cgroup[UTIL_CGROUP_SPEC_MAX];
+	if ((r = util_spawn_helpers_cgroup(row->info.id, cgroup, sizeof(cgroup))) < 0) {
+		close(pfd[1]);
+		return ctx_error(ctx, r, "the helpers' cgroup of %s", row->info.id);
+	}
+	_cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int log = open(logp, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (null < 0 || log < 0) {
+		r = -errno;
+		close(pfd[1]);
+		return ctx_error(ctx, r, "open %s", null < 0 ? "/dev/null" : logp);
+	}
+	const int want[4] = { null, log, log, pfd[1] };
+	const struct util_spawn_opts so = { .path = path, .argv = argv, .fds = want, .n_fds = 4, .new_session = true,
+					    .cgroup = cgroup };
+	struct util_child child;
+	int e = util_spawn(&so, &child);
 	close(pfd[1]);
 	if (e < 0)
 		return ctx_error(ctx, e, "start %s", path);
 	r = read_ready(rd, ret_pid);
-	int status;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+	while (waitpid(child.pid, NULL, 0) < 0 && errno == EINTR)
 		;
+	if (child.pidfd >= 0)
+		close(child.pidfd);
 	if (r < 0)
 		return ctx_error_msg(ctx, r, "%s did not start: %s (see %s)", HELPER, space_strerror(r), logp);
 	return 0;

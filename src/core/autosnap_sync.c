@@ -184,6 +184,7 @@ static int sync_confined(space_ctx *ctx, const char *sandbox_id, const char *add
 		goto out;
 	}
 	rd = pfd[0];
+	/* A confined child that never execs and ends with this call: a plain fork, not util_spawn. */
 	pid = fork();
 	if (pid == 0)
 		sync_child(sock, pfd[1], uid);

@@ -190,7 +190,8 @@ int doctor_vm_usable(space_ctx *ctx)
 	return 0;
 }
 
-/* 0 when a child can enter new user, mount, pid, net, ipc and uts namespaces. */
+/* 0 when a child can enter new user, mount, pid, net, ipc and uts namespaces. (Probes: children waited for
+ * at once, no sandbox's, so plain forks rather than util_spawn.) */
 static int try_namespaces(void)
 {
 	pid_t pid = fork();

@@ -357,7 +357,8 @@ static int kmod_extract(const char *src, const char *dst, char *err, size_t errl
 		set_err(err, errlen, "create %s: %s", dst, strerror(errno));
 		return -errno;
 	}
-	/* cat for an uncompressed module: one way to fill dst, whatever the source. */
+	/* cat for an uncompressed module: one way to fill dst, whatever the source. A host tool waited for
+	 * here, no sandbox's helper: it stays posix_spawnp, outside util_spawn (util/spawn.h). */
 	const char *tool = has_suffix(src, ".xz") ? "xz" : has_suffix(src, ".zst") ? "zstd" : "cat";
 	const char *argv[] = { tool, strcmp(tool, "cat") ? "-dc" : "--", src, NULL };
 	posix_spawn_file_actions_t fa;

@@ -17,6 +17,7 @@
 #include "util/caplog.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
+#include "util/spawn.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -135,8 +136,16 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	snprintf(max_arg, sizeof(max_arg), "%llu", (unsigned long long)max);
 	const char *const argv[] = { "space-logcap", "--uid", uid_arg, "--max-bytes", max_arg, NULL };
 	const int want[5] = { lread, swrite, null, logfd, oldfd };
-	if ((r = util_spawn_detached(path, argv, want, 5)) < 0)
+	char cgroup[UTIL_CGROUP_SPEC_MAX];
+	if ((r = util_spawn_helpers_cgroup(sandbox_id, cgroup, sizeof(cgroup))) < 0)
+		return ctx_error(ctx, r, "the helpers' cgroup of %s", sandbox_id);
+	const struct util_spawn_opts so = { .path = path, .argv = argv, .fds = want, .n_fds = 5, .detach = true,
+					    .cgroup = cgroup };
+	struct util_child child;
+	if ((r = util_spawn(&so, &child)) < 0)
 		return ctx_error(ctx, r, "start %s", path);
+	if (child.pidfd >= 0)
+		close(child.pidfd);
 	/* Ours go now: the pipe's read end lives only in the writer; its status pipe reaches EOF if it dies. */
 	close(TAKE_FD(lread));
 	close(TAKE_FD(swrite));

@@ -26,8 +26,12 @@
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
 #include "util/loop.h"
+#include "util/stop.h"
 #include "util/fault.h"
 #include "util/util.h"
+
+/* How long the helpers of a destroyed sandbox may take to die (SIGKILL: they go at once unless in D). */
+#define HELPERS_STOP_TIMEOUT_MS 10000
 
 void sandbox_death_reason(space_ctx *ctx, const struct sandbox_info *b, char *buf, size_t len)
 {
@@ -239,6 +243,14 @@ const struct sandbox_row *sandbox_handle_row(const space_sandbox *sb)
 	return &sb->row;
 }
 
+int sandbox_stop_helpers(space_ctx *ctx, const char *id)
+{
+	int r = util_stop_helpers(id, HELPERS_STOP_TIMEOUT_MS);
+	if (r == -EOPNOTSUPP)
+		return 0;
+	return r < 0 ? ctx_error(ctx, r, "stop the helpers of sandbox %s", id) : 0;
+}
+
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row)
 {
 	/* Whatever ran on it is stopped (the back-end's stop waited for a jail's loop device too). */
@@ -320,7 +332,9 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 		       const char *keep_disk)
 {
 	if (row->info.status == SPACE_SANDBOX_DESTROYED) {
-		/* Slots a destroy killed right after marking it (before this order) left held. */
+		/* Slots a destroy killed right after marking it (before this order) left held, and helpers a
+		 * failed creation could not stop. */
+		(void)sandbox_stop_helpers(ctx, row->info.id);
 		uids_release(ctx, row);
 		logcap_release(ctx, row->info.id);
 		return 0;
@@ -337,6 +351,9 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	trace_start(&trace);
 	r = ops->stop(ctx, row);
 	if (r < 0)
+		return r;
+	/* Its helpers too: when both cgroups are gone, nothing of the sandbox runs. */
+	if ((r = sandbox_stop_helpers(ctx, row->info.id)) < 0)
 		return r;
 	trace_mark(&trace, "stop");
 	util_fault_point("destroy", 1);

@@ -123,6 +123,11 @@ void sandbox_handle_set_row(space_sandbox *sb, struct sandbox_row *row);
 /* Removes what a sandbox has on disk: its subvolume and runtime directory. */
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row);
 
+/* Ends the sandbox's helpers (space-logcap, space-gateway, space-snapd) through their cgroup, a sibling of
+ * the sandbox's (util/stop.h), and removes it: for a destroy, once the sandbox's own cgroup is stopped.
+ * 0 (also on a host without cgroups, where none was made) or -errno with the context's error set. */
+int sandbox_stop_helpers(space_ctx *ctx, const char *id);
+
 /* Records a started sandbox in the row (status running, its process, the metadata meta, which the row
  * then owns) and in the in-memory copy. */
 int sandbox_row_set_running(space_ctx *ctx, struct sandbox_row *row, const struct backend_proc *proc, char *meta,

@@ -310,6 +310,7 @@ fail: {
 	snprintf(msg, sizeof(msg), "%s", ctx->last_error);
 	if (started)
 		backend_stop_started(ctx, ops, &row, &proc);
+	(void)sandbox_stop_helpers(ctx, b->id); /* a log writer, a gateway, a snapshot helper */
 	(void)sandbox_release_disk(ctx, &row);
 	/* Slots first: a kill between the two would leave them held by a row nobody destroys again. */
 	uids_release(ctx, &row);

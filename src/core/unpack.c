@@ -78,6 +78,8 @@ static int spawn(struct helper *h, const char *path, const char *const *argv, in
 		want[FIRST_FD + i] = srcs[i];
 	struct rlimit fsize = { fsize_soft, fsize_max };
 	pid_t parent = getpid();
+	/* A fork of its own, not util_spawn (util/spawn.h): space-unpack is no sandbox's helper, it works for
+	 * its caller, which waits for it (rlimits and a parent-death signal set between fork and exec). */
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;

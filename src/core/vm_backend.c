@@ -32,6 +32,7 @@
 #include "util/stop.h"
 #include "util/cleanup.h"
 #include "util/procstat.h"
+#include "util/spawn.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -429,18 +430,22 @@ static int spawn_vmm(space_ctx *ctx, const struct vm_spawn *s, int ready_fd, con
 	}
 	argv[n] = NULL;
 
-	pid_t pid;
-	int e = util_spawn_helper(s->vmm, argv, s->log, ready_fd, false, &pid);
+	/* As ever: stdin /dev/null, stdout and stderr appended to the log, 3 the ready socket, the caller's
+	 * session; in the sandbox's cgroup before it runs (it forks and touches guest memory after the gate). */
+	_cleanup_close_ int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int log = open(s->log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (null < 0 || log < 0)
+		return ctx_error(ctx, -errno, "open %s", null < 0 ? "/dev/null" : s->log);
+	const int want[4] = { null, log, log, ready_fd };
+	const struct util_spawn_opts so = { .path = s->vmm, .argv = argv, .fds = want, .n_fds = ready_fd >= 0 ? 4 : 3,
+					    .cgroup = cgroup[0] ? cgroup : NULL };
+	struct util_child child;
+	int e = util_spawn(&so, &child);
 	if (e < 0)
-		return ctx_error(ctx, e, "start %s", s->vmm);
-	/* In the cgroup before it forks or touches guest memory; then it may go on. */
-	int r = cgroup[0] ? util_cgroup_attach(cgroup, pid) : 0;
-	if (r < 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return ctx_error(ctx, r, "move space-vmm into cgroup %s", cgroup);
-	}
-	*ret = pid;
+		return ctx_error(ctx, e, "start %s (cgroup %s)", s->vmm, cgroup[0] ? cgroup : "none");
+	if (child.pidfd >= 0)
+		close(child.pidfd);
+	*ret = child.pid;
 	return 0;
 }
 

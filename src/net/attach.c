@@ -25,6 +25,7 @@
 #include "net/netcfg.h"
 #include "proto/agent_client.h"
 #include "util/cleanup.h"
+#include "util/spawn.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -127,10 +128,18 @@ static int open_run_file(space_ctx *ctx, const char *id, const char *name, char 
 	return fd < 0 ? ctx_error(ctx, -errno, "open %s", path) : fd;
 }
 
-static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *tap,
-			 const char *config, pid_t *ret_pid, uint32_t *ret_uid)
+static void kill_child(struct util_child *c)
 {
-	char logp[PATH_MAX], oldp[PATH_MAX], spoolp[PATH_MAX];
+	if (c->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+}
+
+/* Starts space-gateway in the sandbox's helpers' cgroup (util/spawn.h). *ret_child's pidfd is the caller's
+ * to close; ret_uid is the uid it confined itself to. */
+static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t netns_pid, const char *tap,
+			 const char *config, struct util_child *ret_child, uint32_t *ret_uid)
+{
+	char logp[PATH_MAX], oldp[PATH_MAX], spoolp[PATH_MAX], cgroup[UTIL_CGROUP_SPEC_MAX];
 	_cleanup_close_ int logfd = open_run_file(ctx, id, "gateway.log", logp, sizeof(logp));
 	if (logfd < 0)
 		return logfd;
@@ -140,7 +149,9 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	_cleanup_close_ int spoolfd = open_run_file(ctx, id, NET_EVENTS_SPOOL, spoolp, sizeof(spoolp));
 	if (spoolfd < 0)
 		return spoolfd;
-	int r;
+	int r = util_spawn_helpers_cgroup(id, cgroup, sizeof(cgroup));
+	if (r < 0)
+		return ctx_error(ctx, r, "the helpers' cgroup of %s", id);
 	int cfg[2], st[2];
 	if (pipe2(cfg, O_CLOEXEC) < 0)
 		return ctx_error(ctx, -errno, "pipe");
@@ -157,7 +168,10 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 			       "--log-old-fd", "4", "--events-fd", "5", tap ? "--tap" : NULL, tap, NULL };
 	/* stdin the configuration, stdout and stderr the log, 3 the status pipe, 4 and 5 the old log and spool. */
 	const int want[6] = { cfg[0], logfd, logfd, st[1], oldfd, spoolfd };
-	r = util_spawn_detached(path, argv, want, 6);
+	const struct util_spawn_opts so = { .path = path, .argv = argv, .fds = want, .n_fds = 6, .detach = true,
+					    .cgroup = cgroup };
+	struct util_child child = { .pidfd = -1 };
+	r = util_spawn(&so, &child);
 	close(cfg[0]);
 	close(st[1]);
 	if (r < 0)
@@ -167,21 +181,22 @@ static int start_gateway(space_ctx *ctx, const char *path, const char *id, pid_t
 	close(TAKE_FD(cfg_w));
 	char line[512];
 	int rs = util_read_line_timeout(st_r, line, sizeof(line), GATEWAY_READY_TIMEOUT_MS);
-	if (rs < 0)
-		return ctx_error_msg(ctx, rs, "space-gateway did not start: %s (see %s)", space_strerror(rs), logp);
 	int gpid = 0;
 	unsigned uid = 0;
+	if (rs < 0)
+		r = ctx_error_msg(ctx, rs, "space-gateway did not start: %s (see %s)", space_strerror(rs), logp);
 	/* A gateway that did not confine itself (an older build) is refused: it would run as root. */
-	if (sscanf(line, "ready %d %u", &gpid, &uid) != 2 || gpid <= 0 || uid == 0) {
-		if (gpid > 0)
-			kill(gpid, SIGKILL);
-		return ctx_error_msg(ctx, -EIO, "space-gateway: %.300s", line);
-	}
+	else if (sscanf(line, "ready %d %u", &gpid, &uid) != 2 || gpid != child.pid || uid == 0)
+		r = ctx_error_msg(ctx, -EIO, "space-gateway: %.300s", line);
+	else if (r < 0)
+		r = ctx_error(ctx, r, "send the policy to space-gateway");
 	if (r < 0) {
-		kill(gpid, SIGKILL);
-		return ctx_error(ctx, r, "send the policy to space-gateway");
+		kill_child(&child);
+		if (child.pidfd >= 0)
+			close(child.pidfd);
+		return r;
 	}
-	*ret_pid = gpid;
+	*ret_child = child;
 	*ret_uid = uid;
 	return 0;
 }
@@ -225,21 +240,24 @@ int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const ch
 	r = util_mkdir_p(ca_dir, 0700);
 	if (r < 0)
 		return ctx_error(ctx, r, "create %s", ca_dir);
-	pid_t gpid = 0;
+	struct util_child gw = { .pidfd = -1 };
 	uint32_t guid = 0;
-	r = start_gateway(ctx, helper, id, netns_pid, tap, config, &gpid, &guid);
+	r = start_gateway(ctx, helper, id, netns_pid, tap, config, &gw, &guid);
 	explicit_bzero(config, strlen(config));
 	if (r < 0)
 		return r;
 	/* pid, start time and uid: what detach needs to end it and free its slot ("pid P S gateway"). */
 	char pidline[80];
-	int n = snprintf(pidline, sizeof(pidline), "%d %llu %u\n", (int)gpid,
-			 (unsigned long long)core_process_start_time(gpid), guid);
+	int n = snprintf(pidline, sizeof(pidline), "%d %llu %u\n", (int)gw.pid, (unsigned long long)gw.start_time,
+			 guid);
 	r = util_write_file_atomic(pidf, pidline, (size_t)n, 0600);
-	if (r < 0) {
-		kill(gpid, SIGKILL);
+	if (r < 0)
+		kill_child(&gw);
+	if (gw.pidfd >= 0)
+		close(gw.pidfd);
+	if (r < 0)
 		return ctx_error(ctx, r, "write %s", pidf);
-	}
+	pid_t gpid = gw.pid;
 	char jail_addr[PATH_MAX + 16];
 	if (!agent_addr) {
 		snprintf(jail_addr, sizeof(jail_addr), "unix:%s/run/%s/agent.sock", ctx->state_dir, id);

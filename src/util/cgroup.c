@@ -391,6 +391,30 @@ int util_cgroup_create(const char *id, const struct util_cgroup_limits *lim, cha
 	return 0;
 }
 
+int util_cgroup_helpers_create(const char *spec)
+{
+	char path[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	const char *slash = strrchr(rel, '/');
+	if (!slash)
+		return -EINVAL;
+	/* The parent ("space-helpers" or "space-helpers.slice"), then the sandbox's own. */
+	r = cg_path(path, sizeof(path), ver, "freezer", rel, NULL);
+	if (r < 0)
+		return r;
+	size_t cut = strlen(path) - strlen(slash);
+	path[cut] = '\0';
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	path[cut] = '/';
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 int util_cgroup_attach(const char *spec, pid_t pid)
 {
 	char val[32], path[512];

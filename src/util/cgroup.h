@@ -33,6 +33,13 @@ int util_cgroup_version(void);
 int util_cgroup_create(const char *id, const struct util_cgroup_limits *lim, char *ret_spec, size_t speclen,
 		       char *errbuf, size_t errlen);
 
+/*
+ * Creates (when missing) the cgroup of a sandbox's helpers named by spec (util_stop_helpers_spec): on v1 in
+ * the freezer hierarchy only (it lists every member, and the helpers get no limits), on v2 a leaf of its
+ * own. 0 or -errno.
+ */
+int util_cgroup_helpers_create(const char *spec);
+
 /* Moves pid into the cgroup(s) of spec. Child-safe (no allocation: usable between fork and exec). */
 int util_cgroup_attach(const char *spec, pid_t pid);
 

@@ -20,15 +20,33 @@
 #include "util/stop.h"
 #include "util/util.h"
 
-int util_stop_cgroup_spec(const char *id, char *buf, size_t len)
+/* "v<ver>:<parent>/<id>" with the parent of this host's cgroup version. */
+static int spec_of(const char *id, const char *v2_parent, const char *v1_parent, char *buf, size_t len)
 {
 	int ver = util_cgroup_version();
 	if (ver < 0)
 		return ver;
 	if (!id || !util_name_valid(id))
 		return -EINVAL;
-	int n = snprintf(buf, len, "v%d:%s/%s", ver, ver == 2 ? "space.slice" : "space", id);
+	int n = snprintf(buf, len, "v%d:%s/%s", ver, ver == 2 ? v2_parent : v1_parent, id);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int util_stop_cgroup_spec(const char *id, char *buf, size_t len)
+{
+	return spec_of(id, "space.slice", "space", buf, len);
+}
+
+int util_stop_helpers_spec(const char *id, char *buf, size_t len)
+{
+	return spec_of(id, "space-helpers.slice", "space-helpers", buf, len);
+}
+
+int util_stop_helpers(const char *id, int timeout_ms)
+{
+	char spec[UTIL_CGROUP_SPEC_MAX];
+	int r = util_stop_helpers_spec(id, spec, sizeof(spec));
+	return r < 0 ? r : util_stop_cgroup(spec, timeout_ms);
 }
 
 int util_stop_cgroup(const char *spec, int timeout_ms)

@@ -20,6 +20,22 @@
 int util_stop_cgroup_spec(const char *id, char *buf, size_t len);
 
 /*
+ * The cgroup of sandbox id's helpers (space-logcap, space-gateway, space-snapd: util/spawn.h), without
+ * creating it: "v1:space-helpers/<id>" or "v2:space-helpers.slice/<id>". A sibling of the sandbox's, not
+ * a child: a pause freezes the sandbox's cgroup whole, and a frozen space-snapd (which may hold the
+ * sandbox's lock, and checkpoints paused sandboxes) would stall a checkpoint, rollback or destroy; and the
+ * sandbox's memory and pids limits do not count its helpers. -EOPNOTSUPP, -EINVAL, -ENAMETOOLONG.
+ */
+int util_stop_helpers_spec(const char *id, char *buf, size_t len);
+
+/*
+ * Ends everything of sandbox id that runs outside its own cgroup: its helpers' cgroup (util_stop_helpers_spec)
+ * through util_stop_cgroup. For a destroy, after the sandbox's own cgroup is stopped: once both are gone,
+ * nothing of the sandbox runs. Idempotent.
+ */
+int util_stop_helpers(const char *id, int timeout_ms);
+
+/*
  * Kills every process in the cgroup of spec and its sub-cgroups and waits until none is left, then removes
  * the cgroup(s), through util_cgroup_kill (cgroup.kill on v2; on v1 each member through a pidfd that checks
  * its membership), repeated until it is empty. Missing

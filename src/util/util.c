@@ -6,16 +6,12 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <poll.h>
-#include <pthread.h>
-#include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -433,46 +429,6 @@ int util_errf(char *err, size_t errlen, int r, const char *fmt, ...)
 	return r;
 }
 
-int util_spawn_helper(const char *path, const char *const argv[], const char *log_path, int fd3, bool new_session,
-		      pid_t *ret_pid)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_APPEND | O_CREAT, 0600);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	if (fd3 >= 0)
-		posix_spawn_file_actions_adddup2(&fa, fd3, 3);
-	posix_spawnattr_t at;
-	posix_spawnattr_init(&at);
-	sigset_t none, all;
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					      (new_session ? POSIX_SPAWN_SETSID : 0));
-	int e = posix_spawn(ret_pid, path, &fa, &at, (char *const *)argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	return -e;
-}
-
-/* As in src/jail: the spawning children share the caller's memory (no page tables of a large caller are
- * copied, and none of its pages becomes copy-on-write), except under sanitizers, whose per-thread state a
- * CLONE_VM child would corrupt: there they get a copy. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SPAWN_CLONE_VM 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define SPAWN_CLONE_VM 0
-#endif
-#endif
-#ifndef SPAWN_CLONE_VM
-#define SPAWN_CLONE_VM CLONE_VM
-#endif
-#define SPAWN_STACK (64 * 1024)
-
 void util_signals_default(void)
 {
 	for (int sig = 1; sig < NSIG; sig++)
@@ -481,100 +437,6 @@ void util_signals_default(void)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
-struct detach_args {
-	const char *path;
-	const char *const *argv;
-	const int *want;
-	int n;
-	int err_fd; /* close-on-exec: EOF when the exec worked, the exec's errno (an int) when not */
-};
-
-/* The helper's process: syscalls only (it runs on its parent's stack until it execs, vfork). */
-static void detach_exec(const struct detach_args *a)
-{
-	util_signals_default();
-	/* Through copies above n first: a source may itself be one of 0..n-1 (a caller without stdin), and
-	 * dup2 onto the same number would keep its close-on-exec flag. The error pipe goes above n too. */
-	int tmp[16], err = fcntl(a->err_fd, F_DUPFD_CLOEXEC, a->n);
-	for (int i = 0; i < a->n; i++)
-		if ((tmp[i] = fcntl(a->want[i], F_DUPFD_CLOEXEC, a->n)) < 0)
-			goto fail;
-	for (int i = 0; i < a->n; i++)
-		if (dup2(tmp[i], i) < 0)
-			goto fail;
-	/* Everything else closes at the exec, the error pipe with it: its reader then sees EOF. */
-	syscall(SYS_close_range, (unsigned)a->n, ~0U, CLOSE_RANGE_CLOEXEC);
-	execv(a->path, (char *const *)a->argv);
-fail:;
-	int e = errno ? errno : EIO;
-	if (err >= 0)
-		(void)!write(err, &e, sizeof(e));
-	_exit(127);
-}
-
-/* The intermediate: a session of its own for the helper, which it leaves behind by exiting. */
-static int detach_entry(void *arg)
-{
-	const struct detach_args *a = arg;
-	setsid();
-	pid_t g = SPAWN_CLONE_VM ? vfork() : fork();
-	if (g == 0)
-		detach_exec(a);
-	_exit(g < 0 ? 1 : 0);
-}
-
-int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n)
-{
-	if (n < 0 || n > 16)
-		return -EINVAL;
-	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0)
-		return -errno;
-	struct detach_args a = { .path = path, .argv = argv, .want = want, .n = n, .err_fd = ep[1] };
-	pid_t pid;
-	int e = 0;
-#if SPAWN_CLONE_VM
-	void *stack = mmap(NULL, SPAWN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED) {
-		close(ep[0]);
-		close(ep[1]);
-		return -ENOMEM;
-	}
-	/* Signals stay blocked in this thread meanwhile, so none of the caller's handlers runs on the
-	 * children's stack; they unblock them only once their handlers are the defaults. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(detach_entry, (char *)stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-	e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	munmap(stack, SPAWN_STACK);
-#else
-	/* Sanitizer builds: plain forks (instrumented code cannot run on a stack of our own). */
-	pid = fork();
-	e = errno;
-	if (pid == 0)
-		detach_entry(&a);
-#endif
-	close(ep[1]);
-	if (pid < 0) {
-		close(ep[0]);
-		return -e;
-	}
-	int st = 0;
-	pid_t w;
-	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
-		;
-	int exec_errno = 0;
-	ssize_t k;
-	while ((k = read(ep[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR)
-		;
-	close(ep[0]);
-	if (w != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return -ECHILD;
-	return k == (ssize_t)sizeof(exec_errno) && exec_errno > 0 ? -exec_errno : 0;
 }
 
 /* Reads into buf[0..len) until it is full, EOF, the deadline or, when line, a newline; *n counts. */

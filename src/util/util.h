@@ -51,32 +51,16 @@ void util_sleep_ms(long ms);
  * Its combined stdout+stderr is captured (last 4 KiB) into *ret_output when ret_output is non-NULL
  * (caller frees), so a failure can be reported with the tool's own words.
  * Returns -ENOENT if the program is missing, -EPROTO if it exited non-zero or died by a signal.
+ * For host tools waited for at once; a sandbox's helpers start through util_spawn (util/spawn.h).
  */
 int util_run(const char *const argv[], char **ret_output);
-
-/*
- * Starts a helper daemon: path with argv (argv[0] its name), stdin /dev/null, stdout and stderr appended
- * to log_path, fd3 (if >= 0) as its descriptor 3, every signal default and unblocked, in a new session
- * when new_session. Does not wait for it. Returns 0 with *ret_pid, or -errno.
- */
-int util_spawn_helper(const char *path, const char *const argv[], const char *log_path, int fd3, bool new_session,
-		      pid_t *ret_pid);
 
 /* Every signal's handler back to the default, then an empty mask (in that order: a signal let through
  * meets a default action, never a handler inherited from a caller sharing our memory). For a child about
  * to exec: SIG_IGN and the mask survive an exec. System calls only. */
 void util_signals_default(void);
 
-/*
- * Runs path with argv detached from the caller (an intermediate child in its own session spawns it and
- * exits: a long-lived caller collects no zombie, and the caller's exit does not end it), every signal
- * default and unblocked, want[i] as its descriptor i for i < n and no other descriptor. Both children
- * share the caller's memory until the exec (clone(CLONE_VM|CLONE_VFORK), then vfork), so a large caller's
- * pages are neither copied nor made copy-on-write; they make only system calls, so the caller may have
- * threads. Returns 0 once path runs, the exec's -errno when it could not be run (-ENOENT, -EACCES, ...),
- * or -ECHILD.
- */
-int util_spawn_detached(const char *path, const char *const argv[], const int want[], int n);
+/* A sandbox's helpers start through util_spawn (util/spawn.h), its one spawn path. */
 
 /*
  * Reads one status line (up to len - 1 bytes, ending at the first newline, which is cut) from fd within

@@ -42,7 +42,7 @@ cleanup_orphans() {
 	done
 	[ $killed = 1 ] && sleep 0.2
 	for h in /sys/fs/cgroup /sys/fs/cgroup/pids /sys/fs/cgroup/memory /sys/fs/cgroup/cpu /sys/fs/cgroup/freezer; do
-		for d in $(ls -d "$h"/space/sb-* 2>/dev/null | grep -F -f "$ids"); do rmdir "$d"; done
+		for d in $(ls -d "$h"/space/sb-* "$h"/space-helpers/sb-* 2>/dev/null | grep -F -f "$ids"); do rmdir "$d"; done
 	done
 	rm -f "$ids"
 }

@@ -109,7 +109,7 @@ static int count_entries(const char *path, char *first, size_t len)
 	return n;
 }
 
-/* Host leftovers naming an id: processes (cmdline), cgroups (any hierarchy's space/<id>), mounts. */
+/* Host leftovers naming an id: processes (cmdline), cgroups (any hierarchy's space/<id> or space-helpers/<id>), mounts. */
 static void check_host(const char *state, const char *pool)
 {
 	char path[4200], first[256] = "";
@@ -195,12 +195,16 @@ static void check_host(const char *state, const char *pool)
 	if (d)
 		closedir(d);
 	static const char *const hier[] = { "", "/pids", "/memory", "/cpu", "/freezer", "/unified", NULL };
+	/* The sandbox's own cgroup and its helpers' (space-helpers/<id>, util/stop.h). */
+	static const char *const parents[] = { "space", "space-helpers", "space.slice", "space-helpers.slice", NULL };
 	for (int i = 0; i < nids; i++) {
 		for (const char *const *h = hier; *h; h++) {
-			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/space/%s", *h, ids[i]);
-			if (access(path, F_OK) == 0) {
-				printf("INVARIANT leak: cgroup %s\n", path);
-				CHECK(!"cgroup");
+			for (const char *const *p = parents; *p; p++) {
+				snprintf(path, sizeof(path), "/sys/fs/cgroup%s/%s/%s", *h, *p, ids[i]);
+				if (access(path, F_OK) == 0) {
+					printf("INVARIANT leak: cgroup %s\n", path);
+					CHECK(!"cgroup");
+				}
 			}
 		}
 	}
