@@ -28,6 +28,7 @@ cat > "$work/inside.sh" <<INSIDE
 #!/bin/bash
 [ -n "\${BASH_VERSION:-}" ] || exec bash "\$0" "\$@" # nested_run starts it with sh
 set -u
+$(nested_helper_env)
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}' SPACE_SNAPD_PATH='$snapd'
 export SPACE_VM_BOOT_TIMEOUT=300
 res=$work/result.txt

@@ -22,6 +22,17 @@ nested_need_built() {
 	exit 1
 }
 
+# nested_helper_env: export lines for an inside script (expanded into its here-document), naming the
+# helper programs of this build that the meson test environment gave: inside nested-kvm nothing is installed,
+# so a helper the library starts (space-unpack for an import, space-logcap, ...) must be found by its path.
+nested_helper_env() {
+	local v
+	for v in SPACE_AGENT_PATH SPACE_VMM_PATH SPACE_GATEWAY_PATH SPACE_SNAPD_PATH SPACE_LOGCAP_PATH SPACE_UNPACK_PATH; do
+		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
+	done
+	return 0
+}
+
 # nested_kernel: sets kver, bz (the Debian bzImage nested-kvm boots) and mods (its modules directory),
 # fetching them on first use; skips (77) when nested-kvm has none.
 nested_kernel() {

@@ -31,6 +31,7 @@ cat > "$work/inside.sh" <<INSIDE
 #!/bin/bash
 [ -n "\${BASH_VERSION:-}" ] || exec bash "\$0" "\$@" # nested_run starts it with sh
 set -u
+$(nested_helper_env)
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}' SPACE_GATEWAY_PATH='${SPACE_GATEWAY_PATH:-}'
 export SPACE_VM_BOOT_TIMEOUT=300 SPACE_SOURCE_DIR='$src' SPACE_QUIET_JAIL=1
 res=$work/result.txt

@@ -38,6 +38,7 @@ cat > "$work/inside.sh" <<INSIDE
 # Runs under sh (nested_run): POSIX shell only.
 # Inside nested-kvm. Attacks print "blocked:"/"ESCAPED:" lines, other checks PASS/FAIL, to result.txt.
 set -u
+$(nested_helper_env)
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}'
 export SPACE_VM_BOOT_TIMEOUT=300
 W='$work'

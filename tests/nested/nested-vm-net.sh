@@ -39,6 +39,7 @@ cat > "$work/inside.sh" <<INSIDE
 # Runs inside nested-kvm. Every check prints one PASS/FAIL line to result.txt.
 [ -n "\${BASH_VERSION:-}" ] || exec bash "\$0" "\$@"
 set -u
+$(nested_helper_env)
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}' SPACE_GATEWAY_PATH='$gateway'
 export SPACE_VM_BOOT_TIMEOUT=300
 W=$work

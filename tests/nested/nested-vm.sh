@@ -50,6 +50,7 @@ cat > "$work/inside.sh" <<INSIDE
 #!/bin/bash
 # Runs inside nested-kvm. Every check prints one PASS/FAIL line to result.txt.
 set -u
+$(nested_helper_env)
 export SPACE_AGENT_PATH='${SPACE_AGENT_PATH:-}' SPACE_VMM_PATH='${SPACE_VMM_PATH:-}'
 export SPACE_VM_BOOT_TIMEOUT=300
 res=$work/result.txt
