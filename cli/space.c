@@ -54,6 +54,10 @@ static const struct cli_command commands[] = {
 	  "       space exec --rollback-on-failure [--checkpoint-first] ID -- CMD...   (a failed command returns\n"
 	  "       the sandbox to its newest checkpoint, or to one taken just before it)" },
 	{ "cp", cmd_cp, "copy a file into or out of a sandbox", "cp [--max-size SIZE] SRC DST   (one of them ID:/path)" },
+	{ "port", cmd_port, "forward a local TCP port to a port a sandbox listens on (until Ctrl-C)",
+	  "port ID PORT [--listen ADDR:PORT] [--json]   (default 127.0.0.1:PORT, or an ephemeral port when it is\n"
+	  "       taken; each connection goes through the sandbox's agent to its own 127.0.0.1:PORT; --json\n"
+	  "       prints {\"listen\": \"ADDR:PORT\", \"port\": PORT})" },
 	{ "ls", cmd_ls, "list sandboxes (EXPIRES: time left of its lifetime, - for none)", "ls [--json]" },
 	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created) and their events",
 	  "rm [--keep-events] [--with-checkpoints] [-f] ID... | --all | --older-than DURATION [--json]" },
