@@ -3,6 +3,7 @@
 #include "relay.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -24,6 +25,13 @@ static void *pump(void *arg)
 		ssize_t n = recv(d->from, buf, RELAY_CHUNK, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			/* A non-blocking socket (an upgraded one of libmicrohttpd's): wait for it. */
+			struct pollfd p = { .fd = d->from, .events = POLLIN };
+			if (poll(&p, 1, -1) >= 0 || errno == EINTR)
+				continue;
+			break;
+		}
 		if (n <= 0)
 			break;
 		ssize_t off = 0;
@@ -31,6 +39,11 @@ static void *pump(void *arg)
 			ssize_t k = send(d->to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
 			if (k < 0 && errno == EINTR)
 				continue;
+			if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+				struct pollfd p = { .fd = d->to, .events = POLLOUT };
+				if (poll(&p, 1, -1) >= 0 || errno == EINTR)
+					continue;
+			}
 			if (k < 0)
 				break;
 			off += k;

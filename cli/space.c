@@ -88,7 +88,9 @@ static const struct cli_command commands[] = {
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
 	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-image-upload SIZE] [--max-download SIZE]\n"
 	  "       [--max-connections N] [--connection-timeout D]\n"
-	  "       [--request-timeout D] [--allow-resolve CIDR]... [--state DIR]" },
+	  "       [--request-timeout D] [--allow-resolve CIDR]... [--domain DOMAIN] [--state DIR]\n"
+	  "       (a request with E2b-Sandbox-Id and E2b-Sandbox-Port headers, or for Host PORT-ID.DOMAIN, goes to\n"
+	  "       that port of the sandbox, with its access token: docs/e2b.md)" },
 	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
 	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"
 	  "       space secret ls [--json]   (names and times, never values)\n"

@@ -1,0 +1,91 @@
+#!/bin/bash
+# `space serve` routes requests to a port of a sandbox through its agent (issue 18): by E2b-Sandbox-Id and
+# E2b-Sandbox-Port headers, and by Host PORT-ID.DOMAIN (--domain). The sandbox's access token is required;
+# a port nobody listens on is 502 saying so; an Upgrade's 101 and the bytes after it pass both ways; the
+# host's own loopback is never reached; a paused sandbox is 409, a removed one 404.
+. "$(dirname "$0")/e2b_lib.sh"
+checks=0
+ok() { checks=$((checks + 1)); }
+start_server --domain sandbox.test
+
+body=$(curl -sS -X POST -H "X-API-Key: $SERVE_KEY" -H 'Content-Type: application/json' \
+	-d '{"templateID":"tiny"}' "$SERVE_URL/sandboxes") || fail "create: $(e2b_log)"
+ID=$(echo "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $body"
+TOKEN=$(echo "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["envdAccessToken"])')
+expect_rc 0 "$SPACE" exec "$ID" --state "$STATE" -- sh -c '
+	mkdir -p /srv && echo "hello from the sandbox" >/srv/hello.txt
+	printf "%s\n" "#!/bin/sh" "while read -r l && [ \"\$l\" != \"\$(printf \"\\r\")\" ]; do :; done" \
+		"printf \"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n\"" \
+		"exec cat" >/up.sh && chmod +x /up.sh
+	httpd -p 127.0.0.1:8000 -h /srv
+	setsid nc -ll -p 9000 -e /up.sh </dev/null >/dev/null 2>&1 &
+	sleep 0.3'
+
+# req OUT_FILE CURL_ARGS...: prints the status.
+req() { local o=$1; shift; curl -sS --max-time 20 -o "$o" -w '%{http_code}' "$@"; }
+H=(-H "E2b-Sandbox-Id: $ID" -H "X-Access-Token: $TOKEN")
+
+st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 8000" "$SERVE_URL/hello.txt")
+[ "$st" = 200 ] && [ "$(cat "$WORK/b")" = "hello from the sandbox" ] || fail "header route: $st $(cat "$WORK/b") $(e2b_log)"; ok
+st=$(req "$WORK/b" -H "Host: 8000-$ID.sandbox.test" -H "X-Access-Token: $TOKEN" "$SERVE_URL/hello.txt")
+[ "$st" = 200 ] && [ "$(cat "$WORK/b")" = "hello from the sandbox" ] || fail "Host route: $st $(cat "$WORK/b")"; ok
+st=$(req "$WORK/b" -H "Host: 8000-$ID.sandbox.test:${SERVE_URL##*:}" -H "X-Access-Token: $TOKEN" "$SERVE_URL/nope")
+[ "$st" = 404 ] || fail "the sandbox server's own 404: $st"; ok
+# Tokens: none is 401, a wrong one 403; neither reaches the sandbox.
+st=$(req "$WORK/b" -H "E2b-Sandbox-Id: $ID" -H "E2b-Sandbox-Port: 8000" "$SERVE_URL/hello.txt")
+[ "$st" = 401 ] || fail "no token: $st"; ok
+st=$(req "$WORK/b" -H "Host: 8000-$ID.sandbox.test" -H "X-Access-Token: sbt_0000" "$SERVE_URL/hello.txt")
+[ "$st" = 403 ] || fail "wrong token: $st"; ok
+# envd's port is the server's own: not proxied.
+st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 49983" "$SERVE_URL/health")
+[ "$st" = 204 ] || fail "envd port: $st $(cat "$WORK/b")"; ok
+# Nobody listens: 502 saying so.
+st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 8001" "$SERVE_URL/")
+[ "$st" = 502 ] && grep -q "port 8001 of sandbox $ID is not listening" "$WORK/b" || fail "not listening: $st $(cat "$WORK/b")"; ok
+
+# Upgrade: 101, then bytes both ways on the same connection.
+got=$(python3 - "${SERVE_URL#http://}" "$ID" "$TOKEN" <<'PY'
+import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((h, int(p)), timeout=20)
+s.sendall(("GET /ws HTTP/1.1\r\nHost: 9000-%s.sandbox.test\r\nX-Access-Token: %s\r\n"
+           "Upgrade: echo\r\nConnection: Upgrade\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = s.recv(4096)
+    if not d: break
+    buf += d
+head, rest = buf.split(b"\r\n\r\n", 1)
+s.sendall(b"ping over the upgrade\n")
+while b"\n" not in rest:
+    d = s.recv(4096)
+    if not d: break
+    rest += d
+print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
+PY
+) || fail "upgrade: $(e2b_log)"
+[ "$got" = "HTTP/1.1 101 Switching Protocols | ping over the upgrade" ] || fail "upgrade: '$got' $(e2b_log)"; ok
+
+# The host's loopback: a listener here is not the sandbox's port, and sees no connection.
+python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+open(sys.argv[1], "w").write("reached")' "$WORK/reached" >"$WORK/host.port" &
+HOST_PID=$!
+on_exit "kill $HOST_PID"
+for i in $(seq 50); do [ -s "$WORK/host.port" ] && break; sleep 0.1; done
+HP=$(cat "$WORK/host.port")
+st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: $HP" "$SERVE_URL/")
+[ "$st" = 502 ] && [ ! -e "$WORK/reached" ] || fail "host loopback port $HP: $st $(cat "$WORK/b")"; ok
+
+# Paused: 409; removed: 404.
+expect_rc 0 curl -sSf -X POST -H "X-API-Key: $SERVE_KEY" "$SERVE_URL/sandboxes/$ID/pause"
+st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 8000" "$SERVE_URL/hello.txt")
+[ "$st" = 409 ] && grep -q paused "$WORK/b" || fail "paused: $st $(cat "$WORK/b")"; ok
+expect_rc 0 curl -sSf -X DELETE -H "X-API-Key: $SERVE_KEY" "$SERVE_URL/sandboxes/$ID"
+st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 8000" "$SERVE_URL/hello.txt")
+[ "$st" = 404 ] || fail "removed: $st $(cat "$WORK/b")"; ok
+e2b_stop
+echo "PASS: serve-ports ($checks checks)"
