@@ -257,6 +257,11 @@ int serve_metadata_set(struct serve_store *s, const char *id, const char *json);
 char *serve_metadata_get(struct serve_store *s, const char *id);
 int serve_metadata_prune(struct serve_store *s, space_ctx *ctx);
 
+/* Sandboxes created with allowPublicTraffic: their ports take requests without the access token (our
+ * default is private). set records one (pruned with its metadata); get: whether id is one. */
+int serve_public_set(struct serve_store *s, const char *id);
+bool serve_public_get(struct serve_store *s, const char *id);
+
 /* E2B envd access tokens: random, handed out once (at create or connect), kept as SHA-256 hashes, each
  * valid for one sandbox only. */
 #define SERVE_TOKEN_SIZE 72           /* "sbt_" + 64 hex digits + NUL */

@@ -4,7 +4,8 @@
  * (space_sandbox_port_connect; never to any other address). A request is one when it names the sandbox
  * and a port other than envd's with E2b-Sandbox-Id and E2b-Sandbox-Port (what the E2B SDKs send with
  * E2B_SANDBOX_URL), or when its Host is "PORT-ID.DOMAIN" under --domain. It needs the sandbox's access
- * token (X-Access-Token or E2b-Traffic-Access-Token); the token is not passed on.
+ * token (X-Access-Token or E2b-Traffic-Access-Token), unless the sandbox was created with
+ * allowPublicTraffic; the token is not passed on.
  *
  * The request goes to the server inside as HTTP/1.0 with its body (a JSON-size body: at most 1 MiB), so
  * the answer is never chunked and ends with the connection; it streams back as it comes. A request with
@@ -106,11 +107,14 @@ int serve_port_match(struct serve_req *r)
 		token = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Traffic-Access-Token");
 	char owner[32] = "";
 	int e = -EACCES;
-	if (token && *token) {
-		pthread_mutex_lock(&r->srv->store_lock);
+	pthread_mutex_lock(&r->srv->store_lock);
+	if (serve_public_get(r->srv->store, id)) {
+		e = 0; /* created with allowPublicTraffic */
+		snprintf(owner, sizeof(owner), "%s", id);
+	} else if (token && *token) {
 		e = serve_token_check(r->srv->store, token, owner);
-		pthread_mutex_unlock(&r->srv->store_lock);
 	}
+	pthread_mutex_unlock(&r->srv->store_lock);
 	if (e < 0 && e != -EACCES) {
 		serve_reply_error(r, 500, "internal", "check access token: %s", space_strerror(e));
 		return -1;

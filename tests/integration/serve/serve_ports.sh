@@ -80,6 +80,20 @@ HP=$(cat "$WORK/host.port")
 st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: $HP" "$SERVE_URL/")
 [ "$st" = 502 ] && [ ! -e "$WORK/reached" ] || fail "host loopback port $HP: $st $(cat "$WORK/b")"; ok
 
+# allowPublicTraffic: that sandbox's ports need no token (ours stay private by default).
+st=$(req "$WORK/b" -X POST -H "X-API-Key: $SERVE_KEY" -d '{"templateID":"tiny","allowPublicTraffic":"yes"}' "$SERVE_URL/sandboxes")
+[ "$st" = 400 ] || fail "allowPublicTraffic not a boolean: $st"; ok
+body=$(curl -sS -X POST -H "X-API-Key: $SERVE_KEY" -H 'Content-Type: application/json' \
+	-d '{"templateID":"tiny","network":{"allowPublicTraffic":true}}' "$SERVE_URL/sandboxes") || fail "create public"
+PUB=$(echo "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create public: $body"
+expect_rc 0 "$SPACE" exec "$PUB" --state "$STATE" -- sh -c 'mkdir -p /srv && echo public >/srv/p.txt && httpd -p 127.0.0.1:8000 -h /srv'
+st=$(req "$WORK/b" -H "Host: 8000-$PUB.sandbox.test" "$SERVE_URL/p.txt")
+[ "$st" = 200 ] && [ "$(cat "$WORK/b")" = public ] || fail "public sandbox without a token: $st $(cat "$WORK/b")"; ok
+# ... and the private one's token does not open another private sandbox: ours needs its own.
+st=$(req "$WORK/b" -H "Host: 8000-$ID.sandbox.test" -H "X-Access-Token: $(echo "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["envdAccessToken"])')" "$SERVE_URL/hello.txt")
+[ "$st" = 403 ] || fail "another sandbox's token: $st"; ok
+expect_rc 0 curl -sSf -X DELETE -H "X-API-Key: $SERVE_KEY" "$SERVE_URL/sandboxes/$PUB"
+
 # Paused: 409; removed: 404.
 expect_rc 0 curl -sSf -X POST -H "X-API-Key: $SERVE_KEY" "$SERVE_URL/sandboxes/$ID/pause"
 st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 8000" "$SERVE_URL/hello.txt")
