@@ -12,14 +12,7 @@ expect_rc 0 "$SPACE" create --template tiny --isolation jail "${S[@]}"
 ID=$out
 on_exit "'$SPACE' rm $ID ${S[*]}"
 # A file server, and an "upgrade" server: answers 101 to the request head, then echoes every line.
-expect_rc 0 "$SPACE" exec "$ID" "${S[@]}" -- sh -c '
-	mkdir -p /srv && echo "hello from the sandbox" >/srv/hello.txt
-	printf "%s\n" "#!/bin/sh" "while read -r l && [ \"\$l\" != \"\$(printf \"\\r\")\" ]; do :; done" \
-		"printf \"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n\"" \
-		"exec cat" >/up.sh && chmod +x /up.sh
-	httpd -p 127.0.0.1:8000 -h /srv
-	setsid nc -ll -p 9000 -e /up.sh </dev/null >/dev/null 2>&1 &
-	sleep 0.3'
+expect_rc 0 "$SPACE" exec "$ID" "${S[@]}" -- sh -c "$PORT_SERVERS"
 
 # start_port PORT: `space port ID PORT` on an ephemeral local port; sets FWD (host:port) and FWD_PID.
 start_port() {
@@ -47,21 +40,7 @@ kill "$FWD_PID"; wait "$FWD_PID" 2>/dev/null
 
 # Upgrade: the 101 comes back, then bytes go both ways on the same connection.
 start_port 9000
-got=$(python3 - "$FWD" <<'PY'
-import socket, sys
-h, p = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((h, int(p)), timeout=10)
-s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
-buf = b""
-while b"\r\n\r\n" not in buf:
-    buf += s.recv(4096)
-head, rest = buf.split(b"\r\n\r\n", 1)
-s.sendall(b"ping over the upgrade\n")
-while b"\n" not in rest:
-    rest += s.recv(4096)
-print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
-PY
-) || fail "upgrade exchange: $(cat "$WORK/port.err")"
+got=$(upgrade_echo "$FWD") || fail "upgrade exchange: $(cat "$WORK/port.err")"
 [ "$got" = "HTTP/1.1 101 Switching Protocols | ping over the upgrade" ] || fail "upgrade: '$got'"; ok
 kill "$FWD_PID"; wait "$FWD_PID" 2>/dev/null
 
@@ -73,17 +52,7 @@ grep -q "port 8001 is not listening" "$WORK/port.err" || fail "no reason given: 
 kill "$FWD_PID"; wait "$FWD_PID" 2>/dev/null
 
 # The host's loopback is not the sandbox's: a host listener stays out of reach, and sees no connection.
-python3 -c '
-import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
-print(s.getsockname()[1], flush=True)
-c, _ = s.accept()
-open(sys.argv[1], "w").write("reached")' "$WORK/reached" >"$WORK/host.port" &
-HOST_PID=$!
-on_exit "kill $HOST_PID"
-for i in $(seq 50); do [ -s "$WORK/host.port" ] && break; sleep 0.1; done
-HP=$(cat "$WORK/host.port")
-[ -n "$HP" ] || fail "host listener"
+host_listener "$WORK"
 start_port "$HP"
 curl -sS --max-time 10 "http://$FWD/" >/dev/null 2>&1 && fail "the host's loopback port $HP answered through the sandbox"
 sleep 0.3

@@ -12,14 +12,7 @@ body=$(curl -sS -X POST -H "X-API-Key: $SERVE_KEY" -H 'Content-Type: application
 	-d '{"templateID":"tiny"}' "$SERVE_URL/sandboxes") || fail "create: $(e2b_log)"
 ID=$(echo "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["sandboxID"])') || fail "create: $body"
 TOKEN=$(echo "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["envdAccessToken"])')
-expect_rc 0 "$SPACE" exec "$ID" --state "$STATE" -- sh -c '
-	mkdir -p /srv && echo "hello from the sandbox" >/srv/hello.txt
-	printf "%s\n" "#!/bin/sh" "while read -r l && [ \"\$l\" != \"\$(printf \"\\r\")\" ]; do :; done" \
-		"printf \"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n\"" \
-		"exec cat" >/up.sh && chmod +x /up.sh
-	httpd -p 127.0.0.1:8000 -h /srv
-	setsid nc -ll -p 9000 -e /up.sh </dev/null >/dev/null 2>&1 &
-	sleep 0.3'
+expect_rc 0 "$SPACE" exec "$ID" --state "$STATE" -- sh -c "$PORT_SERVERS"
 
 # req OUT_FILE CURL_ARGS...: prints the status.
 req() { local o=$1; shift; curl -sS --max-time 20 -o "$o" -w '%{http_code}' "$@"; }
@@ -44,39 +37,11 @@ st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: 8001" "$SERVE_URL/")
 [ "$st" = 502 ] && grep -q "port 8001 of sandbox $ID is not listening" "$WORK/b" || fail "not listening: $st $(cat "$WORK/b")"; ok
 
 # Upgrade: 101, then bytes both ways on the same connection.
-got=$(python3 - "${SERVE_URL#http://}" "$ID" "$TOKEN" <<'PY'
-import socket, sys
-h, p = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((h, int(p)), timeout=20)
-s.sendall(("GET /ws HTTP/1.1\r\nHost: 9000-%s.sandbox.test\r\nX-Access-Token: %s\r\n"
-           "Upgrade: echo\r\nConnection: Upgrade\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
-buf = b""
-while b"\r\n\r\n" not in buf:
-    d = s.recv(4096)
-    if not d: break
-    buf += d
-head, rest = buf.split(b"\r\n\r\n", 1)
-s.sendall(b"ping over the upgrade\n")
-while b"\n" not in rest:
-    d = s.recv(4096)
-    if not d: break
-    rest += d
-print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
-PY
-) || fail "upgrade: $(e2b_log)"
+got=$(upgrade_echo "${SERVE_URL#http://}" "9000-$ID.sandbox.test" "$TOKEN") || fail "upgrade: $(e2b_log)"
 [ "$got" = "HTTP/1.1 101 Switching Protocols | ping over the upgrade" ] || fail "upgrade: '$got' $(e2b_log)"; ok
 
 # The host's loopback: a listener here is not the sandbox's port, and sees no connection.
-python3 -c '
-import socket, sys
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
-print(s.getsockname()[1], flush=True)
-c, _ = s.accept()
-open(sys.argv[1], "w").write("reached")' "$WORK/reached" >"$WORK/host.port" &
-HOST_PID=$!
-on_exit "kill $HOST_PID"
-for i in $(seq 50); do [ -s "$WORK/host.port" ] && break; sleep 0.1; done
-HP=$(cat "$WORK/host.port")
+host_listener "$WORK"
 st=$(req "$WORK/b" "${H[@]}" -H "E2b-Sandbox-Port: $HP" "$SERVE_URL/")
 [ "$st" = 502 ] && [ ! -e "$WORK/reached" ] || fail "host loopback port $HP: $st $(cat "$WORK/b")"; ok
 
