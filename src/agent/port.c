@@ -77,11 +77,13 @@ static void port_push(struct conn *c)
 	}
 }
 
+/* Connected. Bytes the client sent right behind its request wait in rbuf; they go to the port from
+ * port_event once port_update asked for EPOLLOUT (never from here: conn_read may still hold the request's
+ * own frames at the start of rbuf). */
 static void port_ready(struct conn *c)
 {
 	proto_put_empty(&c->out, PROTO_OK);
 	c->state = C_PORT;
-	port_push(c); /* bytes the client sent right behind its request */
 }
 
 /* Tries the next address after a failed one (code: its positive errno). */

@@ -703,6 +703,19 @@ static void test_port(void)
 	waitpid(w, &status, 0);
 	CHECK(n == 4 + sizeof(big) && memcmp(back, "pong", 4) == 0 && back[n - 1] == 'x', "port->client %zu bytes", n);
 	close(fd);
+	/* Bytes sent right behind the request, before OK, reach the port after it; nothing else does. */
+	int raw = raw_connect();
+	struct proto_buf pb = { 0 };
+	struct proto_hello hh = { .magic = PROTO_MAGIC, .major = PROTO_VERSION_MAJOR, .minor = PROTO_VERSION_MINOR,
+				  .max_payload = PROTO_MAX_PAYLOAD };
+	CHECK(raw >= 0 && proto_put_hello(&pb, &hh) == 0 && proto_put_port_connect(&pb, port, 0) == 0, "raw request");
+	proto_put_raw(&pb, "early", 5);
+	raw_send(raw, &pb);
+	proto_buf_free(&pb);
+	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(s >= 0 && read_all(s, buf, 5) == 5 && memcmp(buf, "early", 5) == 0, "early bytes: '%.5s'", buf);
+	close(s);
+	close(raw);
 	/* A second stream, whose port closes first; then nothing listens. */
 	CHECK(agent_port_connect(addr, port, &fd, &err) == 0, "again: %s", err.msg);
 	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
