@@ -121,6 +121,7 @@ int cmd_apikey(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_bench(struct cli *cli, int argc, char **argv);
 int cmd_kernel(struct cli *cli, int argc, char **argv);
+int cmd_port(struct cli *cli, int argc, char **argv);
 
 /* A checkpoint as JSON (`space checkpoints --json`); the API leaves the host path out (with_path false). */
 cJSON *cli_checkpoint_json(const struct space_checkpoint_info *c, bool with_path);

@@ -42,6 +42,9 @@ static enum MHD_Result health(struct serve_req *r)
 	return serve_reply_json(r, 200, j);
 }
 
+/* Requests for a sandbox's port (serve_ports.c): any method, any path. */
+static const struct serve_route port_route = { "*", "(sandbox port)", SERVE_AUTH_NONE, false, NULL, serve_port_proxy };
+
 static const struct serve_route health_routes[] = {
 	{ "GET", "/v1/health", SERVE_AUTH_NONE, false, NULL, health },
 };
@@ -211,7 +214,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->path = url;
 		r->started_ns = util_now_ns();
 		*con_cls = r;
-		if (!route_find(r))
+		int pm = serve_port_match(r);
+		if (pm < 0)
+			return MHD_YES;
+		if (pm > 0)
+			r->route = &port_route;
+		else if (!route_find(r))
 			return MHD_YES;
 		if (r->route->auth == SERVE_AUTH_KEY && !authenticate(r))
 			return MHD_YES;
@@ -359,9 +367,16 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	uint64_t conn_limit = SERVE_CONNECTION_LIMIT;
 	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1] = { NULL };
 	size_t n_allow = 0;
+	const char *domain = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
 			listen = argv[++i];
+		else if (!strcmp(argv[i], "--domain") && i + 1 < argc) {
+			domain = argv[++i];
+			if (!*domain || strspn(domain, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
+						strlen(domain))
+				return cli_usage_error(cmd, "bad --domain '%s' (want a DNS name)", domain);
+		}
 		else if (!strncmp(argv[i], "--listen=", 9))
 			listen = argv[i] + 9;
 		else if (!strcmp(argv[i], "--max-upload") && i + 1 < argc) {
@@ -399,7 +414,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 
 	space_ctx *ctx = cli_ctx(cli);
 	struct serve srv = { .state_dir = cli->state_dir, .upload_max = upload_max, .image_upload_max = image_max, .download_max = download_max,
-			     .request_timeout_ns = req_timeout * 1000000000ull };
+			     .request_timeout_ns = req_timeout * 1000000000ull, .domain = domain };
 	memcpy(srv.allow_resolve, allow_resolve, sizeof(allow_resolve));
 	char err[512];
 	int e = serve_store_open(ctx, &srv.store, err, sizeof(err));
@@ -419,7 +434,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
 		on_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,

@@ -58,6 +58,7 @@ struct serve {
 	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1];
 	pthread_mutex_t store_lock;   /* guards store (API keys, tokens, sandbox metadata) */
 	struct serve_store *store;    /* <state_dir>/serve.db (serve_store.c) */
+	const char *domain;           /* --domain: Host "PORT-ID.DOMAIN" reaches a sandbox's port; NULL: none */
 	struct serve_metrics metrics;
 };
 
@@ -115,12 +116,22 @@ struct serve_req {
 	void (*state_free)(struct serve_req *r); /* ... and how to release it (also on client abort) */
 
 	char envd_sandbox[32];        /* SERVE_AUTH_ENVD: the sandbox the access token belongs to */
+	uint16_t port;                /* a port request (serve_ports.c): the sandbox's port */
 
 	space_ctx *ctx;               /* serve_req_ctx(), freed with the request */
 	space_sandbox *sb;            /* serve_req_sandbox(), freed with the request */
 	uint64_t started_ns;
 	unsigned status;              /* the status sent, for the access log */
 };
+
+/* --- serve_ports.c: requests for a port of a sandbox, proxied through its agent --- */
+/* Whether the request is for a sandbox's port (E2b-Sandbox-Id + E2b-Sandbox-Port other than envd's, or
+ * Host PORT-ID.DOMAIN): 1 when it is, and its access token opens that sandbox (r->envd_sandbox and
+ * r->port set); 0 when it is not; -1 after answering (400, 401, 403). */
+int serve_port_match(struct serve_req *r);
+/* The route's handler: connects to the port through the agent, forwards the request, streams the answer
+ * (or relays both ways after a 101). 404 / 409 (paused) / 502 (not listening, not running) otherwise. */
+enum MHD_Result serve_port_proxy(struct serve_req *r);
 
 /* --- serve_metrics.c --- */
 /* Records one sandbox creation through the server (either plane) and how long it took. */
@@ -245,6 +256,11 @@ int serve_apikey_count(struct serve_store *s);
 int serve_metadata_set(struct serve_store *s, const char *id, const char *json);
 char *serve_metadata_get(struct serve_store *s, const char *id);
 int serve_metadata_prune(struct serve_store *s, space_ctx *ctx);
+
+/* Sandboxes created with allowPublicTraffic: their ports take requests without the access token (our
+ * default is private). set records one (pruned with its metadata); get: whether id is one. */
+int serve_public_set(struct serve_store *s, const char *id);
+bool serve_public_get(struct serve_store *s, const char *id);
 
 /* E2B envd access tokens: random, handed out once (at create or connect), kept as SHA-256 hashes, each
  * valid for one sandbox only. */

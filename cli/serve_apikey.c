@@ -185,7 +185,8 @@ static int prune_candidates(struct serve_store *s, char (*ids)[32], size_t max, 
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(serve_store_db(s),
-				    "SELECT sandbox_id FROM sandbox_metadata UNION SELECT sandbox_id FROM sandbox_tokens",
+				    "SELECT sandbox_id FROM sandbox_metadata UNION SELECT sandbox_id FROM sandbox_tokens "
+				    "UNION SELECT sandbox_id FROM sandbox_public",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return serve_store_errno(rc);
@@ -214,12 +215,35 @@ int serve_metadata_prune(struct serve_store *s, space_ctx *ctx)
 			continue; /* the library's store is busy: keep the rows for now */
 		if (e == -ENOENT || status == SPACE_SANDBOX_DESTROYED)
 			r = prune_rows(s, "sandbox_metadata", ids[i]);
+		if (r == 0 && (e == -ENOENT || status == SPACE_SANDBOX_DESTROYED))
+			r = prune_rows(s, "sandbox_public", ids[i]);
 		/* Tokens stay while their sandbox's row does: a destroyed sandbox's token still authenticates,
 		 * and the envd plane answers 502 for it like E2B's proxy. */
 		if (r == 0 && e == -ENOENT)
 			r = prune_rows(s, "sandbox_tokens", ids[i]);
 	}
 	return r;
+}
+
+int serve_public_set(struct serve_store *s, const char *id)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(serve_store_db(s), "INSERT OR REPLACE INTO sandbox_public (sandbox_id) VALUES (?1)", -1,
+			       &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	int rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : serve_store_errno(rc);
+}
+
+bool serve_public_get(struct serve_store *s, const char *id)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT 1 FROM sandbox_public WHERE sandbox_id = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	return sqlite3_step(st) == SQLITE_ROW;
 }
 
 /* --- envd access tokens --- */

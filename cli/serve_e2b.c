@@ -366,6 +366,16 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 		return e2b_api_error(r, 400, "'templateID' must be a string");
 	if (meta && !cJSON_IsNull(meta) && !cJSON_IsObject(meta))
 		return e2b_api_error(r, 400, "'metadata' must be an object");
+	/* Ports open without the access token: allowPublicTraffic, at the top or in "network" (E2B's place);
+	 * our default is private. */
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(j, "network");
+	const cJSON *pub = cJSON_GetObjectItemCaseSensitive(j, "allowPublicTraffic");
+	if (net && !cJSON_IsNull(net) && !cJSON_IsObject(net))
+		return e2b_api_error(r, 400, "'network' must be an object");
+	if (!pub && cJSON_IsObject(net))
+		pub = cJSON_GetObjectItemCaseSensitive(net, "allowPublicTraffic");
+	if (pub && !cJSON_IsNull(pub) && !cJSON_IsBool(pub))
+		return e2b_api_error(r, 400, "'allowPublicTraffic' must be a boolean");
 	_cleanup_free_ char **env = NULL;
 	if (vars && !cJSON_IsNull(vars)) {
 		const char *err;
@@ -394,6 +404,15 @@ static enum MHD_Result sandbox_create(struct serve_req *r)
 		if (e < 0) {
 			space_sandbox_destroy(r->sb);
 			return e2b_api_error(r, 500, "store metadata: %s", space_strerror(e));
+		}
+	}
+	if (cJSON_IsTrue(pub)) {
+		pthread_mutex_lock(&r->srv->store_lock);
+		e = serve_public_set(r->srv->store, space_sandbox_id(r->sb));
+		pthread_mutex_unlock(&r->srv->store_lock);
+		if (e < 0) {
+			space_sandbox_destroy(r->sb);
+			return e2b_api_error(r, 500, "store allowPublicTraffic: %s", space_strerror(e));
 		}
 	}
 	enum MHD_Result ret = reply_with_token(r, 201);

@@ -39,6 +39,8 @@ static const char *const serve_store_migrations[] = {
 	"  sandbox_id TEXT NOT NULL,"
 	"  created_ms INTEGER NOT NULL);"
 	"CREATE INDEX sandbox_tokens_sandbox ON sandbox_tokens(sandbox_id);",
+	/* 1 -> 2: sandboxes whose ports take requests without their access token (allowPublicTraffic). */
+	"CREATE TABLE sandbox_public (sandbox_id TEXT PRIMARY KEY);",
 };
 #define SERVE_STORE_VERSION ((int)(sizeof(serve_store_migrations) / sizeof(serve_store_migrations[0])))
 

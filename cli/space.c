@@ -84,6 +84,10 @@ static const struct cli_command commands[] = {
 	  "directory receives the file under its own name. A copy out of a sandbox is refused above\n"
 	  "--max-size (default 1G; units K, M, G, T), keeps holes, and leaves nothing behind when\n"
 	  "it fails or is interrupted (an existing destination is kept as it was).\n" },
+	{ "port", cmd_port, "forward a local TCP port to a port a sandbox listens on (until Ctrl-C)",
+	  "port ID PORT [--listen ADDR:PORT] [--json]   (default 127.0.0.1:PORT, or an ephemeral port when it is\n"
+	  "       taken; each connection goes through the sandbox's agent to its own 127.0.0.1:PORT; --json\n"
+	  "       prints {\"listen\": \"ADDR:PORT\", \"port\": PORT})" },
 	{ "ls", cmd_ls, "list sandboxes (EXPIRES: time left of its lifetime, - for none)", "ls [--json]" },
 	{ "rm", cmd_rm, "destroy sandboxes (running, failed or half-created) and their events",
 	  "rm [--keep-events] [--with-checkpoints] [-f] ID... | --all | --older-than DURATION [--json]" },
@@ -117,7 +121,9 @@ static const struct cli_command commands[] = {
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
 	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-image-upload SIZE] [--max-download SIZE]\n"
 	  "       [--max-connections N] [--connection-timeout D]\n"
-	  "       [--request-timeout D] [--allow-resolve CIDR]... [--state DIR]" },
+	  "       [--request-timeout D] [--allow-resolve CIDR]... [--domain DOMAIN] [--state DIR]\n"
+	  "       (a request with E2b-Sandbox-Id and E2b-Sandbox-Port headers, or for Host PORT-ID.DOMAIN, goes to\n"
+	  "       that port of the sandbox, with its access token: docs/e2b.md)" },
 	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
 	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"
 	  "       space secret ls [--json]   (names and times, never values)\n"

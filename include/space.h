@@ -572,6 +572,21 @@ SPACE_API int space_sandbox_set_timeout(space_sandbox *sb, uint32_t seconds_from
  */
 SPACE_API int space_sandbox_tether(space_sandbox *sb);
 
+/*
+ * Connects to TCP port (1..65535) of a running sandbox, where a server inside listens, and returns the
+ * connected stream in *ret_fd (close-on-exec, blocking; the caller owns it and closes it). The connection
+ * goes through the sandbox's agent, which connects to its own loopback (127.0.0.1, else ::1) and then
+ * relays bytes both ways: the host gets no route into the sandbox, the sandbox's network policy is
+ * untouched, and no other address is ever reached (not another sandbox, not the host). shutdown(SHUT_WR)
+ * on *ret_fd reaches the server as a half-close; its close reads as EOF. Each call is its own connection;
+ * any number may be open at once, and they outlive nothing: destroying or pausing the sandbox breaks them.
+ * -ECONNREFUSED when nothing listens on the port (last error: "port N is not listening"), -EINVAL for port
+ * 0, -EBUSY for a paused sandbox, -ESRCH for one that is not running, -EOPNOTSUPP when the sandbox's agent
+ * predates ports (a template snapshot made by an older version). Thread safety as for any call on sb; the
+ * returned descriptor is independent of sb and of ctx, and may be used from any thread.
+ */
+SPACE_API int space_sandbox_port_connect(space_sandbox *sb, uint16_t port, int *ret_fd);
+
 /* Destroys every sandbox whose lifetime has ended, and marks dead ones failed. Returns how many it
  * destroyed. Long-running hosts (space serve) call it periodically, `space ls` before listing;
  * space_sandbox_list does not (it only shows what this would do). */

@@ -78,3 +78,52 @@ jail_test_setup() {
 	expect_rc 0 "$SPACE" template import tiny --rootfs "$WORK/tree" --state "$STATE"
 	S=(--state "$STATE")
 }
+# Port forward tests (issue 18). PORT_SERVERS: a script for `sh -c` inside a busybox sandbox that starts a
+# file server on 127.0.0.1:8000 (/srv/hello.txt) and an "upgrade" server on 9000 (answers 101 to a request
+# head, then echoes every line).
+PORT_SERVERS='
+	mkdir -p /srv && echo "hello from the sandbox" >/srv/hello.txt
+	printf "%s\n" "#!/bin/sh" "while read -r l && [ \"\$l\" != \"\$(printf \"\\r\")\" ]; do :; done" \
+		"printf \"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n\"" \
+		"exec cat" >/up.sh && chmod +x /up.sh
+	httpd -p 127.0.0.1:8000 -h /srv
+	setsid nc -ll -p 9000 -e /up.sh </dev/null >/dev/null 2>&1 &
+	sleep 0.3'
+# upgrade_echo HOST:PORT [HOST-HEADER [ACCESS-TOKEN]]: sends an Upgrade request, then a line after the
+# answer's head; prints "<status line> | <line echoed>".
+upgrade_echo() {
+	python3 - "$1" "${2:-x}" "${3:-}" <<'PY'
+import socket, sys
+h, p = sys.argv[1].rsplit(":", 1)
+s = socket.create_connection((h, int(p)), timeout=20)
+tok = "X-Access-Token: %s\r\n" % sys.argv[3] if sys.argv[3] else ""
+s.sendall(("GET /ws HTTP/1.1\r\nHost: %s\r\n%sUpgrade: echo\r\nConnection: Upgrade\r\n\r\n" % (sys.argv[2], tok)).encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = s.recv(4096)
+    if not d: break
+    buf += d
+head, _, rest = buf.partition(b"\r\n\r\n")
+s.sendall(b"ping over the upgrade\n")
+while b"\n" not in rest:
+    d = s.recv(4096)
+    if not d: break
+    rest += d
+print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
+PY
+}
+# host_listener DIR: a listener on the host's 127.0.0.1 (an ephemeral port, in $HP) that writes DIR/reached
+# when anything connects; killed at exit.
+host_listener() {
+	python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(4)
+print(s.getsockname()[1], flush=True)
+c, _ = s.accept()
+open(sys.argv[1], "w").write("reached")' "$1/reached" >"$1/host.port" &
+	on_exit "kill $!"
+	local i
+	for i in $(seq 50); do [ -s "$1/host.port" ] && break; sleep 0.1; done
+	HP=$(cat "$1/host.port")
+	[ -n "$HP" ] || fail "host listener"
+}

@@ -22,7 +22,7 @@
 #define AGENT_MAX_CONNS 1024
 #define AGENT_MAX_PROCS 1024
 
-enum watch_kind { W_LISTEN, W_SIGNAL, W_CONN, W_PROC_OUT, W_PROC_ERR, W_PROC_IN, W_PROC_TIMER };
+enum watch_kind { W_LISTEN, W_SIGNAL, W_CONN, W_PROC_OUT, W_PROC_ERR, W_PROC_IN, W_PROC_TIMER, W_PORT };
 
 struct watch {
 	int fd;
@@ -40,6 +40,18 @@ enum conn_state {
 	C_FILE_READ,  /* streaming a file out */
 	C_CLOSING,    /* reply queued: close once flushed */
 	C_TETHER,     /* a tether (PROTO_TETHER_ARM): nothing more is expected; its closing ends the sandbox */
+	C_PORT_CONNECTING, /* PORT_CONNECT: the connect to the sandbox's loopback is under way */
+	C_PORT,            /* PORT_CONNECT answered OK: raw bytes both ways between the client and port.up */
+};
+
+/* A PORT_CONNECT forward (port.c). Client bytes for the port wait in the connection's rbuf. */
+struct port_fwd {
+	struct watch up;  /* the socket to 127.0.0.1 (or ::1) inside the sandbox; fd -1 when none */
+	uint16_t port;
+	bool v6;          /* the ::1 attempt is under way (127.0.0.1 refused) */
+	bool up_eof;      /* the port's side ended its output */
+	bool up_shut;     /* shutdown(SHUT_WR) sent to the port: the client ended its output */
+	bool client_shut; /* shutdown(SHUT_WR) sent to the client */
 };
 
 struct agent;
@@ -61,6 +73,7 @@ struct conn {
 	bool shutdown_after; /* SHUTDOWN acknowledged: quit once flushed */
 	bool rd_eof;         /* the client half-closed: stop reading */
 	bool tether_held;    /* C_TETHER under PROTO_TETHER_HOLD: its closing ends nothing */
+	struct port_fwd port; /* C_PORT_CONNECTING / C_PORT */
 };
 
 struct proc {
@@ -135,6 +148,18 @@ void files_request(struct conn *c, const struct proto_frame *f);
 void files_write_frame(struct conn *c, const struct proto_frame *f);
 void files_read_more(struct conn *c);
 void files_abort(struct conn *c);
+
+/* port.c */
+/* PORT_CONNECT: connects to the port on the sandbox's own loopback without blocking; OK then raw bytes, or
+ * ERR (ECONNREFUSED: "port N is not listening"). */
+void port_request(struct conn *c, const struct proto_frame *f);
+/* Events on the port's socket (W_PORT) and on the client's socket of a C_PORT connection. */
+void port_event(struct conn *c, uint32_t events);
+void port_conn_event(struct conn *c, uint32_t events);
+/* Registers the events both sockets of a forward wait for; closes the connection once both ways ended. */
+void port_update(struct conn *c);
+static inline bool port_active(const struct conn *c) { return c->state == C_PORT_CONNECTING || c->state == C_PORT; }
+void port_abort(struct conn *c);
 
 /* system.c */
 /*

@@ -38,6 +38,7 @@ void conn_accept(struct agent *a)
 		c->a = a;
 		c->w = (struct watch){ .fd = fd, .kind = W_CONN, .obj = c };
 		c->file_fd = -1;
+		c->port.up = (struct watch){ .fd = -1, .kind = W_PORT, .obj = c };
 		c->state = C_HELLO;
 		if (watch_set(a, &c->w, EPOLLIN) < 0) {
 			close(fd);
@@ -61,6 +62,10 @@ void conn_update(struct conn *c)
 {
 	if (c->dead)
 		return;
+	if (port_active(c)) {
+		port_update(c);
+		return;
+	}
 	uint32_t ev = 0;
 	bool reading = c->state != C_CLOSING && !c->rd_eof && !(c->proc && proc_stdin_full(c->proc)) &&
 		       proto_buf_pending(&c->out) < AGENT_OUT_HIGH;
@@ -109,6 +114,7 @@ void conn_flush(struct conn *c)
 	if (proto_buf_pending(&c->out) < AGENT_OUT_HIGH / 2) {
 		if (c->proc)
 			proc_resume(c->proc);
+		/* (a port forward reads its port again from port_update) */
 		if (!c->dead && c->state == C_FILE_READ)
 			files_read_more(c);
 	}
@@ -126,6 +132,7 @@ void conn_close(struct conn *c)
 		c->proc = NULL;
 	}
 	files_abort(c);
+	port_abort(c);
 	if (c->shutdown_after)
 		c->a->quit = true;
 	if (c->state == C_TETHER && !c->tether_held) {
@@ -146,7 +153,8 @@ static void hello(struct conn *c, const struct proto_frame *f)
 	struct proto_hello me = { .magic = PROTO_MAGIC, .major = PROTO_VERSION_MAJOR, .minor = PROTO_VERSION_MINOR,
 				  .max_payload = PROTO_MAX_PAYLOAD,
 				  .caps = PROTO_CAP_PTY | PROTO_CAP_RESEED | PROTO_CAP_SET_TIME | PROTO_CAP_LIFETIME |
-					  PROTO_CAP_HOSTNAME | PROTO_CAP_TETHER | (c->a->vm ? PROTO_CAP_VSOCK : 0) };
+					  PROTO_CAP_HOSTNAME | PROTO_CAP_TETHER | PROTO_CAP_PORT |
+					  (c->a->vm ? PROTO_CAP_VSOCK : 0) };
 	strcpy(me.version, "space-agent " SPACE_VERSION_STRING);
 	memcpy(me.hostname, c->a->hostname, sizeof(me.hostname));
 	proto_put_hello(&c->out, &me);
@@ -247,6 +255,9 @@ static void request(struct conn *c, const struct proto_frame *f)
 	case PROTO_TETHER:
 		tether(c, f);
 		return;
+	case PROTO_PORT_CONNECT:
+		port_request(c, f);
+		return;
 	default:
 		conn_close(c);
 		return;
@@ -272,6 +283,8 @@ static void dispatch(struct conn *c, const struct proto_frame *f)
 	case C_FILE_READ:
 	case C_CLOSING:
 	case C_TETHER:
+	case C_PORT_CONNECTING:
+	case C_PORT:
 		/* Nothing more is expected from the client. */
 		conn_close(c);
 		break;
@@ -311,7 +324,8 @@ static void conn_read(struct conn *c)
 	c->rlen += (size_t)n;
 
 	size_t off = 0;
-	while (!c->dead && c->state != C_CLOSING) {
+	/* After PORT_CONNECT the rest is raw bytes for the port: they stay in rbuf (port.c). */
+	while (!c->dead && c->state != C_CLOSING && !port_active(c)) {
 		struct proto_frame f;
 		long r = proto_frame_parse(c->rbuf + off, c->rlen - off, PROTO_MAX_PAYLOAD, &f);
 		if (r < 0) {
@@ -338,6 +352,10 @@ void conn_event(struct conn *c, uint32_t events)
 {
 	if (c->dead)
 		return;
+	if (c->state == C_PORT) {
+		port_conn_event(c, events);
+		return;
+	}
 	if (events & (EPOLLERR | EPOLLHUP))
 		conn_close(c);
 	else if (events & EPOLLIN)

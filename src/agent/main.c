@@ -148,6 +148,9 @@ static int run(struct agent *a)
 			case W_CONN:
 				conn_event(w->obj, evs[i].events);
 				break;
+			case W_PORT:
+				port_event(w->obj, evs[i].events);
+				break;
 			default:
 				proc_event(w, evs[i].events);
 				break;

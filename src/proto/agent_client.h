@@ -166,6 +166,14 @@ int agent_tether(const char *addr, int *ret_fd, struct agent_error *err);
 /* TETHER HOLD (hold) / RELEASE: the tethers open now stop / start again ending the sandbox when they
  * close. -EOPNOTSUPP from an agent without PROTO_CAP_TETHER (which holds no tether). */
 int agent_tether_hold(const char *addr, bool hold, struct agent_error *err);
+/*
+ * PORT_CONNECT: a stream to TCP port (1..65535) on the sandbox's own loopback (127.0.0.1, else ::1).
+ * Returns the connection (O_CLOEXEC, blocking, caller owns it) once the agent answered OK: from then on
+ * its bytes are the port's, both ways, and shutdown(SHUT_WR) reaches the port as a half-close. Not one
+ * byte past the answer is read. -ECONNREFUSED ("port N is not listening") when nothing listens there;
+ * -EOPNOTSUPP (not sent) from an agent without PROTO_CAP_PORT.
+ */
+int agent_port_connect(const char *addr, uint16_t port, int *ret_fd, struct agent_error *err);
 /* Asks the agent to power off (VM) or exit (jail); returns after the agent acknowledged. */
 int agent_shutdown(const char *addr, struct agent_error *err);
 /* Signals a process the agent started (any connection's); -ESRCH for others. */

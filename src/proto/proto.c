@@ -189,6 +189,16 @@ int proto_put_u32_msg(struct proto_buf *b, uint8_t type, uint32_t v)
 	return proto_end(b);
 }
 
+int proto_put_port_connect(struct proto_buf *b, uint16_t port, uint32_t flags)
+{
+	if (port == 0)
+		return -EINVAL;
+	proto_begin(b, PROTO_PORT_CONNECT);
+	proto_put_u16(b, port);
+	proto_put_u32(b, flags);
+	return proto_end(b);
+}
+
 int proto_put_u32x2_msg(struct proto_buf *b, uint8_t type, uint32_t a, uint32_t c)
 {
 	proto_begin(b, type);
@@ -495,6 +505,18 @@ int proto_get_resize(const struct proto_frame *f, uint16_t *ret_rows, uint16_t *
 	return 0;
 }
 
+int proto_get_port_connect(const struct proto_frame *f, uint16_t *ret_port, uint32_t *ret_flags)
+{
+	struct rd r = rd_of(f);
+	uint16_t port = rd_u16(&r);
+	uint32_t flags = rd_u32(&r);
+	if (f->type != PROTO_PORT_CONNECT || rd_done(&r) < 0 || port == 0)
+		return -EBADMSG;
+	*ret_port = port;
+	*ret_flags = flags;
+	return 0;
+}
+
 int proto_get_set_time(const struct proto_frame *f, int64_t *ret)
 {
 	struct rd r = rd_of(f);
@@ -623,6 +645,7 @@ const char *proto_type_name(uint8_t type)
 	case PROTO_SET_LIFETIME: return "SET_LIFETIME";
 	case PROTO_SET_HOSTNAME: return "SET_HOSTNAME";
 	case PROTO_TETHER: return "TETHER";
+	case PROTO_PORT_CONNECT: return "PORT_CONNECT";
 	case PROTO_OK: return "OK";
 	case PROTO_ERR: return "ERR";
 	case PROTO_STARTED: return "STARTED";

@@ -17,7 +17,7 @@
 
 #define PROTO_MAGIC 0x47415053u /* "SPAG" little-endian */
 #define PROTO_VERSION_MAJOR 1
-#define PROTO_VERSION_MINOR 3
+#define PROTO_VERSION_MINOR 4
 
 /* Limits (all enforced by the decoders). */
 #define PROTO_HEADER_SIZE 5u
@@ -35,7 +35,7 @@
 #define AGENT_PRIORITY_BOOST 10
 #define PROTO_CHUNK (64u << 10)        /* data chunk size senders use (receivers accept up to a frame) */
 
-/* Frame types. 0x0_/0x1_/0x2_/0x3_ are sent by the client, 0x8_..0xa_ by the agent; DATA and END both. */
+/* Frame types. 0x0_ to 0x4_ are sent by the client, 0x8_..0xa_ by the agent; DATA and END both. */
 enum proto_type {
 	PROTO_HELLO = 0x01,      /* both directions, first frame of every connection */
 	PROTO_EXEC = 0x10,       /* exec request (struct proto_exec) */
@@ -61,6 +61,8 @@ enum proto_type {
 	PROTO_SET_LIFETIME = 0x3d, /* u32 seconds from now (0: none) -> OK | ERR (minor 1, CAP_LIFETIME) */
 	PROTO_SET_HOSTNAME = 0x3e, /* hostname bytes (1..64, [A-Za-z0-9.-]) -> OK | ERR (minor 2, CAP_HOSTNAME) */
 	PROTO_TETHER = 0x3f,       /* u32 PROTO_TETHER_* -> OK | ERR (minor 3, CAP_TETHER) */
+	PROTO_PORT_CONNECT = 0x40, /* u16 port, u32 flags (0) -> OK then raw bytes both ways | ERR (minor 4,
+				      CAP_PORT) */
 
 	PROTO_OK = 0x82,         /* empty */
 	PROTO_ERR = 0x83,        /* i32 errno (positive), string message */
@@ -89,6 +91,7 @@ enum proto_type {
 #define PROTO_CAP_LIFETIME 0x10u /* SET_LIFETIME is understood */
 #define PROTO_CAP_HOSTNAME 0x20u /* SET_HOSTNAME is understood */
 #define PROTO_CAP_TETHER 0x40u   /* TETHER is understood */
+#define PROTO_CAP_PORT 0x80u     /* PORT_CONNECT is understood */
 /* TETHER operations. ARM: after OK the connection stays open, carries nothing more, and its closing (for
  * whatever reason: the client exited or was killed) shuts the sandbox down. HOLD / RELEASE: the tethers
  * open now stop / start again shutting it down when they close (around a memory snapshot, whose restore
@@ -202,6 +205,8 @@ int proto_put_exit(struct proto_buf *b, const struct proto_exit *e);
 int proto_put_stat(struct proto_buf *b, uint8_t type, const struct proto_stat *st); /* STAT_REPLY */
 int proto_put_dirent(struct proto_buf *b, const struct proto_dirent *d);
 int proto_put_proc(struct proto_buf *b, uint32_t pid, const char *const *argv);
+/* PORT_CONNECT: port 1..65535 (-EINVAL for 0). */
+int proto_put_port_connect(struct proto_buf *b, uint16_t port, uint32_t flags);
 
 /* ---- Incoming frames and decoders --------------------------------------------------------------- */
 
@@ -232,6 +237,8 @@ int proto_get_exit(const struct proto_frame *f, struct proto_exit *ret);
 int proto_get_stat(const struct proto_frame *f, struct proto_stat *ret);
 int proto_get_dirent(const struct proto_frame *f, struct proto_dirent *ret);
 int proto_get_proc(const struct proto_frame *f, struct proto_proc **ret);
+/* PORT_CONNECT: port 0 is -EBADMSG; flags are returned as sent (the agent refuses ones it does not know). */
+int proto_get_port_connect(const struct proto_frame *f, uint16_t *ret_port, uint32_t *ret_flags);
 /* Checks an empty-payload frame. */
 int proto_get_empty(const struct proto_frame *f);
 

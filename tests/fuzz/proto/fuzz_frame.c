@@ -60,6 +60,8 @@ static void decode_all(const struct proto_frame *f)
 	(void)proto_get_u32x2(f, &a, &b);
 	(void)proto_get_resize(f, &r, &c);
 	(void)proto_get_set_time(f, &t);
+	if (proto_get_port_connect(f, &r, &a) == 0 && r == 0)
+		abort(); /* port 0 never decodes */
 	(void)proto_get_empty(f);
 	(void)proto_type_name(f->type);
 }
@@ -67,7 +69,8 @@ static void decode_all(const struct proto_frame *f)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint8_t types[] = { PROTO_HELLO, PROTO_EXEC, PROTO_RENAME, PROTO_ERR, PROTO_EXIT,
-					 PROTO_STAT_REPLY, PROTO_DIRENT, PROTO_PROC, PROTO_RESIZE, PROTO_SET_TIME };
+					 PROTO_STAT_REPLY, PROTO_DIRENT, PROTO_PROC, PROTO_RESIZE, PROTO_SET_TIME,
+					 PROTO_PORT_CONNECT };
 	size_t off = 0;
 	while (off < size) {
 		struct proto_frame f;

@@ -4,7 +4,9 @@
  * through the host client API (agent_client.h), as a sandbox user would. Runs one case (argv[1]) or all.
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -657,6 +659,77 @@ static void test_tether(void)
 	CHECK(w == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the agent did not end with its tether");
 }
 
+/* Reads until n bytes or EOF; returns the count. */
+static size_t read_all(int fd, char *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t k;
+	while (got < n && (k = read(fd, buf + got, n - got)) > 0)
+		got += (size_t)k;
+	return got;
+}
+
+/* PORT_CONNECT: a stream to a loopback port (here the host's, the agent runs unconfined), half-closes both
+ * ways, 1 MiB through, a refused port named in the message, port 0 refused by the client. */
+static void test_port(void)
+{
+	struct agent_error err;
+	struct agent_info info;
+	CHECK(agent_hello(addr, 1000, &info, &err) == 0 && (info.caps & PROTO_CAP_PORT), "no PORT capability");
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	CHECK(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(l, 4) == 0 &&
+		      getsockname(l, (struct sockaddr *)&sa, &sl) == 0, "listener");
+	uint16_t port = ntohs(sa.sin_port);
+	int fd = -1;
+	CHECK(agent_port_connect(addr, port, &fd, &err) == 0, "port connect: %s", err.msg);
+	CHECK(fcntl(fd, F_GETFD) & FD_CLOEXEC, "not close-on-exec");
+	int s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(s >= 0, "accept");
+	char buf[64] = { 0 };
+	CHECK(write(fd, "ping", 4) == 4 && read_all(s, buf, 4) == 4 && memcmp(buf, "ping", 4) == 0, "client->port");
+	CHECK(shutdown(fd, SHUT_WR) == 0 && read_all(s, buf, sizeof(buf)) == 0, "the client's half-close did not pass");
+	/* The port answers after the half-close: 1 MiB, then its own end. */
+	static char big[1 << 20], back[(1 << 20) + 16];
+	memset(big, 'x', sizeof(big));
+	pid_t w = fork();
+	if (w == 0) {
+		_exit(write(s, "pong", 4) == 4 && write(s, big, sizeof(big)) == (ssize_t)sizeof(big) ? 0 : 1);
+	}
+	close(s); /* the writer's copy is the last: its exit is the port's end */
+	size_t n = read_all(fd, back, sizeof(back));
+	int status;
+	waitpid(w, &status, 0);
+	CHECK(n == 4 + sizeof(big) && memcmp(back, "pong", 4) == 0 && back[n - 1] == 'x', "port->client %zu bytes", n);
+	close(fd);
+	/* Bytes sent right behind the request, before OK, reach the port after it; nothing else does. */
+	int raw = raw_connect();
+	struct proto_buf pb = { 0 };
+	struct proto_hello hh = { .magic = PROTO_MAGIC, .major = PROTO_VERSION_MAJOR, .minor = PROTO_VERSION_MINOR,
+				  .max_payload = PROTO_MAX_PAYLOAD };
+	CHECK(raw >= 0 && proto_put_hello(&pb, &hh) == 0 && proto_put_port_connect(&pb, port, 0) == 0, "raw request");
+	proto_put_raw(&pb, "early", 5);
+	raw_send(raw, &pb);
+	proto_buf_free(&pb);
+	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(s >= 0 && read_all(s, buf, 5) == 5 && memcmp(buf, "early", 5) == 0, "early bytes: '%.5s'", buf);
+	close(s);
+	close(raw);
+	/* A second stream, whose port closes first; then nothing listens. */
+	CHECK(agent_port_connect(addr, port, &fd, &err) == 0, "again: %s", err.msg);
+	s = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	CHECK(s >= 0 && write(fd, "abc", 3) == 3 && read_all(s, buf, 3) == 3, "second stream");
+	close(s);
+	CHECK(read_all(fd, buf, sizeof(buf)) == 0, "the port's close did not reach the client");
+	close(fd);
+	close(l);
+	int r = agent_port_connect(addr, port, &fd, &err);
+	CHECK(r == -ECONNREFUSED && strstr(err.msg, "is not listening"), "refused: %d '%s'", r, err.msg);
+	CHECK(agent_port_connect(addr, 0, &fd, &err) == -EINVAL, "port 0");
+	CHECK(agent_hello(addr, 1000, NULL, &err) == 0, "agent after the forwards: %s", err.msg);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -665,7 +738,7 @@ static const struct {
 	{ "stdin", test_stdin },	 { "signal", test_signal_timeout }, { "pty", test_pty },
 	{ "concurrent", test_concurrent }, { "big-output", test_big_output }, { "files", test_files },
 	{ "errors", test_errors },	 { "procs", test_procs },	{ "malformed", test_malformed }, { "vsock-uds", test_vsock_uds },
-	{ "tether", test_tether },	 { "shutdown", test_shutdown },
+	{ "tether", test_tether },	 { "port", test_port },	 { "shutdown", test_shutdown },
 };
 
 int main(int argc, char **argv)

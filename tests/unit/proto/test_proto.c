@@ -400,6 +400,45 @@ static void test_replies(void)
 	CHECK(strcmp(proto_type_name(PROTO_EXEC), "EXEC") == 0 && strcmp(proto_type_name(0xee), "?") == 0);
 }
 
+static int dec_port(const struct proto_frame *f)
+{
+	uint16_t port;
+	uint32_t flags;
+	return proto_get_port_connect(f, &port, &flags);
+}
+
+/* PORT_CONNECT (minor 4): round trip, port 0 refused both ways, truncations, the wrong type. */
+static void test_port_connect(void)
+{
+	struct proto_buf b = { 0 };
+	struct proto_frame f;
+	uint16_t port = 0;
+	uint32_t flags = 1;
+	CHECK(proto_put_port_connect(&b, 8000, 0) == 0);
+	f = only_frame(&b);
+	CHECK(f.type == PROTO_PORT_CONNECT && f.len == 6);
+	CHECK(proto_get_port_connect(&f, &port, &flags) == 0 && port == 8000 && flags == 0);
+	check_truncations(&f, dec_port);
+	struct proto_frame g = f;
+	g.type = PROTO_TETHER;
+	CHECK(dec_port(&g) == -EBADMSG);
+	proto_buf_free(&b);
+	CHECK(proto_put_port_connect(&b, 65535, 7) == 0);
+	f = only_frame(&b);
+	CHECK(proto_get_port_connect(&f, &port, &flags) == 0 && port == 65535 && flags == 7);
+	proto_buf_free(&b);
+	CHECK(proto_put_port_connect(&b, 0, 0) == -EINVAL);
+	proto_buf_free(&b);
+	uint8_t zero[6] = { 0, 0, 0, 0, 0, 0 };
+	f = (struct proto_frame){ .type = PROTO_PORT_CONNECT, .len = 6, .payload = zero };
+	port = 1;
+	CHECK(proto_get_port_connect(&f, &port, &flags) == -EBADMSG && port == 1);
+	CHECK(strcmp(proto_type_name(PROTO_PORT_CONNECT), "PORT_CONNECT") == 0);
+	CHECK(PROTO_VERSION_MINOR >= 4 && (PROTO_CAP_PORT & (PROTO_CAP_PTY | PROTO_CAP_RESEED | PROTO_CAP_SET_TIME |
+							     PROTO_CAP_VSOCK | PROTO_CAP_LIFETIME | PROTO_CAP_HOSTNAME |
+							     PROTO_CAP_TETHER)) == 0);
+}
+
 int main(void)
 {
 	test_frame_parse();
@@ -408,6 +447,7 @@ int main(void)
 	test_exec();
 	test_path_ops();
 	test_replies();
+	test_port_connect();
 	if (failures) {
 		fprintf(stderr, "%d failures\n", failures);
 		return 1;

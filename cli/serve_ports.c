@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `space serve`: requests for a port of a sandbox, proxied to it through the sandbox's agent
+ * (space_sandbox_port_connect; never to any other address). A request is one when it names the sandbox
+ * and a port other than envd's with E2b-Sandbox-Id and E2b-Sandbox-Port (what the E2B SDKs send with
+ * E2B_SANDBOX_URL), or when its Host is "PORT-ID.DOMAIN" under --domain. It needs the sandbox's access
+ * token (X-Access-Token or E2b-Traffic-Access-Token), unless the sandbox was created with
+ * allowPublicTraffic; the token is not passed on.
+ *
+ * The request goes to the server inside as HTTP/1.0 with its body (a JSON-size body: at most 1 MiB), so
+ * the answer is never chunked and ends with the connection; it streams back as it comes. A request with
+ * Upgrade goes as HTTP/1.1; a 101 answer makes the connection a byte relay both ways (WebSocket).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "relay.h"
+#include "serve.h"
+#include "serve_e2b.h"
+
+#define PORT_HEAD_MAX (64u << 10) /* the sandbox server's answer head */
+#define E2B_ENVD_PORT 49983
+
+struct port_state {
+	int fd;          /* to the sandbox's port */
+	char *head;      /* the answer's head buffer; head[body_off..head_len) are body bytes */
+	size_t head_len, body_off;
+};
+
+static void port_state_free(struct serve_req *r)
+{
+	struct port_state *s = r->state;
+	if (!s)
+		return;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->head);
+	free(s);
+	r->state = NULL;
+}
+
+/* "PORT-ID.DOMAIN[:P]" (case-insensitive domain) into id and port. */
+static bool host_route(const char *host, const char *domain, char id[32], uint16_t *port)
+{
+	if (!host || !domain || !*domain)
+		return false;
+	char *end;
+	unsigned long p = strtoul(host, &end, 10);
+	if (end == host || *end != '-' || p == 0 || p > 65535 || host[0] == '0')
+		return false;
+	const char *s = end + 1, *dot = strchr(s, '.');
+	if (!dot || dot == s || (size_t)(dot - s) >= 32)
+		return false;
+	size_t dl = strlen(domain);
+	const char *rest = dot + 1;
+	if (strncasecmp(rest, domain, dl) || (rest[dl] && rest[dl] != ':'))
+		return false;
+	memcpy(id, s, (size_t)(dot - s));
+	id[dot - s] = '\0';
+	*port = (uint16_t)p;
+	return true;
+}
+
+static bool id_ok(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n >= 32)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
+			return false;
+	return true;
+}
+
+int serve_port_match(struct serve_req *r)
+{
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	const char *hport = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Port");
+	const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	char id[32];
+	uint16_t port = 0;
+	if (hid && hport) {
+		char *end;
+		unsigned long p = strtoul(hport, &end, 10);
+		if (p == E2B_ENVD_PORT && !*end)
+			return 0; /* envd: the server answers it itself */
+		if (end == hport || *end || p == 0 || p > 65535 || strlen(hid) >= sizeof(id)) {
+			serve_reply_error(r, 400, "invalid", "E2b-Sandbox-Port must be a port (1..65535)");
+			return -1;
+		}
+		snprintf(id, sizeof(id), "%s", hid);
+		port = (uint16_t)p;
+	} else if (!host_route(host, r->srv->domain, id, &port)) {
+		return 0;
+	}
+	if (!id_ok(id)) {
+		serve_reply_error(r, 400, "invalid", "not a sandbox id");
+		return -1;
+	}
+	const char *token = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Access-Token");
+	if (!token || !*token)
+		token = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Traffic-Access-Token");
+	char owner[32] = "";
+	int e = -EACCES;
+	pthread_mutex_lock(&r->srv->store_lock);
+	if (serve_public_get(r->srv->store, id)) {
+		e = 0; /* created with allowPublicTraffic */
+		snprintf(owner, sizeof(owner), "%s", id);
+	} else if (token && *token) {
+		e = serve_token_check(r->srv->store, token, owner);
+	}
+	pthread_mutex_unlock(&r->srv->store_lock);
+	if (e < 0 && e != -EACCES) {
+		serve_reply_error(r, 500, "internal", "check access token: %s", space_strerror(e));
+		return -1;
+	}
+	if (e == -EACCES || strcmp(owner, id)) {
+		serve_reply_error(r, token && *token ? 403 : 401, "unauthorized",
+				  "port %u of sandbox %s needs the sandbox's access token (X-Access-Token)", port, id);
+		return -1;
+	}
+	snprintf(r->envd_sandbox, sizeof(r->envd_sandbox), "%s", id);
+	r->port = port;
+	return 1;
+}
+
+/* --- the request to the sandbox ------------------------------------------------------------------------- */
+
+struct head_buf {
+	char *p;
+	size_t len, cap;
+	bool bad;
+};
+
+static void hb_add(struct head_buf *b, const char *s, size_t n)
+{
+	if (b->bad)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 4096;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->bad = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void hb_str(struct head_buf *b, const char *s) { hb_add(b, s, strlen(s)); }
+
+/* Percent-encodes what MHD decoded (path, query keys and values); keep: bytes left as they are. */
+static void hb_enc(struct head_buf *b, const char *s, const char *keep)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c) ||
+		    (c && strchr(keep, c))) {
+			hb_add(b, (const char *)&c, 1);
+		} else {
+			char e[4];
+			snprintf(e, sizeof(e), "%%%02X", c);
+			hb_add(b, e, 3);
+		}
+	}
+}
+
+struct query_arg {
+	struct head_buf *b;
+	bool first;
+};
+
+static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct query_arg *q = cls;
+	(void)kind;
+	hb_add(q->b, q->first ? "?" : "&", 1);
+	q->first = false;
+	hb_enc(q->b, key, "");
+	if (value) {
+		hb_add(q->b, "=", 1);
+		hb_enc(q->b, value, "");
+	}
+	return MHD_YES;
+}
+
+static bool hop_header(const char *k)
+{
+	static const char *const drop[] = { "Connection",	"Keep-Alive",	    "Proxy-Connection", "Proxy-Authorization",
+					    "Transfer-Encoding", "Content-Length",  "Upgrade",	        "TE",
+					    "X-Access-Token",	 "E2b-Traffic-Access-Token", "E2b-Sandbox-Id", "E2b-Sandbox-Port" };
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
+		if (!strcasecmp(k, drop[i]))
+			return true;
+	return false;
+}
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct head_buf *b = cls;
+	(void)kind;
+	/* MHD keeps header bytes as sent; a CR or LF cannot be inside one (it ends the line). */
+	if (hop_header(key) || !value)
+		return MHD_YES;
+	hb_str(b, key);
+	hb_add(b, ": ", 2);
+	hb_str(b, value);
+	hb_add(b, "\r\n", 2);
+	return MHD_YES;
+}
+
+static int send_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* --- the answer ----------------------------------------------------------------------------------------- */
+
+/* Reads the answer's head: its status, and where its body starts. -EBADMSG when it is not HTTP. */
+static int read_head(struct port_state *s, unsigned *ret_status)
+{
+	s->head = malloc(PORT_HEAD_MAX + 1);
+	if (!s->head)
+		return -ENOMEM;
+	char *end = NULL;
+	while (!end) {
+		if (s->head_len >= PORT_HEAD_MAX)
+			return -EMSGSIZE;
+		ssize_t n = recv(s->fd, s->head + s->head_len, PORT_HEAD_MAX - s->head_len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? -EPIPE : -errno;
+		s->head_len += (size_t)n;
+		s->head[s->head_len] = '\0';
+		end = memmem(s->head, s->head_len, "\r\n\r\n", 4);
+	}
+	s->body_off = (size_t)(end - s->head) + 4;
+	unsigned st;
+	if (sscanf(s->head, "HTTP/1.%*1[01] %3u", &st) != 1 || st < 100 || st > 599)
+		return -EBADMSG;
+	*ret_status = st;
+	return 0;
+}
+
+/* Copies the answer's headers but the hop-by-hop ones to resp (NULL: none); *ret_len: Content-Length, or
+ * -1. */
+static void copy_headers(struct port_state *s, struct MHD_Response *resp, bool upgrade, long long *ret_len)
+{
+	*ret_len = -1;
+	char *line = strstr(s->head, "\r\n");
+	while (line && line + 2 < s->head + s->body_off - 2) {
+		line += 2;
+		char *eol = strstr(line, "\r\n");
+		if (!eol)
+			break;
+		*eol = '\0';
+		char *colon = strchr(line, ':');
+		if (colon) {
+			*colon = '\0';
+			char *v = colon + 1;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if (!strcasecmp(line, "Content-Length")) {
+				char *e;
+				long long n = strtoll(v, &e, 10);
+				if (e != v && !*e && n >= 0)
+					*ret_len = n;
+			} else if (resp && upgrade && !strcasecmp(line, "Upgrade")) {
+				MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, v); /* MHD requires it on a 101 */
+			} else if (resp && !hop_header(line) && strcasecmp(line, "Date")) {
+				MHD_add_response_header(resp, line, v);
+			}
+			*colon = ':';
+		}
+		*eol = '\r';
+		line = eol;
+	}
+}
+
+static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct port_state *s = cls;
+	(void)pos;
+	if (s->body_off < s->head_len) {
+		size_t n = s->head_len - s->body_off < max ? s->head_len - s->body_off : max;
+		memcpy(buf, s->head + s->body_off, n);
+		s->body_off += n;
+		return (ssize_t)n;
+	}
+	for (;;) {
+		ssize_t n = recv(s->fd, buf, max, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
+	}
+}
+
+static void body_free(void *cls)
+{
+	struct port_state *s = cls;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->head);
+	free(s);
+}
+
+struct upgraded {
+	int fd;
+	struct MHD_UpgradeResponseHandle *urh;
+	MHD_socket sock;
+};
+
+static void *upgraded_main(void *arg)
+{
+	struct upgraded *u = arg;
+	/* The client's socket stays MHD's: the relay does not close it, MHD does. */
+	int c = dup(u->sock);
+	if (c >= 0)
+		cli_relay(c, u->fd);
+	else
+		close(u->fd);
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(u);
+	return NULL;
+}
+
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, const char *extra_in,
+		       size_t extra_in_size, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct port_state *s = cls;
+	(void)conn;
+	(void)req_cls;
+	/* Bytes both sides sent past the heads go first: the client's to the sandbox, the sandbox's to it. */
+	bool ok = send_all(s->fd, extra_in, extra_in_size) == 0 &&
+		  send_all(sock, s->head + s->body_off, s->head_len - s->body_off) == 0;
+	struct upgraded *u = ok ? malloc(sizeof(*u)) : NULL;
+	pthread_t t;
+	pthread_attr_t attr;
+	if (u) {
+		*u = (struct upgraded){ .fd = s->fd, .urh = urh, .sock = sock };
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, upgraded_main, u) == 0)
+			s->fd = -1;
+		else
+			free(u), u = NULL;
+		pthread_attr_destroy(&attr);
+	}
+	if (!u)
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+	body_free(s);
+}
+
+static enum MHD_Result port_error(struct serve_req *r, int e, uint16_t port, const char *id)
+{
+	if (e == -ENOENT)
+		return serve_reply_error(r, 404, "not_found", "sandbox %s does not exist", id);
+	if (e == -EBUSY)
+		return serve_reply_error(r, 409, "paused", "sandbox %s is paused: resume it to reach port %u", id, port);
+	if (e == -ESRCH) {
+		/* Removed (its row stays, destroyed) is gone: 404 like one that never was. */
+		enum space_sandbox_status st;
+		if (space_sandbox_get_status(r->ctx, id, &st) == 0 && st == SPACE_SANDBOX_DESTROYED)
+			return serve_reply_error(r, 404, "not_found", "sandbox %s was removed", id);
+		return serve_reply_error(r, 502, "not_running", "sandbox %s is not running", id);
+	}
+	if (e == -ECONNREFUSED)
+		return serve_reply_error(r, 502, "port_not_listening", "port %u of sandbox %s is not listening", port, id);
+	const char *d = r->ctx ? space_ctx_last_error(r->ctx) : "";
+	return serve_reply_error(r, 502, "bad_gateway", "port %u of sandbox %s: %s", port, id,
+				 d && *d ? d : space_strerror(e));
+}
+
+enum MHD_Result serve_port_proxy(struct serve_req *r)
+{
+	const char *id = r->envd_sandbox;
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	int e = space_sandbox_open(ctx, id, &r->sb);
+	struct port_state *s = e < 0 ? NULL : calloc(1, sizeof(*s));
+	if (e < 0)
+		return port_error(r, e, r->port, id);
+	if (!s)
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	s->fd = -1;
+	r->state = s;
+	r->state_free = port_state_free;
+	e = space_sandbox_port_connect(r->sb, r->port, &s->fd);
+	if (e < 0)
+		return port_error(r, e, r->port, id);
+
+	const char *upgrade = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Upgrade");
+	struct head_buf b = { 0 };
+	hb_str(&b, r->method);
+	hb_add(&b, " ", 1);
+	hb_enc(&b, r->path, "/!$&'()*+,;=:@");
+	struct query_arg q = { &b, true };
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_query, &q);
+	hb_str(&b, upgrade ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &b);
+	if (upgrade) {
+		hb_str(&b, "Connection: Upgrade\r\nUpgrade: ");
+		hb_str(&b, upgrade);
+		hb_add(&b, "\r\n", 2);
+	} else {
+		hb_str(&b, "Connection: close\r\n");
+	}
+	char cl[48];
+	if (r->body_len || !strcmp(r->method, "POST") || !strcmp(r->method, "PUT") || !strcmp(r->method, "PATCH")) {
+		snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", r->body_len);
+		hb_str(&b, cl);
+	}
+	hb_add(&b, "\r\n", 2);
+	e = b.bad ? -ENOMEM : send_all(s->fd, b.p, b.len);
+	free(b.p);
+	if (e == 0 && r->body_len)
+		e = send_all(s->fd, r->body, r->body_len);
+	unsigned status = 0;
+	if (e == 0)
+		e = read_head(s, &status);
+	if (e < 0)
+		return serve_reply_error(r, 502, "bad_gateway", "port %u of sandbox %s: %s", r->port, id,
+					 e == -EBADMSG ? "the answer is not HTTP" :
+					 e == -EMSGSIZE ? "the answer's head is over 64 KiB" : space_strerror(e));
+	struct MHD_Response *resp;
+	long long len;
+	r->state = NULL; /* from here the response owns it */
+	r->state_free = NULL;
+	if (status == 101 && upgrade) {
+		resp = MHD_create_response_for_upgrade(on_upgrade, s);
+		if (resp)
+			copy_headers(s, resp, true, &len);
+	} else {
+		/* A known size gives the client a Content-Length, else chunks. */
+		copy_headers(s, NULL, false, &len);
+		resp = MHD_create_response_from_callback(len >= 0 ? (uint64_t)len : MHD_SIZE_UNKNOWN, 32 << 10,
+							 body_reader, s, body_free);
+		if (resp)
+			copy_headers(s, resp, false, &len);
+	}
+	if (!resp) {
+		body_free(s);
+		return MHD_NO;
+	}
+	enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	r->answered = true;
+	r->status = status;
+	return ret;
+}
