@@ -55,35 +55,6 @@
 #define DEFAULT_PIDS 4096u
 #define DEFAULT_NOFILE 65536u
 
-enum { MSG_PID = 1, MSG_DONE = 2 };
-
-struct msg {
-	int type;
-	int err;         /* MSG_DONE: 0 or -errno */
-	pid_t pid;       /* MSG_PID */
-	uint64_t start;  /* MSG_PID */
-	uint32_t uid_base;
-	char loop[32];   /* MSG_PID: the rootfs's loop device */
-	char text[200];  /* MSG_DONE with err != 0 */
-};
-
-/* Everything the children need, prepared before the first clone. */
-struct plan {
-	const struct jail_config *cfg;
-	int agent_fd, log_fd, null_fd;
-	const char *stage;
-	const char *hostname;
-	const char *const *argv;
-	const void *bpf;
-	size_t bpf_len;
-	uint64_t nofile;
-	uint32_t nproc;
-	uint32_t uid_base; /* 0 = identity mapping */
-	bool allow_identity;   /* idmapped mounts failing may fall back to the identity mapping */
-	bool test_no_idmap;    /* test builds: act as if idmapped mounts failed */
-	char cgroup[JAIL_CGROUP_SPEC_MAX];
-	int cgroup_fd; /* v2: the cgroup's directory, for CLONE_INTO_CGROUP; -1 otherwise */
-};
 
 
 void jail_set_err(char *buf, size_t len, const char *fmt, ...)
@@ -106,7 +77,7 @@ static const char *errdesc(int err)
 /* Sends the final message with a ready text; child-safe. */
 static int send_text(int fd, int err, const char *text)
 {
-	struct msg m = { .type = MSG_DONE, .err = err };
+	struct jail_msg m = { .type = JAIL_MSG_DONE, .err = err };
 	snprintf(m.text, sizeof(m.text), "%s", text);
 	util_write_all(fd, &m, sizeof(m));
 	return err;
@@ -116,10 +87,9 @@ static int send_text(int fd, int err, const char *text)
  * Sends the final message and returns err; for a failure (err < 0) the text is "<what>: <errno text>".
  * Child-safe.
  */
-static int send_done(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int send_done(int fd, int err, const char *fmt, ...)
+int jail_send_done(int fd, int err, const char *fmt, ...)
 {
-	char text[sizeof(((struct msg *)0)->text)] = "";
+	char text[sizeof(((struct jail_msg *)0)->text)] = "";
 	if (fmt) {
 		va_list ap;
 		va_start(ap, fmt);
@@ -167,7 +137,7 @@ static int set_rlimit(int resource, uint64_t want)
 }
 
 /* Set in the stager, before PID 1 exists, so they hold from the first instruction of the jail. */
-static int set_rlimits(const struct plan *p)
+static int set_rlimits(const struct jail_plan *p)
 {
 	int r = set_rlimit(RLIMIT_NOFILE, p->nofile);
 	if (r >= 0)
@@ -177,137 +147,10 @@ static int set_rlimits(const struct plan *p)
 	return r;
 }
 
-/*
- * Puts listen_fd at 3, log at 1 and 2, /dev/null at 0; everything else closes on exec. These are all the
- * host-opened descriptors the jail holds: the agent's (PID 1's) only, out of reach of the jail's other
- * processes (pidfd_getfd refused, PID 1 not dumpable and nobody holding CAP_SYS_PTRACE).
- */
-static int pid1_set_fds(const struct plan *p)
-{
-	int listen = -1, log = -1, null = -1;
-	if (p->cfg->listen_fd >= 0 && (listen = fcntl(p->cfg->listen_fd, F_DUPFD_CLOEXEC, 10)) < 0)
-		return -errno;
-	if ((log = fcntl(p->log_fd, F_DUPFD_CLOEXEC, 10)) < 0 || (null = fcntl(p->null_fd, F_DUPFD_CLOEXEC, 10)) < 0)
-		return -errno;
-	if (dup2(null, 0) < 0 || dup2(log, 1) < 0 || dup2(log, 2) < 0)
-		return -errno;
-	if (listen >= 0 ? dup2(listen, 3) < 0 : (close(3) < 0 && errno != EBADF))
-		return -errno;
-	if (syscall(SYS_close_range, 4, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		return -errno;
-	return 0;
-}
-
-/*
- * What programs expect writable and private, mounted before the filter refuses every mount: a devpts
- * instance of the jail's own and tmpfs on /dev/shm, /tmp and /run (memory: the jail's memory limit bounds
- * them). Child-safe.
- */
-static int pid1_mounts(const char **ret_what)
-{
-	static const struct {
-		const char *src, *target, *type;
-		unsigned long flags;
-		const char *data;
-		mode_t mode;
-	} m[] = {
-		{ "devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", 0755 },
-		{ "shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777 },
-		{ "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777 },
-		{ "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", 0755 },
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(m); i++) {
-		*ret_what = m[i].target;
-		if ((mkdir(m[i].target, m[i].mode) < 0 && errno != EEXIST) ||
-		    mount(m[i].src, m[i].target, m[i].type, m[i].flags, m[i].data) < 0)
-			return -errno;
-	}
-	return 0;
-}
-
-/*
- * Takes CAP_SYS_PTRACE out of every set of PID 1, the bounding set included, so no process of the jail ever
- * holds it again (root's exec gives it the bounding set). A non-dumpable process (the agent makes itself
- * one) is still reachable through /proc/PID/mem, fd and environ by a holder of CAP_SYS_PTRACE in its user
- * namespace, which would be root inside. Child-safe.
- */
-static int pid1_drop_ptrace(void)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-	if (prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0) < 0 ||
-	    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 || syscall(SYS_capget, &h, d) < 0)
-		return -errno;
-	uint32_t bit = 1u << (CAP_SYS_PTRACE % 32);
-	size_t word = CAP_SYS_PTRACE / 32;
-	d[word].effective &= ~bit;
-	d[word].permitted &= ~bit;
-	d[word].inheritable &= ~bit;
-	if (syscall(SYS_capset, &h, d) < 0)
-		return -errno;
-	return prctl(PR_CAPBSET_READ, CAP_SYS_PTRACE, 0, 0, 0) == 0 ? 0 : -EPERM;
-}
-
-static void pid1_main(const struct plan *p, int go_fd, int err_fd)
-{
-	char c;
-	const char *step = "wait for the stager";
-	int r = 0;
-
-	/* The stager writes one byte once maps, mounts and cgroups are ready; EOF means it gave up. */
-	if (read(go_fd, &c, 1) != 1)
-		_exit(1);
-	close(go_fd);
-
-	/* The agent must not inherit ignored signals (SIG_IGN survives exec) nor the mask jail_start set. */
-	util_signals_default();
-
-	/* Raw system calls: glibc's set*id wrappers act on every thread of the process they believe they are
-	 * in, and PID 1 was cloned (not forked) from a caller that may be multithreaded: they would signal and
-	 * wait for the caller's threads, and hang when one of them was just being created. */
-	step = "become root in the user namespace";
-	if (setsid() < 0 || syscall(SYS_setresgid, 0, 0, 0) < 0 || syscall(SYS_setgroups, 0, NULL) < 0 ||
-	    syscall(SYS_setresuid, 0, 0, 0) < 0)
-		goto fail_errno;
-	step = "sethostname";
-	if (sethostname(p->hostname, strlen(p->hostname)) < 0)
-		goto fail_errno;
-	step = "unshare mount+cgroup namespaces";
-	if (unshare(CLONE_NEWNS | CLONE_NEWCGROUP) < 0)
-		goto fail_errno;
-	step = "pivot_root";
-	if ((r = jail_rootfs_pivot(p->stage)) < 0)
-		goto fail;
-	const char *what = "";
-	if ((r = pid1_mounts(&what)) < 0) {
-		send_done(err_fd, r, "mount %s", what);
-		_exit(1);
-	}
-	step = "drop CAP_SYS_PTRACE";
-	if ((r = pid1_drop_ptrace()) < 0)
-		goto fail;
-	step = "set up fds";
-	if ((r = pid1_set_fds(p)) < 0)
-		goto fail;
-	step = "seccomp";
-	if ((r = jail_seccomp_install(p->bpf, p->bpf_len)) < 0)
-		goto fail;
-
-	static char *const envp[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		                      "HOME=/root", "container=space-jail", NULL };
-	step = "exec agent";
-	syscall(SYS_execveat, p->agent_fd, "", (char *const *)p->argv, envp, AT_EMPTY_PATH);
-fail_errno:
-	r = -errno;
-fail:
-	send_done(err_fd, r, "%s", step);
-	_exit(1);
-}
-
 /* ---- the stager ---- */
 
 struct pid1_args {
-	const struct plan *p;
+	const struct jail_plan *p;
 	int go, err;
 	int go_w, err_r; /* the stager's ends, which PID 1 got copies of: closed first thing */
 };
@@ -319,7 +162,7 @@ static int pid1_entry(void *arg)
 	 * before saying go (its creator was killed): it never waits on a pipe only it can write. */
 	close(a->go_w);
 	close(a->err_r);
-	pid1_main(a->p, a->go, a->err);
+	jail_pid1_main(a->p, a->go, a->err);
 	return 1;
 }
 
@@ -382,7 +225,7 @@ static pid_t clone_into_cgroup(int cgroup_fd, void *stack, struct pid1_args *a)
 	return clone3_call(&ca, pid1_entry, a);
 }
 
-static pid_t spawn_pid1(const struct plan *p, struct pid1_args *a, int *ret_go, int *ret_err, void **ret_stack,
+static pid_t spawn_pid1(const struct jail_plan *p, struct pid1_args *a, int *ret_go, int *ret_err, void **ret_stack,
 			bool *ret_in_cgroup)
 {
 	*ret_in_cgroup = false;
@@ -445,7 +288,7 @@ static void log_line(int fd, const char *fmt, ...)
 
 /* In the jail's network namespace (/proc/sys/net is the writer's), what an owner of the namespace would
  * allow anyway: binding ports below 1024, and ping sockets for every group (raw sockets are refused). */
-static void stager_net_sysctls(const struct plan *p)
+static void stager_net_sysctls(const struct jail_plan *p)
 {
 	static const struct {
 		const char *path, *value;
@@ -466,7 +309,7 @@ static void stager_net_sysctls(const struct plan *p)
 /* PID 1 above the caller's priority (jail_config.agent_priority_boost): only host root can raise it, and
  * only before PID 1 is in its user namespace is there a host root to do it. Best effort: a host without
  * CAP_SYS_NICE runs the jail at one level. */
-static void boost_pid1(const struct plan *p, pid_t pid)
+static void boost_pid1(const struct jail_plan *p, pid_t pid)
 {
 	if (!p->cfg->agent_priority_boost)
 		return;
@@ -479,7 +322,7 @@ static void boost_pid1(const struct plan *p, pid_t pid)
 		log_line(p->log_fd, "space-jail: cannot raise PID 1's priority: %s\n", strerror(errno));
 }
 
-static int stager_main(struct plan *p, pid_t caller, int out)
+static int stager_main(struct jail_plan *p, pid_t caller, int out)
 {
 	char loop[64], path[64];
 	const char *step = "";
@@ -489,33 +332,33 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 
 	/* If the caller dies mid-way, the half-made jail goes with us (PID 1 sees EOF on its go pipe). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		return send_done(out, -errno, "prctl");
+		return jail_send_done(out, -errno, "prctl");
 	if (getppid() != caller)
 		_exit(1); /* the caller died before the death signal was armed */
 
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return send_done(out, -errno, "private mount namespace");
+		return jail_send_done(out, -errno, "private mount namespace");
 	/* The jail's network namespace, owned by the host's user namespace (see the top of this file). */
 	if (unshare(CLONE_NEWNET) < 0)
-		return send_done(out, -errno, "network namespace");
+		return jail_send_done(out, -errno, "network namespace");
 	if ((r = jail_net_lo_up()) < 0)
-		return send_done(out, r, "bring up lo");
+		return jail_send_done(out, r, "bring up lo");
 	stager_net_sysctls(p);
 
 	int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, sizeof(loop));
 	if (lfd < 0)
-		return send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
+		return jail_send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
 	r = jail_rootfs_open(loop, &mfd, &step);
 	close(lfd); /* the mount (if any) keeps the device; otherwise it auto-clears now */
 	if (r < 0)
-		return send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
+		return jail_send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
 
 	if ((r = set_rlimits(p)) < 0)
-		return send_done(out, r, "rlimits");
+		return jail_send_done(out, r, "rlimits");
 	bool in_cgroup;
 	pid_t pid = spawn_pid1(p, &pa, &go, &errfd, &stack, &in_cgroup);
 	if (pid < 0)
-		return send_done(out, pid, "clone namespaces");
+		return jail_send_done(out, pid, "clone namespaces");
 	boost_pid1(p, pid);
 
 	if (p->uid_base) {
@@ -533,7 +376,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 		if (r < 0 && !p->allow_identity) {
 			/* Fail closed: the identity map makes root inside host uid 0 (no capabilities, but owner
 			 * of every root-owned host object a kernel bug or a leaked descriptor exposes). */
-			send_done(out, -EOPNOTSUPP, "%s failed (%s): refusing the identity uid map, under which root "
+			jail_send_done(out, -EOPNOTSUPP, "%s failed (%s): refusing the identity uid map, under which root "
 			          "inside would be host uid 0", what, errdesc(r));
 			goto fail;
 		}
@@ -547,12 +390,12 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 			p->uid_base = 0;
 			pid = spawn_pid1(p, &pa, &go, &errfd, &stack, &in_cgroup);
 			if (pid < 0)
-				return send_done(out, pid, "clone namespaces");
+				return jail_send_done(out, pid, "clone namespaces");
 			boost_pid1(p, pid);
 		}
 	}
 	if (!p->uid_base && (r = write_id_maps(pid, 0)) < 0) {
-		send_done(out, r, "write uid/gid maps");
+		jail_send_done(out, r, "write uid/gid maps");
 		goto fail;
 	}
 	log_line(p->log_fd, "space-jail: %s\n", jail_describe_boundary());
@@ -566,27 +409,27 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 	close(mfd);
 	mfd = -1;
 	if (r < 0) {
-		send_done(out, r, "%s", step);
+		jail_send_done(out, r, "%s", step);
 		goto fail;
 	}
 	r = jail_rootfs_pseudo(p->stage, pid);
 	if (r < 0) {
-		send_done(out, r, "mount /proc and /sys");
+		jail_send_done(out, r, "mount /proc and /sys");
 		goto fail;
 	}
 	r = in_cgroup ? 0 : util_cgroup_attach(p->cgroup, pid);
 	if (r < 0) {
-		send_done(out, r, "join cgroup %s", p->cgroup);
+		jail_send_done(out, r, "join cgroup %s", p->cgroup);
 		goto fail;
 	}
 
-	struct msg m = { .type = MSG_PID, .pid = pid, .uid_base = p->uid_base };
+	struct jail_msg m = { .type = JAIL_MSG_PID, .pid = pid, .uid_base = p->uid_base };
 	snprintf(m.loop, sizeof(m.loop), "%s", loop);
 	struct util_proc_stat ps = { 0 };
 	r = util_proc_stat(pid, &ps);
 	m.start = ps.start_time;
 	if (r < 0) {
-		send_done(out, r, "read /proc/%d/stat", (int)pid);
+		jail_send_done(out, r, "read /proc/%d/stat", (int)pid);
 		goto fail;
 	}
 	if ((r = util_write_all(out, &m, sizeof(m))) < 0)
@@ -597,7 +440,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 		send_text(out, -EPIPE, "PID 1 died before it started");
 		goto fail;
 	}
-	struct msg em;
+	struct jail_msg em;
 	r = util_read_exact(errfd, &em, sizeof(em));
 	/* Exec'd (EOF) or failed: either way PID 1 no longer runs on the stack it shared with us. */
 	if (r == 0) {
@@ -610,7 +453,7 @@ static int stager_main(struct plan *p, pid_t caller, int out)
 		send_text(out, -ECHILD, "the agent exited right after it started");
 		return -ECHILD;
 	}
-	return send_done(out, 0, NULL);
+	return jail_send_done(out, 0, NULL);
 fail:
 	if (mfd >= 0)
 		close(mfd);
@@ -620,7 +463,7 @@ fail:
 }
 
 struct stager_args {
-	struct plan *p;
+	struct jail_plan *p;
 	pid_t caller;
 	int out;
 };
@@ -684,7 +527,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 		return -EINVAL;
 	}
 
-	struct plan p = {
+	struct jail_plan p = {
 		.cfg = cfg,
 		.hostname = hostname,
 		.nofile = nofile_limit(cfg->nofile ? cfg->nofile : DEFAULT_NOFILE),
@@ -791,15 +634,15 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	}
 
 	/* The stager wrote at most two messages (far below the pipe's capacity) before it exited. */
-	struct msg m, pidmsg = { 0 };
+	struct jail_msg m, pidmsg = { 0 };
 	bool have_pid = false, done = false;
 	r = -EIO;
 	jail_set_err(errbuf, errlen, "jail stager died");
 	while (!done && util_read_exact(pfd[0], &m, sizeof(m)) == 0) {
-		if (m.type == MSG_PID) {
+		if (m.type == JAIL_MSG_PID) {
 			pidmsg = m;
 			have_pid = true;
-		} else if (m.type == MSG_DONE) {
+		} else if (m.type == JAIL_MSG_DONE) {
 			done = true;
 			r = m.err;
 			if (r < 0) {

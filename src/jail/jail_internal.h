@@ -35,6 +35,50 @@
 void jail_set_err(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 
+/* ---- jail.c and pid1.c: the plan the stager and PID 1 follow, and their report to the caller ---- */
+
+enum { JAIL_MSG_PID = 1, JAIL_MSG_DONE = 2 };
+
+struct jail_msg {
+	int type;
+	int err;         /* JAIL_MSG_DONE: 0 or -errno */
+	pid_t pid;       /* JAIL_MSG_PID */
+	uint64_t start;  /* JAIL_MSG_PID */
+	uint32_t uid_base;
+	char loop[32];   /* JAIL_MSG_PID: the rootfs's loop device */
+	char text[200];  /* JAIL_MSG_DONE with err != 0 */
+};
+
+struct jail_config;
+
+/* Everything the children need, prepared before the first clone. */
+struct jail_plan {
+	const struct jail_config *cfg;
+	int agent_fd, log_fd, null_fd;
+	const char *stage;
+	const char *hostname;
+	const char *const *argv;
+	const void *bpf;
+	size_t bpf_len;
+	uint64_t nofile;
+	uint32_t nproc;
+	uint32_t uid_base; /* 0 = identity mapping */
+	bool allow_identity;   /* idmapped mounts failing may fall back to the identity mapping */
+	bool test_no_idmap;    /* test builds: act as if idmapped mounts failed */
+	char cgroup[JAIL_CGROUP_SPEC_MAX];
+	int cgroup_fd; /* v2: the cgroup's directory, for CLONE_INTO_CGROUP; -1 otherwise */
+};
+
+/* Sends the final message (JAIL_MSG_DONE) on fd and returns err; for a failure (err < 0) the text is
+ * "<what>: <errno text>". Child-safe. */
+int jail_send_done(int fd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- pid1.c ---- */
+
+/* PID 1's life until the agent's exec: waits for the stager's go byte on go_fd, then sets up the jail from
+ * inside and execs the agent; reports a failure on err_fd and exits. Never returns. Child-safe. */
+void jail_pid1_main(const struct jail_plan *p, int go_fd, int err_fd) __attribute__((noreturn));
+
 /* Owner text (src/util/uidalloc.h) of a uid range slot held by a jail's PID 1 (or its creator, until PID 1
  * exists): "pid <pid> <start time> jail", which a stale-slot reaper can check against /proc. */
 void jail_slot_owner(pid_t pid, uint64_t start_time, char *buf, size_t len);
