@@ -424,8 +424,12 @@ static int destroy_locked(space_ctx *ctx, const char *id, const char *reason, bo
 	r = sandbox_row_load(ctx, id, &row); /* again: what it is now that nobody else acts on it */
 	if (r == 0 && row.info.status == SPACE_SANDBOX_DESTROYED && enoent_if_destroyed)
 		r = ctx_error_msg(ctx, -ENOENT, "sandbox %s is already destroyed", id);
-	else if (r == 0)
+	else if (r == 0) {
+		/* And again under the lock: a helper started while this call waited for it (by the create that
+		 * held it, or a reap's sandbox_revive_helpers) would otherwise outlive the sandbox. */
+		autosnap_destroying(ctx, id, row.metadata);
 		r = destroy_row(ctx, &row, reason, keep_events, keep_disk);
+	}
 	if (r == 0)
 		store_lock_remove(ctx->state_dir, id, lock);
 	store_lock_release(lock);
@@ -496,6 +500,8 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	net_events_ingest_all(ctx);
 	/* Sandboxes whose process is gone are recorded failed here, not by a listing (which writes nothing). */
 	(void)core_sandbox_reap_dead(ctx);
+	/* Running ones whose gateway or snapshot helper died get a new one (core/sandbox_revive.c). */
+	(void)sandbox_revive_helpers(ctx);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
 		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true, NULL) == 0) {

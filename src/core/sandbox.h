@@ -145,3 +145,9 @@ bool sandbox_restore_source(space_ctx *ctx, const struct backend_ops *ops, const
 /* The sandbox's egress gateway (src/net, docs/network.md) through its back-end, with the policy and trust. */
 int sandbox_net_attach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid,
 		       const char *policy, bool trusted, const char *const *allow_resolve);
+/* A new gateway for a running sandbox whose process is pid (its old one ended first): the policy and trust
+ * it was created with, else an empty policy when that cannot be applied again (sandbox_restart.c). */
+int sandbox_net_reattach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid);
+/* The next reap's care of a running sandbox's helpers that died (sandbox_revive.c): a new egress gateway
+ * or snapshot helper, each recorded as an event. Returns how many were started again; never fails. */
+int sandbox_revive_helpers(space_ctx *ctx);

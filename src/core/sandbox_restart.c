@@ -29,7 +29,7 @@
  * from an environment variable this process does not have, a registered secret since removed), the
  * sandbox gets a gateway with an empty policy: no egress, attempts recorded.
  */
-static int net_reattach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid)
+int sandbox_net_reattach(space_ctx *ctx, const struct backend_ops *ops, const struct sandbox_row *row, pid_t pid)
 {
 	(void)net_sandbox_detach(ctx, row->info.id);
 	cJSON *j = row->metadata ? cJSON_Parse(row->metadata) : NULL;
@@ -128,7 +128,7 @@ int sandbox_restart_from(space_sandbox *sb, const char *disk_src, const char *wh
 	if (r < 0)
 		goto failed;
 	util_fault_point("rollback", 4);
-	if ((r = net_reattach(ctx, ops, &row, proc.pid)) < 0) {
+	if ((r = sandbox_net_reattach(ctx, ops, &row, proc.pid)) < 0) {
 		backend_stop_started(ctx, ops, &row, &proc);
 		goto failed;
 	}

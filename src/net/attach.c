@@ -275,26 +275,52 @@ int net_sandbox_attach(space_ctx *ctx, const char *id, pid_t netns_pid, const ch
 	return 0;
 }
 
-int net_sandbox_detach(space_ctx *ctx, const char *id)
-{
+/* The gateway recorded in the sandbox's pid file ("pid P S U": pid, start time, uid). */
+struct gateway_rec {
 	char pidf[PATH_MAX];
-	int r = pidfile_path(ctx, id, pidf, sizeof(pidf));
+	int pid;
+	unsigned long long start;
+	unsigned uid;
+};
+
+/* 1 and *g filled; 0 when there is none (no file, or one that does not parse, then removed); -errno when
+ * it cannot be read. */
+static int gateway_recorded(space_ctx *ctx, const char *id, struct gateway_rec *g)
+{
+	int r = pidfile_path(ctx, id, g->pidf, sizeof(g->pidf));
 	if (r < 0)
 		return r;
 	_cleanup_free_ char *txt = NULL;
 	size_t len;
-	r = util_read_file(pidf, 64, &txt, &len);
+	r = util_read_file(g->pidf, 64, &txt, &len);
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
-		return ctx_error(ctx, r, "read %s", pidf);
-	int pid = 0;
-	unsigned long long start = 0;
-	unsigned uid = 0;
-	if (sscanf(txt, "%d %llu %u", &pid, &start, &uid) < 2 || pid <= 0) {
-		unlink(pidf);
+		return ctx_error(ctx, r, "read %s", g->pidf);
+	g->uid = 0;
+	if (sscanf(txt, "%d %llu %u", &g->pid, &g->start, &g->uid) < 2 || g->pid <= 0) {
+		unlink(g->pidf);
 		return 0;
 	}
+	return 1;
+}
+
+int net_gateway_dead(space_ctx *ctx, const char *id)
+{
+	struct gateway_rec g;
+	int r = gateway_recorded(ctx, id, &g);
+	return r <= 0 ? r : !core_process_alive(g.pid, g.start);
+}
+
+int net_sandbox_detach(space_ctx *ctx, const char *id)
+{
+	struct gateway_rec g;
+	int r = gateway_recorded(ctx, id, &g);
+	if (r <= 0)
+		return r;
+	int pid = g.pid;
+	unsigned long long start = g.start;
+	unsigned uid = g.uid;
 	bool gone = true;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd >= 0 && core_process_alive(pid, start)) {
@@ -318,6 +344,6 @@ int net_sandbox_detach(space_ctx *ctx, const char *id)
 		if (r < 0)
 			ctx_log(ctx, SPACE_LOG_WARNING, "gateway of %s: free uid %u: %s", id, uid, strerror(-r));
 	}
-	unlink(pidf);
+	unlink(g.pidf);
 	return 0;
 }

@@ -39,6 +39,11 @@ int net_sandbox_attach(space_ctx *ctx, const char *sandbox_id, pid_t netns_pid, 
  * spooled (net_events_ingest) and frees its uid slot. Fine when there is none. */
 int net_sandbox_detach(space_ctx *ctx, const char *sandbox_id);
 
+/* 1 when the sandbox's gateway was started and has died since (its egress then fails closed: the veth
+ * pair went with the gateway's namespace), 0 when it runs or there is none, -errno if its pid file cannot
+ * be read. */
+int net_gateway_dead(space_ctx *ctx, const char *sandbox_id);
+
 /*
  * The gateway's events reach the store through a spool (docs/network.md, "The gateway process"): the
  * gateway runs without root and never opens space.db; it appends one JSON object per line

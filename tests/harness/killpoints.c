@@ -7,7 +7,7 @@
  * worker start's own seed; the moment a kill lands in an operation still depends on timing.
  *
  *   killpoints [--seed N] [--kills K] [--workers N] [--min-ms A] [--max-ms B] [--journal FILE]
- *              --worker 'COMMAND' [--check 'COMMAND']
+ *              --worker 'COMMAND' [--check 'COMMAND'] [--victims 'COMMAND' [--after-kill 'COMMAND']]
  *
  * Commands run through /bin/sh -c "exec COMMAND", so the killed process is the worker itself (a kill of
  * the caller mid-call, as a crash would). Each gets in its environment:
@@ -16,17 +16,27 @@
  *                                                    one write per line: what it began and finished)
  * The checker gets KILLPOINTS_JOURNAL and KILLPOINTS_SEED (the run's). Output: "killpoints: seed S" first,
  * one line per kill, and "killpoints: K kills, W worker exits, check passed|failed (seed S)" last.
- * Exit: the checker's status (0 = invariants hold), 2 for a usage error.
+ * With --victims, a kill lands on a process of a sandbox instead of a worker: before each kill the victims
+ * command prints the candidates, one a line, "LABEL PID COMM ID" (LABEL: what it is to the sandbox, agent,
+ * logcap, gateway, snapd, serve; COMM: the process's /proc/PID/comm; ID: its sandbox or "-"); one is
+ * picked by the seed and killed through a pidfd, after checking while the pidfd is held that its comm is
+ * still COMM (the pid was not reused); the seed picks a kind (LABEL) first, then one of that kind. No candidate: a worker is killed, as without --victims. Then the
+ * after-kill command runs with KILLPOINTS_VICTIM="LABEL PID COMM ID"; its failure is counted and printed
+ * ("killpoints: after-kill check failed ..."), and fails the run. The last line then also says
+ * "H helper kills, C after-kill checks (F failed)".
+ * Exit: the checker's status (0 = invariants hold; 1 when an after-kill check failed), 2 for a usage error.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,10 +115,71 @@ static bool wait_for(pid_t pid, int ms, int *status)
 	}
 }
 
+/* Kills the victim of a "LABEL PID COMM ID" line through a pidfd, if its comm is still COMM. */
+static bool kill_victim(const char *line)
+{
+	char label[32], comm[32], id[64], path[64], now[32] = "";
+	int pid;
+	if (sscanf(line, "%31s %d %31s %63s", label, &pid, comm, id) != 4 || pid <= 1)
+		return false;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	FILE *f = fopen(path, "re");
+	if (f) {
+		if (!fgets(now, sizeof(now), f))
+			now[0] = '\0';
+		fclose(f);
+	}
+	now[strcspn(now, "\n")] = '\0';
+	bool ok = !strcmp(now, comm) && syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0;
+	if (ok) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		poll(&p, 1, 5000); /* readable once it is dead */
+	}
+	close(pfd);
+	return ok;
+}
+
+/* The candidates' lines, picked one by r; false if none or the victim could not be killed. */
+static bool kill_one_victim(const char *cmd, uint64_t r, char *chosen, size_t len)
+{
+	FILE *p = popen(cmd, "re");
+	if (!p)
+		return false;
+	char lines[64][160];
+	int n = 0;
+	while (n < 64 && fgets(lines[n], sizeof(lines[n]), p))
+		if (strchr(lines[n], ' '))
+			lines[n][strcspn(lines[n], "\n")] = '\0', n++;
+	pclose(p);
+	if (!n)
+		return false;
+	/* A kind of victim first (LABEL), then one of that kind: rare kinds are killed as often as common ones. */
+	int kinds = 0, first[64];
+	for (int i = 0; i < n; i++) {
+		bool seen = false;
+		for (int k = 0; k < kinds && !seen; k++)
+			seen = !strncmp(lines[first[k]], lines[i], strcspn(lines[i], " ") + 1);
+		if (!seen)
+			first[kinds++] = i;
+	}
+	const char *kind = lines[first[r % (uint64_t)kinds]];
+	size_t klen = strcspn(kind, " ") + 1;
+	int of_kind = 0, pick[64];
+	for (int i = 0; i < n; i++)
+		if (!strncmp(lines[i], kind, klen))
+			pick[of_kind++] = i;
+	snprintf(chosen, len, "%s", lines[pick[(r / (uint64_t)kinds) % (uint64_t)of_kind]]);
+	return kill_victim(chosen);
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: killpoints [--seed N] [--kills K] [--workers N (1..%d)] [--min-ms A] [--max-ms B] "
-			"[--journal FILE] --worker 'COMMAND' [--check 'COMMAND']\n", MAX_WORKERS);
+			"[--journal FILE] --worker 'COMMAND' [--check 'COMMAND'] [--victims 'COMMAND' [--after-kill 'COMMAND']]\n",
+		MAX_WORKERS);
 	return 2;
 }
 
@@ -117,7 +188,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 0;
 	bool have_seed = false;
 	long kills = 50, nworkers = 2, min_ms = 200, max_ms = 2000;
-	const char *worker = NULL, *check = NULL, *journal = NULL;
+	const char *worker = NULL, *check = NULL, *journal = NULL, *victims = NULL, *after = NULL;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!v)
@@ -138,6 +209,10 @@ int main(int argc, char **argv)
 			worker = v;
 		} else if (!strcmp(a, "--check")) {
 			check = v;
+		} else if (!strcmp(a, "--victims")) {
+			victims = v;
+		} else if (!strcmp(a, "--after-kill")) {
+			after = v;
 		} else if (!strcmp(a, "--journal")) {
 			journal = v;
 		} else {
@@ -172,7 +247,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nworkers; i++)
 		pids[i] = start(worker, i, rng_next(), starts++, journal);
 	uint64_t t0 = now_ms();
-	long done = 0;
+	long done = 0, helper_kills = 0, after_checks = 0, after_failed = 0;
 	while (done < kills && !interrupted) {
 		uint64_t delay = (uint64_t)min_ms + rng_next() % (uint64_t)(max_ms - min_ms + 1);
 		int victim = (int)(rng_next() % (uint64_t)nworkers);
@@ -195,6 +270,23 @@ int main(int argc, char **argv)
 		}
 		if (interrupted)
 			break;
+		char chosen[160];
+		uint64_t pick = victims ? rng_next() : 0; /* no draw without: old seeds replay */
+		if (victims && kill_one_victim(victims, pick, chosen, sizeof(chosen))) {
+			done++;
+			helper_kills++;
+			printf("killpoints: kill %ld: %s at %" PRIu64 " ms\n", done, chosen, now_ms() - t0);
+			if (after) {
+				setenv("KILLPOINTS_VICTIM", chosen, 1);
+				int st = system(after);
+				after_checks++;
+				if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+					after_failed++;
+					printf("killpoints: after-kill check failed for %s (seed %" PRIu64 ")\n", chosen, seed);
+				}
+			}
+			continue;
+		}
 		int st;
 		kill(pids[victim], SIGKILL);
 		waitpid(pids[victim], &st, 0);
@@ -227,10 +319,14 @@ int main(int argc, char **argv)
 		int st = system(check);
 		rc = st == -1 ? 1 : WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
-	printf("killpoints: %ld kills in %" PRIu64 " s, %d worker exits (%d failed), check %s (seed %" PRIu64 ")\n",
+	char helpers[96] = "";
+	if (victims)
+		snprintf(helpers, sizeof(helpers), ", %ld helper kills, %ld after-kill checks (%ld failed)", helper_kills,
+			 after_checks, after_failed);
+	printf("killpoints: %ld kills in %" PRIu64 " s, %d worker exits (%d failed), check %s%s (seed %" PRIu64 ")\n",
 	       done, (now_ms() - t0) / 1000, self_exits, failed_exits, !check ? "not run" : rc ? "FAILED" : "passed",
-	       seed);
-	if (!rc && failed_exits)
+	       helpers, seed);
+	if (!rc && (failed_exits || after_failed))
 		rc = 1;
 	return rc;
 }

@@ -3,8 +3,12 @@
 # (loop btrfs pool, busybox template, jail isolation) and are killed with SIGKILL at seeded random moments
 # (killpoints), then killpoints_check reaps, checks the invariants (no lost, doubled or mis-stated
 # sandbox), removes everything and checks nothing leaked; then leaks_of the journalled ids here.
-# usage: killpoints.sh KILLPOINTS WORKER CHECK [ci|soak]
+# usage: killpoints.sh KILLPOINTS WORKER CHECK [ci|soak|helpers|helpers-soak]
 #   ci: 50 kills, 200..2000 ms apart (about a minute);  soak: 500 kills (meson test --benchmark)
+#   helpers: 20 kills of the sandboxes' own processes instead of the workers (the jail's PID 1, space-logcap,
+#   space-gateway, space-snapd: killpoints_check --victims lists them) and of `space serve` (a third worker,
+#   killpoints_serve.sh, drives the lifecycle through it), each followed by an after-kill check
+#   (killpoints_check --after: the sandbox converges); helpers-soak: 200 of them.
 #   $KILLPOINTS_SEED replays a run's kill schedule (the seed is printed first).
 . "$(dirname "$0")/../lib.sh"
 KP=${1:?killpoints}; WORKER=${2:?worker}; CHECK=${3:?checker}; MODE=${4:-ci}
@@ -15,7 +19,9 @@ unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot creat
 case $MODE in
 ci) kills=50 ;;
 soak) kills=500 ;;
-*) fail "mode $MODE: ci or soak" ;;
+helpers) kills=20 ;;
+helpers-soak) kills=200 ;;
+*) fail "mode $MODE: ci, soak, helpers or helpers-soak" ;;
 esac
 make_state 2G
 WORK=$(mktemp -d /tmp/space-killpoints-XXXXXX)
@@ -23,6 +29,21 @@ on_exit "rm -rf '$WORK'"
 make_busybox_tree "$WORK/tree"
 expect_rc 0 "$SPACE" template import tiny --rootfs "$WORK/tree" --state "$STATE"
 export SPACE_STATE_DIR=$STATE SPACE_API_TEMPLATE=tiny
+victims=()
+workers=2
+worker_cmd="'$WORKER'"
+case $MODE in
+helpers*)
+	# A third worker drives `space serve` over HTTP (killpoints_serve.sh), and the server is a victim too.
+	command -v curl >/dev/null || skip "curl missing"
+	setpriv --help 2>&1 | grep -q pdeathsig || skip "setpriv --pdeathsig missing (util-linux)"
+	KILLPOINTS_API_KEY=$("$SPACE" apikey create --state "$STATE" 2>/dev/null) || fail "space apikey create"
+	export KILLPOINTS_API_KEY KILLPOINTS_HELPERS=1 KILLPOINTS_SERVE_WORKER=2 KILLPOINTS_SERVE_PID=$WORK/serve.pid
+	workers=3
+	worker_cmd="'$(dirname "$0")/killpoints_serve.sh' '$WORKER'"
+	victims=(--victims "'$CHECK' --victims" --after-kill "'$CHECK' --after")
+	;;
+esac
 # Whatever a failed run leaves (processes and cgroups of sandboxes that no row names any more): ended by
 # pid and removed, so a failure does not leak into the next test. Runs before make_state's own cleanup.
 cleanup_orphans() {
@@ -47,8 +68,8 @@ cleanup_orphans() {
 	rm -f "$ids"
 }
 on_exit cleanup_orphans
-"$KP" ${KILLPOINTS_SEED:+--seed "$KILLPOINTS_SEED"} --kills "$kills" --workers 2 --min-ms 200 --max-ms 2000 \
-	--journal "$WORK/journal" --worker "'$WORKER'" --check "'$CHECK'" >"$WORK/out" 2>&1
+"$KP" ${KILLPOINTS_SEED:+--seed "$KILLPOINTS_SEED"} --kills "$kills" --workers "$workers" --min-ms 200 --max-ms 2000 \
+	--journal "$WORK/journal" --worker "$worker_cmd" --check "'$CHECK'" "${victims[@]}" >"$WORK/out" 2>&1
 rc=$?
 # Not through a pipe: a process left behind with the worker's stdout would keep a reader waiting.
 cat "$WORK/out"
@@ -66,6 +87,14 @@ if [ "$rc" != 0 ]; then
 	fail "invariants failed ($last); journal lines: $(wc -l <"$WORK/journal")"
 fi
 [ "$done_kills" -ge "$kills" ] || fail "only $done_kills kills"
+if [ ${#victims[@]} -gt 0 ]; then
+	# Each kill of a helper was checked; most kills must have found one (a worker is killed when none runs).
+	helper_kills=$(echo "$last" | grep -o '[0-9]* helper kills' | awk '{print $1}')
+	checks=$(echo "$last" | grep -o '[0-9]* after-kill checks' | awk '{print $1}')
+	[ -n "$helper_kills" ] && [ "$checks" = "$helper_kills" ] || fail "no completion record of the helper kills"
+	[ "$helper_kills" -ge $((kills / 2)) ] || fail "only $helper_kills of $done_kills kills found a helper"
+	echo "helper kills by victim: $(grep -o '^killpoints: kill [0-9]*: [a-z]*' "$WORK/out" | awk '{print $4}' | sort | uniq -c | tr '\n' ' ')"
+fi
 ids=$(grep -o 'sb-[a-z2-7]\{16\}' "$WORK/journal" | sort -u)
 left=$(leaks_of $ids)
 if [ -n "$left" ]; then

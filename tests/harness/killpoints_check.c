@@ -14,6 +14,18 @@
  *                     journalled sandbox id.
  * Each failed invariant prints "INVARIANT <name>: <what>"; the last line is
  * "killpoints-check: N checks, F failed" and the exit status is 0 only when F is 0.
+ *
+ * Two more modes serve the helper kills (killpoints --victims / --after-kill), while the workers run:
+ *   killpoints_check --victims   prints the processes of the state directory's running sandboxes, one a
+ *                                line "LABEL PID COMM ID": the jail's PID 1 (agent, from the row), the log
+ *                                writer (logcap: the space-logcap holding <state>/run/<id>/sandbox.log), the
+ *                                egress gateway (gateway: <state>/run/<id>/gateway.pid) and the snapshot
+ *                                helper (snapd: the space-snapd given --state <state> --sandbox <id>);
+ *                                plus "serve PID COMM -" from the pid file $KILLPOINTS_SERVE_PID if set.
+ *   killpoints_check --after     for the victim $KILLPOINTS_VICTIM: within 10 s, after a reap, its sandbox
+ *                                converges: gone (a worker destroyed it), failed with a reason, or running
+ *                                with an agent that runs a command and, for a killed gateway or snapshot
+ *                                helper, a new one running (the reap starts it). Exit 0 if so.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -109,6 +121,23 @@ static int count_entries(const char *path, char *first, size_t len)
 	return n;
 }
 
+/* /proc/PID/cmdline with each argument followed by a space; false when there is none to read. */
+static bool read_cmdline(const char *pid, char *cmd, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, cmd, len - 1);
+	close(fd);
+	for (ssize_t i = 0; i < n; i++)
+		if (!cmd[i])
+			cmd[i] = ' ';
+	cmd[n > 0 ? n : 0] = '\0';
+	return n > 0;
+}
+
 /* Host leftovers naming an id: processes (cmdline), cgroups (any hierarchy's space/<id> or space-helpers/<id>), mounts. */
 static void check_host(const char *state, const char *pool)
 {
@@ -148,18 +177,8 @@ static void check_host(const char *state, const char *pool)
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
 		char cmd[4096];
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
+		if (!read_cmdline(e->d_name, cmd, sizeof(cmd)))
 			continue;
-		ssize_t len = read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-		if (len <= 0)
-			continue;
-		for (ssize_t i = 0; i < len; i++)
-			if (!cmd[i])
-				cmd[i] = ' ';
-		cmd[len] = '\0';
 		for (int i = 0; i < nids; i++)
 			if (strstr(cmd, ids[i])) {
 				printf("INVARIANT leak: process %s runs for %s: %s\n", e->d_name, ids[i], cmd);
@@ -229,27 +248,171 @@ static bool process_with(const char *text)
 	while (d && !found && (e = readdir(d))) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		char path[300], cmd[4096];
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		ssize_t len = read(fd, cmd, sizeof(cmd) - 1);
-		close(fd);
-		for (ssize_t i = 0; i < len; i++)
-			if (!cmd[i])
-				cmd[i] = ' ';
-		cmd[len > 0 ? len : 0] = '\0';
-		found = strstr(cmd, text) != NULL;
+		char cmd[4096];
+		found = read_cmdline(e->d_name, cmd, sizeof(cmd)) && strstr(cmd, text) != NULL;
 	}
 	if (d)
 		closedir(d);
 	return found;
 }
 
-int main(void)
+static int read_comm(int pid, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	bool ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	buf[ok ? strcspn(buf, "\n") : 0] = '\0';
+	return ok ? 0 : -1;
+}
+
+static int read_pidfile(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int pid = 0;
+	if (f) {
+		if (fscanf(f, "%d", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	return pid;
+}
+
+static void print_victim(const char *label, int pid, const char *id)
+{
+	char comm[32];
+	if (pid > 1 && read_comm(pid, comm, sizeof(comm)) == 0)
+		printf("%s %d %s %s\n", label, pid, comm, id);
+}
+
+/* logcap: holds <state>/run/<id>/sandbox.log as fd 3; snapd: --state <state> --sandbox <id> in its cmdline. */
+static void print_helpers(const char *state, const char *id)
+{
+	char want_log[4200], want_args[4200];
+	snprintf(want_log, sizeof(want_log), "%s/run/%s/sandbox.log", state, id);
+	snprintf(want_args, sizeof(want_args), "--state %s --sandbox %s ", state, id);
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int pid = atoi(e->d_name);
+		char comm[32], path[300], target[4200], cmd[4096];
+		if (pid <= 1 || read_comm(pid, comm, sizeof(comm)) < 0)
+			continue;
+		if (!strcmp(comm, "space-logcap")) {
+			snprintf(path, sizeof(path), "/proc/%d/fd/3", pid);
+			ssize_t n = readlink(path, target, sizeof(target) - 1);
+			if (n > 0 && (target[n] = '\0', !strcmp(target, want_log)))
+				printf("logcap %d %s %s\n", pid, comm, id);
+		} else if (!strcmp(comm, "space-snapd")) {
+			if (read_cmdline(e->d_name, cmd, sizeof(cmd)) && strstr(cmd, want_args))
+				printf("snapd %d %s %s\n", pid, comm, id);
+		}
+	}
+	if (d)
+		closedir(d);
+}
+
+static int list_victims(const char *state)
+{
+	space_ctx *ctx = api_ctx(NULL);
+	struct space_sandbox_info **l = NULL;
+	size_t n = 0;
+	if (space_sandbox_list(ctx, &l, &n) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (l[i]->status != SPACE_SANDBOX_RUNNING)
+			continue;
+		char path[4200];
+		print_victim("agent", l[i]->pid, l[i]->id);
+		snprintf(path, sizeof(path), "%s/run/%s/gateway.pid", state, l[i]->id);
+		print_victim("gateway", read_pidfile(path), l[i]->id);
+		print_helpers(state, l[i]->id);
+	}
+	space_sandbox_info_list_free(l);
+	const char *serve = getenv("KILLPOINTS_SERVE_PID");
+	if (serve)
+		print_victim("serve", read_pidfile(serve), "-");
+	space_ctx_free(ctx);
+	return 0;
+}
+
+/* After the reap, a running sandbox whose gateway or snapshot helper was killed has a new one (2), or
+ * not yet (0); 1 for the other victims. */
+static int helper_after(space_ctx *ctx, const char *state, const char *label, const char *id, int killed)
+{
+	int now = -1;
+	if (!strcmp(label, "gateway")) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/run/%s/gateway.pid", state, id);
+		now = read_pidfile(path);
+	} else if (!strcmp(label, "snapd")) {
+		struct space_snapshot_policy p = SPACE_SNAPSHOT_POLICY_INIT;
+		now = space_sandbox_get_snapshot_policy(ctx, id, &p) == 0 ? p.pid : 0;
+	}
+	if (now < 0)
+		return 1;
+	return now > 0 && now != killed && kill(now, 0) == 0 ? 2 : 0;
+}
+
+/* The victim's sandbox converges within 10 s: gone, failed with a reason, or running and answering. */
+static int after_kill(const char *state)
+{
+	const char *v = getenv("KILLPOINTS_VICTIM");
+	char label[32], comm[32], id[64], last[600] = "";
+	int pid;
+	if (!v || sscanf(v, "%31s %d %31s %63s", label, &pid, comm, id) != 4)
+		return 2;
+	if (strncmp(id, "sb-", 3))
+		return 0; /* not a sandbox's (space serve): the final check judges */
+	space_ctx *ctx = api_ctx(NULL);
+	int rc = 1;
+	for (int t = 0; t < 20 && rc; t++) {
+		if (t)
+			usleep(500000);
+		space_sandbox_reap(ctx);
+		struct space_sandbox_info **l = NULL;
+		size_t n = 0;
+		if (space_sandbox_list(ctx, &l, &n) < 0) {
+			snprintf(last, sizeof(last), "list: %s", space_ctx_last_error(ctx));
+			continue;
+		}
+		const struct space_sandbox_info *s = NULL;
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(l[i]->id, id))
+				s = l[i];
+		if (!s) {
+			rc = 0;
+			snprintf(last, sizeof(last), "gone");
+		} else if (s->status == SPACE_SANDBOX_FAILED) {
+			rc = s->reason[0] ? 0 : 1;
+			snprintf(last, sizeof(last), "failed: %s", s->reason[0] ? s->reason : "(no reason)");
+		} else if (s->status == SPACE_SANDBOX_RUNNING) {
+			int p = probe(id), helper = helper_after(ctx, state, label, id, pid);
+			rc = p == 0 && helper > 0 ? 0 : 1;
+			snprintf(last, sizeof(last), "running, exec %s%s", p == 0 ? "works" : "FAILS",
+				 helper == 0 ? ", but no new helper yet" : helper == 2 ? ", a new helper runs" : "");
+		} else {
+			snprintf(last, sizeof(last), "%s (%s)", space_sandbox_status_name(s->status), s->reason);
+		}
+		space_sandbox_info_list_free(l);
+	}
+	printf("killpoints-check: after the kill of %s %d (%s): %s %s\n", label, pid, comm, id, last);
+	if (rc)
+		printf("INVARIANT converges: %s did not converge in 10 s after its %s was killed: %s\n", id, label, last);
+	space_ctx_free(ctx);
+	return rc;
+}
+
+int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 1 && !strcmp(argv[1], "--victims"))
+		return getenv("SPACE_STATE_DIR") ? list_victims(getenv("SPACE_STATE_DIR")) : 2;
+	if (argc > 1 && !strcmp(argv[1], "--after"))
+		return getenv("SPACE_STATE_DIR") ? after_kill(getenv("SPACE_STATE_DIR")) : 2;
 	const char *journal = getenv("KILLPOINTS_JOURNAL"), *state = getenv("SPACE_STATE_DIR");
 	if (!journal || !state) {
 		fprintf(stderr, "killpoints-check: needs KILLPOINTS_JOURNAL and SPACE_STATE_DIR\n");

@@ -8,7 +8,9 @@
  *   "<worker>.<start> <op> begin <target>"  and  "<worker>.<start> <op> end <target> rc=<rc> [<new id>...]"
  * (one write(2) per line on an O_APPEND descriptor), so the checker knows what was confirmed.
  * Failures caused by the other worker (a target destroyed meanwhile) are expected: they are journalled,
- * never fatal. Random choices come from $KILLPOINTS_SEED.
+ * never fatal. Random choices come from $KILLPOINTS_SEED. With $KILLPOINTS_HELPERS=1 (the helper kills),
+ * about half the sandboxes created get an egress policy ("{}": a gateway runs) and half a snapshot policy
+ * (every 2 s, 2 kept: a snapshot helper runs), so each kind of helper process is there to be killed.
  */
 #include <signal.h>
 #include <stdarg.h>
@@ -67,11 +69,20 @@ static int op_exec(space_ctx *ctx, const char *id)
 	return r;
 }
 
+static bool with_helpers;
+
 static void op_create(space_ctx *ctx)
 {
 	struct space_sandbox_options so = SPACE_SANDBOX_OPTIONS_INIT;
 	so.template_name = api_template();
 	so.isolation = "jail";
+	unsigned h = with_helpers ? (unsigned)(rnd() % 4) : 0;
+	if (h & 1)
+		so.network_policy = "{}";
+	if (h & 2) {
+		so.snapshot_every_s = 2;
+		so.snapshot_keep = 2;
+	}
 	space_sandbox *sb = NULL;
 	journal("create begin -");
 	int r = space_sandbox_create(ctx, &so, &sb);
@@ -177,6 +188,7 @@ int main(void)
 	snprintf(who, sizeof(who), "%s.%s", getenv("KILLPOINTS_WORKER") ?: "0", getenv("KILLPOINTS_START") ?: "0");
 	if (j)
 		journal_fd = open(j, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	with_helpers = getenv("KILLPOINTS_HELPERS") && !strcmp(getenv("KILLPOINTS_HELPERS"), "1");
 	struct sigaction sa = { .sa_handler = on_term };
 	sigaction(SIGTERM, &sa, NULL);
 	space_ctx *ctx = api_ctx(NULL);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A running sandbox whose helper died (a kill -9, an OOM kill): the egress gateway or the snapshot helper.
+ * Its sandbox goes on without it (egress fails closed: the veth pair went with the gateway's namespace;
+ * snapshots stop), so the next reap starts a new one, under the sandbox's lock, and records it in the
+ * event log ("helper"). The jail's PID 1 dying is not a helper's death: the reap records that sandbox
+ * failed (sandbox_list.c). The log writer (space-logcap) is not started again: the agent ignores SIGPIPE
+ * and its writes fail at once, so nothing blocks, but the sandbox's log stops growing until a restart.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/autosnap.h"
+#include "core/backend.h"
+#include "core/internal.h"
+#include "core/sandbox.h"
+#include "net/net.h"
+#include "store/lock.h"
+#include "store/sandboxes.h"
+#include "util/procstat.h"
+
+static void note(space_ctx *ctx, const char *id, const char *what, int r)
+{
+	char detail[sizeof(ctx->last_error) + 96];
+	if (r < 0)
+		snprintf(detail, sizeof(detail), "%s died; a new one did not start: %s", what, ctx->last_error);
+	else
+		snprintf(detail, sizeof(detail), "%s died; a new one started", what);
+	ctx_log(ctx, r < 0 ? SPACE_LOG_WARNING : SPACE_LOG_INFO, "sandbox %s: %s", id, detail);
+	if (store_event(ctx->store, id, "helper", detail) < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: event not recorded: %s", id, store_errmsg(ctx->store));
+}
+
+/* Under the sandbox's lock: seen again, and only while its own process is the one recorded, alive. */
+static int revive_one(space_ctx *ctx, const char *id)
+{
+	struct store_sandbox now = { 0 };
+	int done = 0;
+	if (store_sandbox_get(ctx->store, id, &now) < 0)
+		return 0;
+	if (now.status != STORE_RUNNING ||
+	    util_proc_liveness(now.proc.pid, now.proc.start_time, now.proc.pidns) != UTIL_PROC_ALIVE)
+		goto out;
+	if (net_gateway_dead(ctx, id) == 1) {
+		struct sandbox_row row;
+		const struct backend_ops *ops;
+		int r = sandbox_row_load(ctx, id, &row);
+		if (r == 0) {
+			if ((r = backend_for_row(ctx, &row, &ops)) == 0)
+				r = sandbox_net_reattach(ctx, ops, &row, row.info.pid);
+			sandbox_row_clear(&row);
+		}
+		note(ctx, id, "its egress gateway", r);
+		done += r == 0;
+	}
+	if (now.helper.pid > 0 &&
+	    util_proc_liveness(now.helper.pid, now.helper.start_time, now.helper.pidns) == UTIL_PROC_DEAD) {
+		int r = autosnap_started(ctx, id, NULL, NULL);
+		note(ctx, id, "its snapshot helper (space-snapd)", r);
+		done += r == 0;
+	}
+out:
+	store_sandbox_clear(&now);
+	return done;
+}
+
+int sandbox_revive_helpers(space_ctx *ctx)
+{
+	struct store *s;
+	if (ctx_store(ctx, &s) < 0)
+		return 0;
+	struct store_sandbox_filter f = { .statuses = STORE_ST(STORE_RUNNING) };
+	struct store_sandbox *rows = NULL;
+	size_t n = 0;
+	if (store_sandbox_list(s, &f, &rows, &n) < 0)
+		return 0;
+	int done = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_sandbox *w = &rows[i];
+		/* Judged from this pid namespace only, as every liveness check (util/procstat.h). */
+		if (util_proc_liveness(w->proc.pid, w->proc.start_time, w->proc.pidns) != UTIL_PROC_ALIVE)
+			continue;
+		bool snapd_dead = w->helper.pid > 0 &&
+				  util_proc_liveness(w->helper.pid, w->helper.start_time, w->helper.pidns) == UTIL_PROC_DEAD;
+		if (!snapd_dead && net_gateway_dead(ctx, w->id) != 1)
+			continue;
+		/* Not while an operation holds it: a rollback or destroy settles its helpers itself. */
+		int lock = store_lock_take(ctx->state_dir, w->id, 0);
+		if (lock < 0)
+			continue;
+		done += revive_one(ctx, w->id);
+		store_lock_release(lock);
+	}
+	store_sandbox_list_free(rows, n);
+	return done;
+}
