@@ -39,6 +39,10 @@ static const char *const serve_store_migrations[] = {
 	"  sandbox_id TEXT NOT NULL,"
 	"  created_ms INTEGER NOT NULL);"
 	"CREATE INDEX sandbox_tokens_sandbox ON sandbox_tokens(sandbox_id);",
+	/* 1 -> 2: the local user a key is granted to (`space serve --unix`: the peer's uid is the key);
+	 * at most one key per uid. */
+	"ALTER TABLE api_keys ADD COLUMN uid INTEGER;"
+	"CREATE UNIQUE INDEX api_keys_uid ON api_keys(uid) WHERE uid IS NOT NULL;",
 };
 #define SERVE_STORE_VERSION ((int)(sizeof(serve_store_migrations) / sizeof(serve_store_migrations[0])))
 
