@@ -63,6 +63,21 @@ leaks_of() {
 	rm -f "$ids"
 	return 0
 }
+# start_unix_server SOCK [ARGS...]: `space serve --unix SOCK` on $STATE, its access log and stderr in
+# $WORK/access.log and $WORK/serve.err; sets SERVE_PID once the socket is there; stopped at exit.
+start_unix_server() {
+	local sock=$1 _
+	shift
+	"$SPACE" serve --unix "$sock" --state "$STATE" "$@" >"$WORK/access.log" 2>"$WORK/serve.err" &
+	SERVE_PID=$!
+	on_exit "kill $SERVE_PID 2>/dev/null; wait $SERVE_PID"
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && return 0
+		kill -0 "$SERVE_PID" || fail "space serve exited: $(cat "$WORK/serve.err")"
+		sleep 0.1
+	done
+	fail "no socket at $sock: $(cat "$WORK/serve.err")"
+}
 # A jail test's whole set-up: root, btrfs, loop devices, the agent and namespaces (else it skips), a state
 # directory with a pool of SIZE (default 2G), a work directory $WORK, a busybox template "tiny" imported
 # from $WORK/tree, and S=(--state "$STATE") for the CLI.

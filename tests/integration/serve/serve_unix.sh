@@ -16,11 +16,7 @@ chmod 755 "$SOCKDIR"
 on_exit "rm -rf '$SOCKDIR'"
 SOCK=$SOCKDIR/api.sock
 
-"$SPACE" serve --unix "$SOCK" "${S[@]}" >"$WORK/access.log" 2>"$WORK/serve.err" &
-SERVE_PID=$!
-on_exit "kill $SERVE_PID 2>/dev/null; wait $SERVE_PID"
-for _ in $(seq 100); do [ -S "$SOCK" ] && break; kill -0 $SERVE_PID || fail "serve exited: $(cat "$WORK/serve.err")"; sleep 0.1; done
-[ -S "$SOCK" ] || fail "no socket at $SOCK: $(cat "$WORK/serve.err")"
+start_unix_server "$SOCK"
 [ "$(stat -c '%a %u' "$SOCK")" = "666 0" ] || fail "socket mode/owner: $(stat -c '%a %u' "$SOCK")"
 grep -q "listening on http://" "$WORK/serve.err" && fail "--unix alone also listened on TCP: $(cat "$WORK/serve.err")"
 ok "--unix alone: a socket of mode 0666 owned by root, and no TCP port"
