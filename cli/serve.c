@@ -473,12 +473,23 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-	/* TCP unless only --unix was asked for; both when both were. */
+	/* TCP unless only --unix was asked for; both when both were. The unix socket is made first: its mode
+	 * comes from a borrowed umask, before any thread of ours runs. */
 	struct MHD_Daemon *d = NULL, *du = NULL;
+	int ufd = -1;
+	if (unix_path && (ufd = serve_unix_listen(unix_path, (mode_t)unix_mode, err, sizeof(err))) < 0) {
+		fprintf(stderr, "space: serve: %s\n", err);
+		serve_store_close(srv.store);
+		return EXIT_FAIL;
+	}
 	if (!unix_path || listen_given) {
 		d = daemon_start(&srv, &sa, -1, (unsigned)conn_limit, (unsigned)conn_timeout);
 		if (!d) {
 			fprintf(stderr, "space: serve: cannot listen on %s: %s\n", listen, strerror(errno));
+			if (ufd >= 0) {
+				close(ufd);
+				unlink(unix_path);
+			}
 			serve_store_close(srv.store);
 			return EXIT_FAIL;
 		}
@@ -489,15 +500,11 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			di ? di->port : ntohs(sa.sin_port), space_ctx_state_dir(ctx));
 	}
 	if (unix_path) {
-		int fd = serve_unix_listen(unix_path, (mode_t)unix_mode, err, sizeof(err));
-		du = fd >= 0 ? daemon_start(&srv, NULL, fd, (unsigned)conn_limit, (unsigned)conn_timeout) : NULL;
+		du = daemon_start(&srv, NULL, ufd, (unsigned)conn_limit, (unsigned)conn_timeout);
 		if (!du) {
-			if (fd >= 0) {
-				snprintf(err, sizeof(err), "serve the unix socket %s: %s", unix_path, strerror(errno));
-				close(fd);
-				unlink(unix_path);
-			}
-			fprintf(stderr, "space: serve: %s\n", err);
+			fprintf(stderr, "space: serve: serve the unix socket %s: %s\n", unix_path, strerror(errno));
+			close(ufd);
+			unlink(unix_path);
 			if (d)
 				MHD_stop_daemon(d);
 			serve_store_close(srv.store);

@@ -129,7 +129,8 @@ struct serve_req {
 
 /* --- serve_unix.c: `space serve --unix PATH` --- */
 /* A listening unix socket at path with the given mode (a stale socket there is replaced; anything else is
- * refused), or -errno with a message in err. */
+ * refused), or -errno with a message in err. Call it before the process starts threads: it borrows the
+ * umask. */
 int serve_unix_listen(const char *path, mode_t mode, char *err, size_t errlen);
 /* The uid the kernel recorded for the connection's peer; -EAFNOSUPPORT when it is not a unix socket. */
 int serve_unix_peer_uid(struct MHD_Connection *conn, uint32_t *ret_uid);

@@ -55,8 +55,8 @@ int serve_unix_listen(const char *path, mode_t mode, char *err, size_t errlen)
 		snprintf(err, errlen, "socket: %s", strerror(-e));
 		return e;
 	}
-	/* The socket file gets its mode at bind, from the umask: no moment with a wider one. No other thread
-	 * runs yet, so the process-wide umask is ours to borrow. */
+	/* The socket file gets its mode at bind, from the umask: no moment with a wider one. The server makes
+	 * it before it starts any thread, so the process-wide umask is ours to borrow. */
 	mode_t old = umask(~mode & 0777);
 	int b = bind(fd, (const struct sockaddr *)&sa, sizeof(sa));
 	e = -errno;

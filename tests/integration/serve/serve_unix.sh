@@ -83,5 +83,16 @@ echo "$err" | grep -q "a server answers on it" || fail "second server: $err"
 kill -TERM $SERVE_PID; wait $SERVE_PID || fail "serve exit status"
 [ -e "$SOCK" ] && fail "the socket is left after the server stopped"
 ok "a second server on a live socket is refused; the socket goes with the server"
+
+# --listen and --unix together: both answer; on TCP the uid grant counts for nothing.
+expect_rc 0 "$SPACE" apikey grant "$kid" --uid 0 "${S[@]}"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_unix_server "$SOCK" --listen "127.0.0.1:$port"
+for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done
+code=$(curl -s -o /dev/null -w '%{http_code}' --unix-socket "$SOCK" http://localhost/v1/sandboxes)
+[ "$code" = 200 ] || fail "root granted, on the socket beside TCP: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/sandboxes")
+[ "$code" = 401 ] || fail "TCP without a key while root is granted: $code"
+ok "--listen with --unix serves both; the grant holds on the socket only"
 echo "done: $checks checks"
-[ "$checks" = 8 ] || fail "expected 8 checks, ran $checks"
+[ "$checks" = 9 ] || fail "expected 9 checks, ran $checks"
