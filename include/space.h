@@ -747,8 +747,9 @@ SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb);
  * Checkpoints outlive their sandbox (they are separate subvolumes) until space_checkpoint_remove().
  */
 
-/* Freezes every process of the sandbox (cgroup freezer); its status becomes "paused" and exec fails with
- * -EBUSY until space_sandbox_resume(). Pausing a paused sandbox (or resuming a running one) is a no-op. */
+/* Freezes every process of the sandbox (cgroup freezer); its status becomes "paused" and exec and the file
+ * calls (read, write, stat, list, mkdir, remove, rename) fail with -EBUSY until space_sandbox_resume().
+ * Pausing a paused sandbox (or resuming a running one) is a no-op. */
 SPACE_API int space_sandbox_pause(space_sandbox *sb);
 SPACE_API int space_sandbox_resume(space_sandbox *sb);
 

@@ -68,6 +68,20 @@ echo "$body" | grep -q 'hello-42' || fail "exec output: $body"
 grep -q "\"uid\":$NOBODY,\"key\":\"$kid\"" "$WORK/access.log" || fail "access log names the uid and key: $(tail -3 "$WORK/access.log")"
 ok "a granted uid creates a jail sandbox and runs a command in it (the access log names uid and key)"
 
+# A paused sandbox's agent is frozen: a file call is refused (409), never left waiting for it.
+as_nobody PUT "/v1/sandboxes/$id/files?path=/tmp/x" 'data'
+[ "$code" = 201 ] || fail "a file write: $code $body"
+as_nobody POST "/v1/sandboxes/$id/pause"
+[ "$code" = 200 ] || fail "pause: $code $body"
+as_nobody GET "/v1/sandboxes/$id/files?path=/tmp/x"
+[ "$code" = 409 ] && echo "$body" | grep -q "is paused" || fail "a file read of a paused sandbox: $code $body"
+as_nobody PUT "/v1/sandboxes/$id/files?path=/tmp/x" 'data'
+[ "$code" = 409 ] || fail "a file write to a paused sandbox: $code $body"
+as_nobody POST "/v1/sandboxes/$id/resume"
+as_nobody GET "/v1/sandboxes/$id/files?path=/tmp/x"
+[ "$code" = 200 ] && [ "$body" = data ] || fail "a file read after resume: $code $body"
+ok "file calls on a paused sandbox answer 409 at once; after resume they work"
+
 as_nobody DELETE "/v1/sandboxes/$id"
 [ "$code" = 204 ] || fail "destroy as nobody: $code $body"
 expect_rc 0 "$SPACE" apikey grant "$kid" --uid none "${S[@]}"
@@ -95,4 +109,4 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/sandbox
 [ "$code" = 401 ] || fail "TCP without a key while root is granted: $code"
 ok "--listen with --unix serves both; the grant holds on the socket only"
 echo "done: $checks checks"
-[ "$checks" = 9 ] || fail "expected 9 checks, ran $checks"
+[ "$checks" = 10 ] || fail "expected 10 checks, ran $checks"
