@@ -35,6 +35,6 @@ echo "$line" | grep -Eq ' ops=[1-9][0-9]* errors=0 leaks=0 ' || fail "soak: $lin
 ids=$(grep -o '"sandbox":"sb-[a-z2-7]\{16\}"' "$WORK/access.log" | cut -d'"' -f4 | sort -u)
 left=$(leaks_of $ids)
 [ -z "$left" ] || fail "leaks_of the HTTP clients' sandboxes: $left"
-kill -TERM $SERVE_PID; wait $SERVE_PID || fail "space serve exit status after SIGTERM"
+stop_pid $SERVE_PID 30 || fail "space serve did not exit 0 within 30 s of SIGTERM: $(tail -5 "$WORK/serve.err")"
 [ -e "$SOCK" ] && fail "socket left after the server stopped"
 echo "soak: ok ($line)"

@@ -94,7 +94,7 @@ ok "grant --uid none takes the grant away"
 # A second server on the same path is refused; a stale socket (server gone) is replaced.
 expect_rc 1 "$SPACE" serve --unix "$SOCK" "${S[@]}"
 echo "$err" | grep -q "a server answers on it" || fail "second server: $err"
-kill -TERM $SERVE_PID; wait $SERVE_PID || fail "serve exit status"
+stop_pid $SERVE_PID 10 || fail "space serve did not exit 0 within 10 s of SIGTERM"
 [ -e "$SOCK" ] && fail "the socket is left after the server stopped"
 ok "a second server on a live socket is refused; the socket goes with the server"
 
