@@ -98,6 +98,9 @@ const struct cli_command *cli_find_command(const char *name);
 int cmd_init(struct cli *cli, int argc, char **argv);
 int cmd_pool(struct cli *cli, int argc, char **argv);
 /* `space pool fill [TEMPLATE]` (cmd_template.c); argv[0] is "fill". */
+/* Prints the pool's "promised to N sandbox disks; used, free" line on stdout after prefix, and a warning line
+ * on warn when the disks are promised more than the pool has free (cmd_init.c). */
+void cli_pool_space(const struct space_pool_info *p, const char *prefix, FILE *warn);
 int cli_pool_fill(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
 int cmd_template(struct cli *cli, int argc, char **argv);
 int cmd_ls(struct cli *cli, int argc, char **argv);

@@ -1,11 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* space init, space pool */
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "util/util.h"
+
+/* Whether the library filled the pool's accounting (used, promised). */
+static bool pool_has_accounting(const struct space_pool_info *p)
+{
+	return p->size >= offsetof(struct space_pool_info, sandbox_disks) + sizeof(p->sandbox_disks);
+}
+
+void cli_pool_space(const struct space_pool_info *p, const char *prefix, FILE *warn)
+{
+	if (!pool_has_accounting(p))
+		return;
+	char a[32], b[32], c[32];
+	printf("%s%s promised to %u sandbox disk%s; %s used, %s free (statvfs: approximate on btrfs)\n", prefix,
+	       util_format_size(p->promised_bytes, a, sizeof(a)), p->sandbox_disks, p->sandbox_disks == 1 ? "" : "s",
+	       util_format_size(p->used_bytes, b, sizeof(b)), util_format_size(p->free_bytes, c, sizeof(c)));
+	if (p->promised_bytes > p->free_bytes)
+		fprintf(warn, "%swarning: the sandboxes' disks are promised %s, more than the %s the pool has free: "
+			      "their writes can fill it\n",
+			warn == stderr ? "space: " : "", a, c);
+}
 
 static cJSON *pool_json(const struct space_pool_info *p, const char *state_dir)
 {
@@ -19,6 +40,13 @@ static cJSON *pool_json(const struct space_pool_info *p, const char *state_dir)
 	cJSON_AddStringToObject(j, "isolation", p->isolation);
 	cJSON_AddNumberToObject(j, "total_bytes", (double)p->total_bytes);
 	cJSON_AddNumberToObject(j, "free_bytes", (double)p->free_bytes);
+	if (pool_has_accounting(p)) {
+		/* used_bytes: statvfs's, an approximation on btrfs (shared extents, metadata) */
+		cJSON_AddNumberToObject(j, "used_bytes", (double)p->used_bytes);
+		cJSON_AddNumberToObject(j, "promised_bytes", (double)p->promised_bytes);
+		cJSON_AddNumberToObject(j, "sandbox_disks", p->sandbox_disks);
+		cJSON_AddBoolToObject(j, "overcommitted", p->promised_bytes > p->free_bytes);
+	}
 	return j;
 }
 
@@ -34,6 +62,7 @@ static void pool_print(const struct space_pool_info *p, const char *state_dir)
 	       !strcmp(p->isolation, "jail") ? " (weaker boundary: shares the host kernel)" : "");
 	printf("space:      %s free of %s\n", util_format_size(p->free_bytes, a, sizeof(a)),
 	       util_format_size(p->total_bytes, b, sizeof(b)));
+	cli_pool_space(p, "disks:      ", stdout);
 }
 
 static int show_pool(struct cli *cli)

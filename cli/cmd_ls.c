@@ -96,5 +96,10 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 		       cli_time(b->created_ms, tm, sizeof(tm)), reason[0] ? "  " : "", reason);
 	}
 	space_sandbox_info_list_free(list);
+	struct space_pool_info *pool;
+	if (space_pool_get_info(cli_ctx(cli), &pool) == 0) {
+		cli_pool_space(pool, "pool: ", stderr);
+		space_pool_info_free(pool);
+	}
 	return EXIT_OK;
 }

@@ -128,9 +128,34 @@ static const char *request_key(struct serve_req *r)
 	return NULL;
 }
 
+/* A request without a key on the unix socket: the key the operator granted the caller's uid, if any. */
+static bool authenticate_peer(struct serve_req *r, uint32_t uid)
+{
+	pthread_mutex_lock(&r->srv->store_lock);
+	int e = serve_apikey_for_uid(r->srv->store, uid, r->key_id);
+	pthread_mutex_unlock(&r->srv->store_lock);
+	if (e == -EACCES) {
+		serve_reply_error(r, 403, "forbidden",
+				  "uid %u has no API key: the operator must grant it one (`space apikey grant ID --uid %u`, "
+				  "or `space apikey create --uid %u`), or send X-API-Key",
+				  uid, uid, uid);
+		return false;
+	}
+	if (e < 0) {
+		serve_reply_error(r, 500, "internal", "look up the key of uid %u: %s", uid, space_strerror(e));
+		return false;
+	}
+	r->by_uid = true;
+	r->peer_uid = uid;
+	return true;
+}
+
 static bool authenticate(struct serve_req *r)
 {
 	const char *key = request_key(r);
+	uint32_t uid;
+	if (!key && serve_unix_peer_uid(r->conn, &uid) == 0)
+		return authenticate_peer(r, uid);
 	if (!key) {
 		serve_reply_error(r, 401, "unauthorized", "an API key is required (X-API-Key or Authorization: Bearer)");
 		return false;
@@ -272,7 +297,11 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	 * client's bytes). */
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddNumberToObject(j, "ts_ms", (double)util_wall_ms());
-	cJSON_AddStringToObject(j, "remote", addr);
+	cJSON_AddStringToObject(j, "remote", ci && ci->client_addr && ci->client_addr->sa_family == AF_UNIX ? "unix" : addr);
+	if (r->by_uid) {
+		cJSON_AddNumberToObject(j, "uid", r->peer_uid);
+		cJSON_AddStringToObject(j, "key", r->key_id);
+	}
 	cJSON_AddStringToObject(j, "method", r->method);
 	cJSON_AddStringToObject(j, "route", r->route ? r->route->pattern : "-");
 	if (r->params[0][0] && r->route && strchr(r->route->pattern, '{'))
@@ -355,12 +384,30 @@ static int parse_listen(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
+/* One MHD daemon: on the TCP address sa, or on the listening socket fd (>= 0; MHD closes it when stopped). */
+static struct MHD_Daemon *daemon_start(struct serve *srv, const struct sockaddr_in *sa, int fd, unsigned conn_limit,
+				       unsigned conn_timeout)
+{
+	const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
+			       MHD_ALLOW_UPGRADE; /* WebSockets to a sandbox's port (serve_ports.c) */
+	if (fd >= 0)
+		return MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+					MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout,
+					MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)sa,
+				MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+				MHD_OPTION_END);
+}
+
 int cmd_serve(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("serve");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
-	const char *listen = "127.0.0.1:8080";
+	const char *listen = "127.0.0.1:8080", *unix_path = NULL;
+	bool listen_given = false;
+	uint64_t unix_mode = 0666;
 	uint64_t upload_max = SERVE_UPLOAD_MAX_DEFAULT, image_max = SERVE_IMAGE_MAX_DEFAULT;
 	uint32_t conn_timeout = SERVE_CONNECTION_TIMEOUT_S, req_timeout = SERVE_REQUEST_TIMEOUT_DEFAULT_S;
 	uint64_t download_max = SERVE_DOWNLOAD_MAX_DEFAULT;
@@ -370,7 +417,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	const char *domain = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
-			listen = argv[++i];
+			listen = argv[++i], listen_given = true;
 		else if (!strcmp(argv[i], "--domain") && i + 1 < argc) {
 			domain = argv[++i];
 			if (!*domain || strspn(domain, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
@@ -378,8 +425,16 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 				return cli_usage_error(cmd, "bad --domain '%s' (want a DNS name)", domain);
 		}
 		else if (!strncmp(argv[i], "--listen=", 9))
-			listen = argv[i] + 9;
-		else if (!strcmp(argv[i], "--max-upload") && i + 1 < argc) {
+			listen = argv[i] + 9, listen_given = true;
+		else if (!strcmp(argv[i], "--unix") && i + 1 < argc)
+			unix_path = argv[++i];
+		else if (!strcmp(argv[i], "--unix-mode") && i + 1 < argc) {
+			char *end = NULL;
+			errno = 0;
+			unix_mode = strtoull(argv[++i], &end, 8);
+			if (errno || !end || *end || end == argv[i] || unix_mode > 0777)
+				return cli_usage_error(cmd, "bad --unix-mode '%s' (octal, at most 0777)", argv[i]);
+		} else if (!strcmp(argv[i], "--max-upload") && i + 1 < argc) {
 			if (util_parse_size(argv[++i], &upload_max) < 0 || !upload_max)
 				return cli_usage_error(cmd, "bad --max-upload '%s'", argv[i]);
 		} else if (!strcmp(argv[i], "--max-image-upload") && i + 1 < argc) {
@@ -433,22 +488,45 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
-	struct MHD_Daemon *d = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE, 0, NULL, NULL,
-		on_request, &srv, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)conn_timeout,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-		MHD_OPTION_END);
-	if (!d) {
-		int r = -errno;
+	/* TCP unless only --unix was asked for; both when both were. The unix socket is made first: its mode
+	 * comes from a borrowed umask, before any thread of ours runs. */
+	struct MHD_Daemon *d = NULL, *du = NULL;
+	int ufd = -1;
+	if (unix_path && (ufd = serve_unix_listen(unix_path, (mode_t)unix_mode, err, sizeof(err))) < 0) {
 		serve_store_close(srv.store);
-		return cli_error(r, "serve: cannot listen on %s: %s", listen, strerror(-r));
+		return cli_error(ufd, "serve: %s", err);
 	}
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	char shown[96];
-	inet_ntop(AF_INET, &sa.sin_addr, shown, sizeof(shown));
-	fprintf(stderr, "space serve: listening on http://%s:%u (state %s)\n", shown, di ? di->port : ntohs(sa.sin_port),
-		space_ctx_state_dir(ctx));
+	if (!unix_path || listen_given) {
+		d = daemon_start(&srv, &sa, -1, (unsigned)conn_limit, (unsigned)conn_timeout);
+		if (!d) {
+			int r = -errno;
+			if (ufd >= 0) {
+				close(ufd);
+				unlink(unix_path);
+			}
+			serve_store_close(srv.store);
+			return cli_error(r, "serve: cannot listen on %s: %s", listen, strerror(-r));
+		}
+		const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+		char shown[96];
+		inet_ntop(AF_INET, &sa.sin_addr, shown, sizeof(shown));
+		fprintf(stderr, "space serve: listening on http://%s:%u (state %s)\n", shown,
+			di ? di->port : ntohs(sa.sin_port), space_ctx_state_dir(ctx));
+	}
+	if (unix_path) {
+		du = daemon_start(&srv, NULL, ufd, (unsigned)conn_limit, (unsigned)conn_timeout);
+		if (!du) {
+			int r = -errno;
+			close(ufd);
+			unlink(unix_path);
+			if (d)
+				MHD_stop_daemon(d);
+			serve_store_close(srv.store);
+			return cli_error(r, "serve: serve the unix socket %s: %s", unix_path, strerror(-r));
+		}
+		fprintf(stderr, "space serve: listening on unix:%s (mode %04o; callers act with the key granted to their uid) (state %s)\n",
+			unix_path, (unsigned)unix_mode, space_ctx_state_dir(ctx));
+	}
 
 	if (serve_apikey_count(srv.store) == 0)
 		fprintf(stderr, "space serve: no API keys yet: every /v1 call will get 401 until you run "
@@ -476,7 +554,12 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		pthread_join(reaper, NULL);
 	}
 	serve_pool_stop(pool);
-	MHD_stop_daemon(d);
+	if (d)
+		MHD_stop_daemon(d);
+	if (du) {
+		MHD_stop_daemon(du);
+		unlink(unix_path);
+	}
 	serve_store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);
 	pthread_mutex_destroy(&srv.metrics.lock);

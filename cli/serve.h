@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "space.h"
 #include "util/cleanup.h"
@@ -95,6 +96,7 @@ struct serve_plane {
 };
 
 #define SERVE_MAX_PARAMS 2
+#define SERVE_APIKEY_ID_SIZE 32       /* "key-" + 10 hex digits, with room */
 
 struct serve_req {
 	struct serve *srv;
@@ -122,6 +124,9 @@ struct serve_req {
 	space_sandbox *sb;            /* serve_req_sandbox(), freed with the request */
 	uint64_t started_ns;
 	unsigned status;              /* the status sent, for the access log */
+	bool by_uid;                  /* authorized as the key granted to peer_uid (a --unix connection) */
+	uint32_t peer_uid;
+	char key_id[SERVE_APIKEY_ID_SIZE]; /* the key the request acts with, for the access log */
 };
 
 /* --- serve_ports.c: requests for a port of a sandbox, proxied through its agent --- */
@@ -132,6 +137,14 @@ int serve_port_match(struct serve_req *r);
 /* The route's handler: connects to the port through the agent, forwards the request, streams the answer
  * (or relays both ways after a 101). 404 / 409 (paused) / 502 (not listening, not running) otherwise. */
 enum MHD_Result serve_port_proxy(struct serve_req *r);
+
+/* --- serve_unix.c: `space serve --unix PATH` --- */
+/* A listening unix socket at path with the given mode (a stale socket there is replaced; anything else is
+ * refused), or -errno with a message in err. Call it before the process starts threads: it borrows the
+ * umask. */
+int serve_unix_listen(const char *path, mode_t mode, char *err, size_t errlen);
+/* The uid the kernel recorded for the connection's peer; -EAFNOSUPPORT when it is not a unix socket. */
+int serve_unix_peer_uid(struct MHD_Connection *conn, uint32_t *ret_uid);
 
 /* --- serve_metrics.c --- */
 /* Records one sandbox creation through the server (either plane) and how long it took. */
@@ -246,6 +259,10 @@ int serve_store_errno(int rc);
 
 /* 0 if key is a known API key (updates its last use), -EACCES if not, other -errno on store errors. */
 int serve_apikey_check(struct serve_store *s, const char *key);
+
+/* The key granted to local uid (`space apikey create|grant --uid`): its id into ret_id (updates its last
+ * use); -EACCES when no key is granted to uid, other -errno on store errors. */
+int serve_apikey_for_uid(struct serve_store *s, uint32_t uid, char ret_id[SERVE_APIKEY_ID_SIZE]);
 
 /* How many API keys exist, or -errno. */
 int serve_apikey_count(struct serve_store *s);

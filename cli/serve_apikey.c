@@ -5,8 +5,11 @@
  *
  * A key is "e2b_" + 64 lowercase hex digits (32 random bytes): the form every 2.x E2B SDK accepts, some
  * of which check /^e2b_[0-9a-f]+$/. Only its SHA-256 is stored; checks compare hashes in constant time.
+ * A key may be granted to one local uid (`--uid`): a caller on `space serve --unix` whose SO_PEERCRED uid
+ * it is acts with that key, without sending it.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +139,31 @@ int serve_apikey_count(struct serve_store *s)
 		return -EIO;
 	int rc = sqlite3_step(st);
 	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : serve_store_errno(rc);
+}
+
+int serve_apikey_for_uid(struct serve_store *s, uint32_t uid, char ret_id[SERVE_APIKEY_ID_SIZE])
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT id FROM api_keys WHERE uid = ?", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_int64(st, 1, uid);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -EACCES;
+	if (rc != SQLITE_ROW)
+		return serve_store_errno(rc);
+	const char *id = (const char *)sqlite3_column_text(st, 0);
+	if (!id || strlen(id) >= SERVE_APIKEY_ID_SIZE)
+		return -EIO;
+	strcpy(ret_id, id);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *up = NULL;
+	if (sqlite3_prepare_v2(serve_store_db(s), "UPDATE api_keys SET last_used_ms = ? WHERE id = ?", -1, &up, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(up, 1, util_wall_ms());
+		sqlite3_bind_text(up, 2, ret_id, -1, SQLITE_STATIC);
+		sqlite3_step(up); /* best effort, as for a key */
+	}
+	return 0;
 }
 
 int serve_metadata_set(struct serve_store *s, const char *id, const char *json)
@@ -295,7 +323,45 @@ int serve_token_check(struct serve_store *s, const char *token, char ret_id[32])
 
 /* --- `space apikey` --- */
 
-static int apikey_create(struct cli *cli, struct serve_store *s, const char *name)
+/* "--uid" argument: a number or a user name; -1 for "none" (grant: take the uid away). */
+static int apikey_parse_uid(const char *arg, int64_t *ret)
+{
+	uint64_t u;
+	if (!strcmp(arg, "none")) {
+		*ret = -1;
+		return 0;
+	}
+	if (util_parse_uint(arg, 0, UINT32_MAX - 1, &u) == 0) {
+		*ret = (int64_t)u;
+		return 0;
+	}
+	struct passwd pw, *found = NULL;
+	char buf[4096];
+	if (getpwnam_r(arg, &pw, buf, sizeof(buf), &found) != 0 || !found)
+		return -EINVAL;
+	*ret = found->pw_uid;
+	return 0;
+}
+
+/* Binds uid (or NULL when uid < 0) at position i of st. */
+static void apikey_bind_uid(sqlite3_stmt *st, int i, int64_t uid)
+{
+	if (uid < 0)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, uid);
+}
+
+/* The message for a failed write that set a uid: a uid has one key. */
+static int apikey_uid_fail(struct cli *cli, struct serve_store *s, const char *what, int64_t uid)
+{
+	if ((sqlite3_extended_errcode(serve_store_db(s)) & 0xff) == SQLITE_CONSTRAINT && uid >= 0)
+		return cli_fail(cli, -EEXIST, "%s: uid %lld is already granted another key (`space apikey ls`)", what,
+				(long long)uid);
+	return cli_fail(cli, -EIO, "%s: %s", what, serve_store_errmsg(s));
+}
+
+static int apikey_create(struct cli *cli, struct serve_store *s, const char *name, int64_t uid)
 {
 	unsigned char raw[APIKEY_RANDOM_BYTES], hash[32], idb[5];
 	char key[sizeof(APIKEY_PREFIX) + 2 * APIKEY_RANDOM_BYTES], id[16];
@@ -307,46 +373,77 @@ static int apikey_create(struct cli *cli, struct serve_store *s, const char *nam
 	strcpy(id, "key-");
 	hex(idb, sizeof(idb), id + 4);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(serve_store_db(s), "INSERT INTO api_keys (id, name, hash, created_ms) VALUES (?, ?, ?, ?)",
+	if (sqlite3_prepare_v2(serve_store_db(s), "INSERT INTO api_keys (id, name, hash, created_ms, uid) VALUES (?, ?, ?, ?, ?)",
 			       -1, &st, NULL) != SQLITE_OK)
 		return cli_fail(cli, -EIO, "apikey create: %s", serve_store_errmsg(s));
 	sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, name ? name : "", -1, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 3, hash, sizeof(hash), SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, util_wall_ms());
+	apikey_bind_uid(st, 5, uid);
 	if (sqlite3_step(st) != SQLITE_DONE)
-		return cli_fail(cli, -EIO, "apikey create: %s", serve_store_errmsg(s));
+		return apikey_uid_fail(cli, s, "apikey create", uid);
 	if (cli->json) {
 		cJSON *j = cJSON_CreateObject();
 		cJSON_AddStringToObject(j, "id", id);
 		cJSON_AddStringToObject(j, "name", name ? name : "");
+		if (uid >= 0)
+			cJSON_AddNumberToObject(j, "uid", (double)uid);
+		else
+			cJSON_AddNullToObject(j, "uid");
 		cJSON_AddStringToObject(j, "key", key);
 		return cli_print_json(j);
 	}
 	printf("%s\n", key);
 	fprintf(stderr, "space: API key %s created; it is shown only this once\n", id);
+	if (uid >= 0)
+		fprintf(stderr, "space: uid %lld acts with it on `space serve --unix`\n", (long long)uid);
+	return EXIT_OK;
+}
+
+static int apikey_grant(struct cli *cli, struct serve_store *s, const char *id, int64_t uid)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(serve_store_db(s), "UPDATE api_keys SET uid = ? WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+		return cli_fail(cli, -EIO, "apikey grant: %s", serve_store_errmsg(s));
+	apikey_bind_uid(st, 1, uid);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return apikey_uid_fail(cli, s, "apikey grant", uid);
+	if (sqlite3_changes(serve_store_db(s)) == 0) {
+		_cleanup_free_ char *shown = util_escape_dup(id, 0);
+		fprintf(stderr, "space: apikey grant: no API key '%s' (give its ID, from `space apikey ls`)\n",
+			shown ? shown : "?");
+		return EXIT_FAIL;
+	}
 	return EXIT_OK;
 }
 
 static int apikey_ls(struct cli *cli, struct serve_store *s)
 {
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT id, name, created_ms, last_used_ms FROM api_keys ORDER BY created_ms",
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT id, name, created_ms, last_used_ms, uid FROM api_keys ORDER BY created_ms",
 			       -1, &st, NULL) != SQLITE_OK)
 		return cli_fail(cli, -EIO, "apikey ls: %s", serve_store_errmsg(s));
 	cJSON *a = cli->json ? cJSON_CreateArray() : NULL;
 	if (!cli->json)
-		printf("%-14s %-20s %-19s  %s\n", "ID", "NAME", "CREATED", "LAST USED");
+		printf("%-14s %-20s %-10s %-19s  %s\n", "ID", "NAME", "UID", "CREATED", "LAST USED");
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *id = (const char *)sqlite3_column_text(st, 0);
 		const char *name = (const char *)sqlite3_column_text(st, 1);
 		int64_t created = sqlite3_column_int64(st, 2), used = sqlite3_column_int64(st, 3);
+		bool has_uid = sqlite3_column_type(st, 4) != SQLITE_NULL;
+		int64_t uid = sqlite3_column_int64(st, 4);
 		if (a) {
 			cJSON *j = cJSON_CreateObject();
 			cJSON_AddStringToObject(j, "id", id ? id : "");
 			cJSON_AddStringToObject(j, "name", name ? name : "");
 			cJSON_AddNumberToObject(j, "created_ms", (double)created);
 			cJSON_AddNumberToObject(j, "last_used_ms", (double)used);
+			if (has_uid)
+				cJSON_AddNumberToObject(j, "uid", (double)uid);
+			else
+				cJSON_AddNullToObject(j, "uid");
 			cJSON_AddItemToArray(a, j);
 			continue;
 		}
@@ -354,7 +451,10 @@ static int apikey_ls(struct cli *cli, struct serve_store *s)
 		cli_time(created, t1, sizeof(t1));
 		if (used)
 			cli_time(used, t2, sizeof(t2));
-		printf("%-14s %-20s %-19s  %s\n", id ? id : "", name ? name : "", t1, t2);
+		char u[24] = "-";
+		if (has_uid)
+			snprintf(u, sizeof(u), "%lld", (long long)uid);
+		printf("%-14s %-20s %-10s %-19s  %s\n", id ? id : "", name ? name : "", u, t1, t2);
 	}
 	return a ? cli_print_json(a) : EXIT_OK;
 }
@@ -380,17 +480,28 @@ int cmd_apikey(struct cli *cli, int argc, char **argv)
 		return cli_help(cmd);
 	if (argc < 2)
 		return cli_usage_error(cmd, "apikey needs a subcommand");
-	const char *sub = argv[1], *name = NULL;
+	const char *sub = argv[1], *name = NULL, *id = NULL;
 	bool create = !strcmp(sub, "create"), ls = !strcmp(sub, "ls"), rm = !strcmp(sub, "rm");
-	if (!create && !ls && !rm)
+	bool grant = !strcmp(sub, "grant"), have_uid = false;
+	int64_t uid = -1;
+	if (!create && !ls && !rm && !grant)
 		return cli_usage_error(cmd, "unknown subcommand '%s'", sub);
-	if (create) {
+	if (create || grant) {
 		for (int i = 2; i < argc; i++) {
-			if (!strcmp(argv[i], "--name") && i + 1 < argc)
+			if (create && !strcmp(argv[i], "--name") && i + 1 < argc)
 				name = argv[++i];
+			else if (!strcmp(argv[i], "--uid") && i + 1 < argc) {
+				if (apikey_parse_uid(argv[++i], &uid) < 0 || (create && uid < 0))
+					return cli_usage_error(cmd, "bad --uid '%s' (a uid or a user name%s)", argv[i],
+							       grant ? ", or none" : "");
+				have_uid = true;
+			} else if (grant && !id && argv[i][0] != '-')
+				id = argv[i];
 			else
 				return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
 		}
+		if (grant && (!id || !have_uid))
+			return cli_usage_error(cmd, "apikey grant needs a key ID and --uid UID|none");
 	} else if ((ls && argc != 2) || (rm && argc != 3)) {
 		return cli_usage_error(cmd, rm ? "apikey rm needs one ID" : "apikey ls takes no arguments");
 	}
@@ -400,7 +511,10 @@ int cmd_apikey(struct cli *cli, int argc, char **argv)
 	if (e < 0) {
 		return cli_error(e, "apikey: %s", err);
 	}
-	int rc = create ? apikey_create(cli, s, name) : ls ? apikey_ls(cli, s) : apikey_rm(cli, s, argv[2]);
+	int rc = create ? apikey_create(cli, s, name, uid)
+		 : grant ? apikey_grant(cli, s, id, uid)
+		 : ls	 ? apikey_ls(cli, s)
+			 : apikey_rm(cli, s, argv[2]);
 	serve_store_close(s);
 	return rc;
 }

@@ -41,6 +41,10 @@ static const char *const serve_store_migrations[] = {
 	"CREATE INDEX sandbox_tokens_sandbox ON sandbox_tokens(sandbox_id);",
 	/* 1 -> 2: sandboxes whose ports take requests without their access token (allowPublicTraffic). */
 	"CREATE TABLE sandbox_public (sandbox_id TEXT PRIMARY KEY);",
+	/* 2 -> 3: the local user a key is granted to (`space serve --unix`: the peer's uid is the key);
+	 * at most one key per uid. */
+	"ALTER TABLE api_keys ADD COLUMN uid INTEGER;"
+	"CREATE UNIQUE INDEX api_keys_uid ON api_keys(uid) WHERE uid IS NOT NULL;",
 };
 #define SERVE_STORE_VERSION ((int)(sizeof(serve_store_migrations) / sizeof(serve_store_migrations[0])))
 

@@ -119,7 +119,8 @@ static const struct cli_command commands[] = {
 	  "console to stdout. Exits 0 when the guest powers off; see `space-vmm --help` for the other\n"
 	  "exit statuses.\n" },
 	{ "serve", cmd_serve, "serve the HTTP API (native /v1) over this state directory",
-	  "serve [--listen 127.0.0.1:8080] [--max-upload SIZE] [--max-image-upload SIZE] [--max-download SIZE]\n"
+	  "serve [--listen 127.0.0.1:8080] [--unix PATH [--unix-mode 0666]] [--max-upload SIZE]\n"
+	  "       [--max-image-upload SIZE] [--max-download SIZE]\n"
 	  "       [--max-connections N] [--connection-timeout D]\n"
 	  "       [--request-timeout D] [--allow-resolve CIDR]... [--domain DOMAIN] [--state DIR]\n"
 	  "       (a request with E2b-Sandbox-Id and E2b-Sandbox-Port headers, or for Host PORT-ID.DOMAIN, goes to\n"
@@ -129,7 +130,8 @@ static const struct cli_command commands[] = {
 	  "       space secret ls [--json]   (names and times, never values)\n"
 	  "       space secret rm NAME..." },
 	{ "apikey", cmd_apikey, "create, list and remove API keys of `space serve`",
-	  "apikey create [--name NAME] [--json]\n"
+	  "apikey create [--name NAME] [--uid UID|USER] [--json]\n"
+	  "       space apikey grant ID --uid UID|USER|none   (a caller of serve --unix with that uid acts with it)\n"
 	  "       space apikey ls [--json]\n"
 	  "       space apikey rm ID" },
 	{ "doctor", cmd_doctor, "check what this host can run (KVM, emulation, pool, namespaces...)",

@@ -216,6 +216,15 @@ struct space_pool_info {
 	uint64_t total_bytes;     /* filesystem size */
 	uint64_t free_bytes;      /* available to unprivileged writers */
 	bool mounted;
+	/* Since pool accounting (read them only when size covers them): */
+	uint64_t used_bytes;      /* written on the filesystem (statvfs: total minus free blocks). btrfs shares
+	                             extents between snapshots and keeps metadata apart, so statvfs's used and
+	                             free bytes are an approximation there */
+	uint64_t promised_bytes;  /* what the sandboxes' disks could grow to: the sum of each sandbox's disk
+	                             image's apparent size (rootfs.ext4), however little of it is written; more
+	                             than free_bytes means a pool that sandboxes can fill (their writes then
+	                             fail with ENOSPC) */
+	uint32_t sandbox_disks;   /* how many sandbox disks promised_bytes counts */
 };
 
 /* 1 if the state directory lets jails run with the identity uid map where idmapped mounts fail
@@ -753,8 +762,9 @@ SPACE_API const char *space_sandbox_log_path(const space_sandbox *sb);
  * Checkpoints outlive their sandbox (they are separate subvolumes) until space_checkpoint_remove().
  */
 
-/* Freezes every process of the sandbox (cgroup freezer); its status becomes "paused" and exec fails with
- * -EBUSY until space_sandbox_resume(). Pausing a paused sandbox (or resuming a running one) is a no-op. */
+/* Freezes every process of the sandbox (cgroup freezer); its status becomes "paused" and exec and the file
+ * calls (read, write, stat, list, mkdir, remove, rename) fail with -EBUSY until space_sandbox_resume().
+ * Pausing a paused sandbox (or resuming a running one) is a no-op. */
 SPACE_API int space_sandbox_pause(space_sandbox *sb);
 SPACE_API int space_sandbox_resume(space_sandbox *sb);
 

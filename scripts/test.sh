@@ -20,7 +20,8 @@ typical=(
 	"unit 5" "integration 270" "escape 100" "fuzz-smoke 40" "guests 60"
 	"python 50"                                         # tests/python: pytest, 200 create/destroy cycles
 	"packaging 150"                                     # tests/packaging: build the .debs, mmdebstrap, apt, chroot
-	"api 330"                                           # estimate: tests/api, tests/harness (killpoints ~70 s, faultwalk ~25 s)
+	"api 530"                                           # estimate: tests/api, tests/harness (killpoints ~70 s, faultwalk ~25 s,
+	                                                    # soak: 3 minutes of load + set-up, ~200 s)
 	"bench 140"                                         # fleet-short (bench/fleet --short): 87-136 s
 	"nested 2900"                                       # estimate: nested-linux alone 87 s
 	"asan:unit 15" "asan:fuzz-smoke 60" "asan:sanitize 150" # estimates

@@ -63,6 +63,35 @@ leaks_of() {
 	rm -f "$ids"
 	return 0
 }
+# stop_pid PID SECONDS: SIGTERM to a child of this shell, SIGKILL if it has not exited SECONDS later; returns
+# 0 only when it exited on the SIGTERM, with status 0.
+stop_pid() {
+	local i
+	kill -TERM "$1" 2>/dev/null
+	for ((i = 0; i < $2 * 10; i++)); do
+		kill -0 "$1" 2>/dev/null || { wait "$1"; return; }
+		sleep 0.1
+	done
+	kill -KILL "$1" 2>/dev/null
+	wait "$1"
+	return 1
+}
+# start_unix_server SOCK [ARGS...]: `space serve --unix SOCK` on $STATE, its access log and stderr in
+# $WORK/access.log and $WORK/serve.err; sets SERVE_PID once the socket is there; stopped at exit (SIGKILL
+# after 10 s: a server stuck in its shutdown fails its test, it does not outlive it).
+start_unix_server() {
+	local sock=$1 _
+	shift
+	"$SPACE" serve --unix "$sock" --state "$STATE" "$@" >"$WORK/access.log" 2>"$WORK/serve.err" &
+	SERVE_PID=$!
+	on_exit "stop_pid $SERVE_PID 10"
+	for _ in $(seq 100); do
+		[ -S "$sock" ] && return 0
+		kill -0 "$SERVE_PID" || fail "space serve exited: $(cat "$WORK/serve.err")"
+		sleep 0.1
+	done
+	fail "no socket at $sock: $(cat "$WORK/serve.err")"
+}
 # A jail test's whole set-up: root, btrfs, loop devices, the agent and namespaces (else it skips), a state
 # directory with a pool of SIZE (default 2G), a work directory $WORK, a busybox template "tiny" imported
 # from $WORK/tree, and S=(--state "$STATE") for the CLI.

@@ -133,6 +133,9 @@ static struct space_pool_info *out_pool(const struct pool_info *p)
 	v->total_bytes = p->total_bytes;
 	v->free_bytes = p->free_bytes;
 	v->mounted = p->mounted;
+	v->used_bytes = p->used_bytes;
+	v->promised_bytes = p->promised_bytes;
+	v->sandbox_disks = p->sandbox_disks;
 	return v;
 }
 

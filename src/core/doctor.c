@@ -332,6 +332,16 @@ static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok
 	snprintf(buf, sizeof(buf), "btrfs pool at %s%s%s%s, %s free", pi.path, pi.loop_image[0] ? " (loop image " : "",
 		 pi.loop_image, pi.loop_image[0] ? ")" : "", util_format_size(pi.free_bytes, fb, sizeof(fb)));
 	add_check(checks, "pool", LVL_OK, buf, NULL);
+	/* What the sandboxes' disks could grow to, against what the pool has: thin provisioning made visible. */
+	char pb[32], ub[32];
+	bool over = pi.promised_bytes > pi.free_bytes;
+	snprintf(buf, sizeof(buf),
+		 "%s promised to %u sandbox disk%s; %s used, %s free (statvfs: approximate on btrfs)%s",
+		 util_format_size(pi.promised_bytes, pb, sizeof(pb)), pi.sandbox_disks, pi.sandbox_disks == 1 ? "" : "s",
+		 util_format_size(pi.used_bytes, ub, sizeof(ub)), util_format_size(pi.free_bytes, fb, sizeof(fb)),
+		 over ? ": the disks can fill the pool" : "");
+	add_check(checks, "pool-space", over ? LVL_WARN : LVL_OK, buf,
+		  over ? "remove sandboxes (`space rm`), or grow the pool; a full pool fails sandboxes' writes" : NULL);
 }
 
 static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)

@@ -57,6 +57,9 @@ struct pool_info {
 	uint64_t total_bytes;
 	uint64_t free_bytes;
 	bool mounted;
+	uint64_t used_bytes;
+	uint64_t promised_bytes;  /* the sandboxes' disks' apparent sizes, summed */
+	uint32_t sandbox_disks;
 };
 
 /* The calls behind the public ones of the same name (space_sandbox_list, ...), on the views above. Lists

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* space_init and the pool: where templates, sandboxes and checkpoints live. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,6 +233,39 @@ SPACE_API int space_identity_map_allowed(space_ctx *ctx)
 	return r < 0 ? r : uids_identity_map_allowed(ctx);
 }
 
+/* The apparent sizes of the sandboxes' disks (<pool>/sandboxes/<id>/rootfs.ext4) into *ret_bytes, how many
+ * into *ret_n: what they are promised, written or not. What is on the pool counts, row or not (a disk a
+ * crash left behind takes space as well). */
+static void pool_promised(const char *root, uint64_t *ret_bytes, uint32_t *ret_n)
+{
+	char path[PATH_MAX];
+	*ret_bytes = 0;
+	*ret_n = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/sandboxes", root) >= sizeof(path))
+		return;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		char disk[NAME_MAX + 16];
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(disk, sizeof(disk), "%s/rootfs.ext4", de->d_name);
+		if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		*ret_bytes += (uint64_t)st.st_size;
+		(*ret_n)++;
+	}
+	closedir(d);
+}
+
 int core_pool_get_info(space_ctx *ctx, struct pool_info *ret)
 {
 	CTX_ENTER(ctx);
@@ -250,7 +286,9 @@ int core_pool_get_info(space_ctx *ctx, struct pool_info *ret)
 	if (statvfs(root, &sv) == 0) {
 		info.total_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
 		info.free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+		info.used_bytes = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
 	}
+	pool_promised(root, &info.promised_bytes, &info.sandbox_disks);
 	info.mounted = true;
 	*ret = info;
 	return 0;

@@ -313,12 +313,26 @@ int core_sandbox_exec(space_sandbox *sb, const struct space_exec_options *opts, 
 
 /* ---- files --------------------------------------------------------------------------------------- */
 
+/* A paused sandbox's agent is frozen: a file call would wait for its answer for ever (and hold a server's
+ * connection thread with it). Other states go to the agent, which answers or is not there. */
+static int files_not_paused(space_sandbox *sb)
+{
+	struct sandbox_info info;
+	if (core_sandbox_get_info(sb, &info) == 0 && info.status == SPACE_SANDBOX_PAUSED)
+		return ctx_error_msg(sandbox_ctx(sb), -EBUSY, "sandbox %s is paused: `space resume %s` first", info.id,
+				     info.id);
+	return 0;
+}
+
 SPACE_API int space_sandbox_write_file(space_sandbox *sb, const char *path, int src_fd, uint32_t mode)
 {
 	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
 	if (!sb || !path || src_fd < 0)
 		return -EINVAL;
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	int r = agent_file_write(sandbox_addr(sb), path, mode, true, src_fd, &err);
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "write", path) : 0;
 }
@@ -361,6 +375,9 @@ int core_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd, cons
 		.userdata = &rp,
 	};
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	struct agent_stat st;
 	r = agent_file_read_opts(sandbox_addr(sb), path, dst_fd, &ao, &st, &err);
 	if (r < 0)
@@ -382,6 +399,9 @@ int core_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_sta
 	if (!sb || !path || !ret)
 		return -EINVAL;
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	struct agent_stat st;
 	int r = agent_stat(sandbox_addr(sb), path, true, &st, &err);
 	if (r < 0)
@@ -409,6 +429,9 @@ SPACE_API int space_sandbox_list_dir(space_sandbox *sb, const char *path, space_
 	if (!sb || !path || !fn)
 		return -EINVAL;
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	struct list_ctx l = { fn, userdata };
 	int r = agent_list_dir(sandbox_addr(sb), path, list_entry, &l, &err);
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "list", path) : 0;
@@ -420,6 +443,9 @@ SPACE_API int space_sandbox_mkdir(space_sandbox *sb, const char *path, uint32_t 
 	if (!sb || !path)
 		return -EINVAL;
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	int r = agent_mkdir(sandbox_addr(sb), path, mode, parents, &err);
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "mkdir", path) : 0;
 }
@@ -430,6 +456,9 @@ SPACE_API int space_sandbox_remove_path(space_sandbox *sb, const char *path, boo
 	if (!sb || !path)
 		return -EINVAL;
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	int r = agent_remove(sandbox_addr(sb), path, recursive, &err);
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "remove", path) : 0;
 }
@@ -440,6 +469,9 @@ SPACE_API int space_sandbox_rename(space_sandbox *sb, const char *from, const ch
 	if (!sb || !from || !to)
 		return -EINVAL;
 	struct agent_error err = { 0 };
+	int busy = files_not_paused(sb);
+	if (busy < 0)
+		return busy;
 	int r = agent_rename(sandbox_addr(sb), from, to, &err);
 	return r < 0 ? agent_fail(sandbox_ctx(sb), r, &err, "rename", from) : 0;
 }

@@ -129,6 +129,10 @@ class PoolInfo(Structure):  # an object
         ("total_bytes", c_uint64),
         ("free_bytes", c_uint64),
         ("mounted", c_bool),
+        # since pool accounting
+        ("used_bytes", c_uint64),
+        ("promised_bytes", c_uint64),
+        ("sandbox_disks", c_uint32),
     ]
 
 

@@ -218,6 +218,9 @@ class PoolInfo:
     total_bytes: int
     free_bytes: int
     mounted: bool
+    used_bytes: int = 0  # statvfs's: an approximation on btrfs
+    promised_bytes: int = 0  # the sandboxes' disks' apparent sizes, summed: what they could grow to
+    sandbox_disks: int = 0
 
 
 @dataclass(frozen=True)
@@ -401,7 +404,10 @@ class Context:
                                 isolation=fsname(_lib.field(o, "isolation")),
                                 total_bytes=_lib.field(o, "total_bytes", 0),
                                 free_bytes=_lib.field(o, "free_bytes", 0),
-                                mounted=bool(_lib.field(o, "mounted", False)))
+                                mounted=bool(_lib.field(o, "mounted", False)),
+                                used_bytes=_lib.field(o, "used_bytes", 0),
+                                promised_bytes=_lib.field(o, "promised_bytes", 0),
+                                sandbox_disks=_lib.field(o, "sandbox_disks", 0))
             finally:
                 lib.space_pool_info_free(out)
 
