@@ -10,7 +10,8 @@
  * the rows that are not destroyed, the pool's sandbox and checkpoint subvolumes and the checkpoint rows are
  * exactly the live ones; no mount, loop device, cgroup, process or uid slot names a sandbox this run
  * destroyed. At the end the clients destroy what they own and the check runs once more (nothing may
- * be left). The RSS of `space serve` is read at 1/6 of the run and at the end: flat means within 10%.
+ * be left). The RSS of `space serve` is sampled throughout: flat means the median of the last sixth of the run
+ * is within 10% of the median of its second sixth.
  *
  * usage: soak --seconds S --clients N [--socket PATH --serve-pid PID] [--seed N]
  * ($SOAK_TEST_LEAK=1 leaves one sandbox behind on purpose: the leak check must fail the run.)
@@ -687,6 +688,21 @@ static long rss_kib(pid_t pid)
 	return kib;
 }
 
+/* The median of n samples (sorts them). */
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
+static long median(long *v, size_t n)
+{
+	if (!n)
+		return -1;
+	qsort(v, n, sizeof(*v), cmp_long);
+	return v[n / 2];
+}
+
 static double now_s(void)
 {
 	struct timespec t;
@@ -748,12 +764,24 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	double start = now_s(), next_check = start + 60, rss_at = start + seconds / 6;
-	long rss_start = -1;
+	/* RSS is sampled at every turn (5 a second): a single reading catches whatever burst of requests is in
+	 * flight (their threads' stacks, the allocator's arenas), so "flat" compares medians: of the samples in
+	 * the second sixth of the run (the server warmed up) and of those in the last sixth. */
+	double start = now_s(), next_check = start + 60;
+	size_t cap = (size_t)(seconds * 5) + 16, n_early = 0, n_late = 0;
+	long *early = calloc(cap, sizeof(long)), *late = calloc(cap, sizeof(long));
+	if (!early || !late) {
+		fprintf(stderr, "soak: out of memory\n");
+		return 1;
+	}
 	int leaks = 0, checks = 0;
 	for (double t = start; t - start < seconds; t = now_s()) {
-		if (rss_start < 0 && t >= rss_at)
-			rss_start = rss_kib(serve_pid);
+		double part = (t - start) / seconds;
+		long kib = serve_pid ? rss_kib(serve_pid) : -1;
+		if (kib > 0 && part >= 1.0 / 6 && part < 2.0 / 6 && n_early < cap)
+			early[n_early++] = kib;
+		else if (kib > 0 && part >= 5.0 / 6 && n_late < cap)
+			late[n_late++] = kib;
 		if (t >= next_check) {
 			hold(true);
 			char when[32];
@@ -764,7 +792,9 @@ int main(int argc, char **argv)
 		}
 		usleep(200000);
 	}
-	long rss_end = rss_kib(serve_pid);
+	long rss_start = median(early, n_early), rss_end = median(late, n_late);
+	free(early);
+	free(late);
 	pthread_mutex_lock(&soak.lock);
 	soak.stop = true;
 	pthread_cond_broadcast(&soak.cond);
@@ -779,7 +809,8 @@ int main(int argc, char **argv)
 	space_ctx_free(ctx);
 	bool flat = !serve_pid || (rss_start > 0 && rss_end > 0 && rss_end * 10 <= rss_start * 11);
 	if (!flat)
-		printf("soak: RSS of space serve grew from %ld KiB (at 1/6 of the run) to %ld KiB: more than 10%%\n",
+		printf("soak: RSS of space serve grew from a median of %ld KiB (second sixth of the run) to %ld KiB "
+		       "(last sixth): more than 10%%\n",
 		       rss_start, rss_end);
 	printf("soak: minutes=%g clients=%d ops=%llu errors=%llu leaks=%d serve_rss_start_kib=%ld serve_rss_end_kib=%ld\n",
 	       seconds / 60, clients, (unsigned long long)ops, (unsigned long long)errors, leaks, rss_start, rss_end);

@@ -26,9 +26,10 @@ nested_need_built() {
 # helper programs of this build that the meson test environment gave: inside nested-kvm nothing is installed,
 # so a helper the library starts (space-unpack for an import, space-logcap, ...) must be found by its path.
 nested_helper_env() {
-	local v
-	for v in SPACE_AGENT_PATH SPACE_VMM_PATH SPACE_GATEWAY_PATH SPACE_SNAPD_PATH SPACE_LOGCAP_PATH SPACE_UNPACK_PATH; do
-		[ -n "${!v:-}" ] && printf 'export %s=%q\n' "$v" "${!v}"
+	for _nh_var in SPACE_AGENT_PATH SPACE_VMM_PATH SPACE_GATEWAY_PATH SPACE_SNAPD_PATH SPACE_LOGCAP_PATH \
+		SPACE_UNPACK_PATH; do
+		eval "_nh_val=\${$_nh_var:-}"
+		[ -n "$_nh_val" ] && printf "export %s='%s'\n" "$_nh_var" "$_nh_val"
 	done
 	return 0
 }
