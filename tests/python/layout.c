@@ -44,7 +44,8 @@ int main(void)
 	S(space_pool_info);
 	F(space_pool_info, size); F(space_pool_info, path); F(space_pool_info, loop_image);
 	F(space_pool_info, isolation); F(space_pool_info, total_bytes); F(space_pool_info, free_bytes);
-	F(space_pool_info, mounted);
+	F(space_pool_info, mounted); F(space_pool_info, used_bytes); F(space_pool_info, promised_bytes);
+	F(space_pool_info, sandbox_disks);
 	end();
 	S(space_template_import_options);
 	F(space_template_import_options, version); F(space_template_import_options, name);

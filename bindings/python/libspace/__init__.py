@@ -35,6 +35,7 @@ from .errors import (
     NotRunning,
     PermissionDenied,
     PoolFull,
+    PortRefused,
     SandboxNotFound,
     SpaceError,
     Stale,
@@ -57,7 +58,7 @@ __all__ = [
     "AlreadyExists", "Busy", "Checkpoint", "CheckpointNotFound", "CommandError", "CommandResult", "Context",
     "DEFAULT_MAX_OUTPUT", "Error", "Event", "FileInfo", "Files", "InvalidArgument", "IsADirectory",
     "NotADirectory", "NotBtrfs", "NotFound", "NotInitialized", "NotRunning", "PermissionDenied", "PoolFull",
-    "PoolInfo", "Process", "Sandbox", "SandboxGroup", "SandboxInfo", "SandboxNotFound", "SecretInfo",
+    "PoolInfo", "PortRefused", "Process", "Sandbox", "SandboxGroup", "SandboxInfo", "SandboxNotFound", "SecretInfo",
     "SpaceError", "Stale", "Template", "TemplateNotFound", "Templates", "Timeout", "TooLarge", "Unsupported",
     "WarmInfo", "default_context", "error_class", "strerror", "templates", "version",
 ]

@@ -128,6 +128,10 @@ class NotADirectory(SpaceError, NotADirectoryError):
     """ENOTDIR: a file where a directory was wanted."""
 
 
+class PortRefused(SpaceError, ConnectionRefusedError):
+    """Nothing listens on that port inside the sandbox (Sandbox.connect)."""
+
+
 class Stale(SpaceError):
     """ESTALE: the sandbox changed state under the call (another process destroyed or paused it)."""
 
@@ -151,6 +155,7 @@ _BY_ERRNO: Dict[int, Type[SpaceError]] = {
     _errno.EISDIR: IsADirectory,
     _errno.ENOTDIR: NotADirectory,
     _errno.ESTALE: Stale,
+    _errno.ECONNREFUSED: PortRefused,
 }
 
 

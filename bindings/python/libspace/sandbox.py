@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import socket
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Mapping, Optional, Union
 
@@ -336,6 +337,20 @@ class Sandbox:
         Busy for a paused sandbox (resume it first), NotRunning for one that has ended."""
         s = seconds(timeout_s, "timeout_s", _lib.TIMEOUT_MAX_S) if timeout_s is not None else 0
         self._call("space_sandbox_set_timeout", s)
+
+    def connect(self, port: int) -> socket.socket:
+        """A stream to ``port`` on the sandbox's own loopback (127.0.0.1, else ::1), through its agent: a
+        server started inside is reachable with no route into the sandbox, and nothing else is (not another
+        sandbox's ports, not the host's). The bytes are the port's from the first one on; the socket is the
+        caller's to close and does not depend on this handle.
+
+        PortRefused (a ConnectionRefusedError) when nothing listens there; Busy when paused; Unsupported
+        for an agent older than ports (a template snapshot made by an older version)."""
+        if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+            raise ValueError(f"libspace: port must be an int from 1 to 65535, not {port!r}")
+        fd = ctypes.c_int(-1)
+        self._call("space_sandbox_port_connect", port, ctypes.byref(fd))
+        return socket.socket(fileno=fd.value)
 
     def tether(self) -> None:
         """The sandbox ends when this process ends (however it ends) or when this handle is closed."""
