@@ -153,9 +153,8 @@ int vmm_probe(struct vmm_probe_result *res)
 	res->iterations = iters;
 	res->seconds = (double)ns / 1e9;
 	res->ns_per_insn = (double)ns / (2.0 * iters); /* dec + jnz per iteration */
-	/* Speed alone does not tell every emulator from a slow nested hypervisor (a nested KVM under a
-	 * software-emulated SVM measures up to about 180 ns and boots Linux; a nested PVM measures 400-1000 ns
-	 * and does not). A PVM host, whose ring-0 emulator refuses instructions stock kernels use, is named by its
+	/* Speed alone does not tell an emulated ring 0 from a slow nested hypervisor (probe.h: their figures
+	 * overlap). A PVM host, whose ring-0 emulator refuses instructions stock kernels use, is named by its
 	 * module: there anything short of native is "emulated", however fast it measures. */
 	bool pvm = access("/sys/module/kvm_pvm", F_OK) == 0;
 	res->verdict = res->ns_per_insn < VMM_PROBE_NATIVE_NS                  ? VMM_PROBE_NATIVE
