@@ -78,6 +78,31 @@ static int spool_open(struct serve_req *r, int *ret_fd)
 	return 0;
 }
 
+/* The answer to a route that made template name: its name, size, time and, from an image, its digest and
+ * config. 0, or -errno from reading it back. */
+static int template_made(space_ctx *ctx, const char *name, cJSON **ret)
+{
+	struct space_template_info *t;
+	int e = space_template_get(ctx, name, &t);
+	if (e < 0)
+		return e;
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "name", t->name);
+	cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
+	cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
+	if (t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
+	    t->image_digest[0]) {
+		cJSON *img = cJSON_Parse(t->image_config);
+		if (!img)
+			img = cJSON_CreateObject();
+		cJSON_AddStringToObject(img, "digest", t->image_digest);
+		cJSON_AddItemToObject(j, "image", img);
+	}
+	space_template_info_free(t);
+	*ret = j;
+	return 0;
+}
+
 enum MHD_Result serve_v1_template_image_start(struct serve_req *r)
 {
 	if (!util_name_valid(r->params[0]))
@@ -117,22 +142,9 @@ enum MHD_Result serve_v1_template_image(struct serve_req *r)
 	int e = space_template_import(ctx, &o);
 	if (e < 0)
 		return serve_reply_space_error(r, e, "import template");
-	struct space_template_info *t;
-	if ((e = space_template_get(ctx, o.name, &t)) < 0)
+	cJSON *j;
+	if ((e = template_made(ctx, o.name, &j)) < 0)
 		return serve_reply_space_error(r, e, "import template");
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "name", t->name);
-	cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
-	cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
-	if (t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
-	    t->image_digest[0]) {
-		cJSON *img = cJSON_Parse(t->image_config);
-		if (!img)
-			img = cJSON_CreateObject();
-		cJSON_AddStringToObject(img, "digest", t->image_digest);
-		cJSON_AddItemToObject(j, "image", img);
-	}
-	space_template_info_free(t);
 	return serve_reply_json(r, 201, j);
 }
 
@@ -225,22 +237,9 @@ enum MHD_Result serve_v1_template_build(struct serve_req *r)
 	}
 	if (e < 0)
 		return serve_reply_space_error(r, e, "build template");
-	struct space_template_info *t;
-	if ((e = space_template_get(ctx, o.name, &t)) < 0)
+	cJSON *j;
+	if ((e = template_made(ctx, o.name, &j)) < 0)
 		return serve_reply_space_error(r, e, "build template");
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "name", t->name);
-	cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
-	cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
-	if (t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
-	    t->image_digest[0]) {
-		cJSON *img = cJSON_Parse(t->image_config);
-		if (!img)
-			img = cJSON_CreateObject();
-		cJSON_AddStringToObject(img, "digest", t->image_digest);
-		cJSON_AddItemToObject(j, "image", img);
-	}
-	space_template_info_free(t);
 	add_output(u, j);
 	return serve_reply_json(r, 201, j);
 }
