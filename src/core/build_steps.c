@@ -49,6 +49,18 @@ int build_stage_user(struct build *b, const struct df_instr *in, const struct st
 	return 0;
 }
 
+/* A disk step whose key is complete: true when the cache holds its result (st->disk becomes it), false when
+ * it must run; either way the progress line says which. */
+static bool step_cached(struct build *b, const struct df_instr *in, struct state *st)
+{
+	char disk[PATH_MAX];
+	bool hit = !b->o->no_cache && build_cached(b, st->key, disk, sizeof(disk));
+	build_progress(b, in, hit);
+	if (hit)
+		snprintf(st->disk, sizeof(st->disk), "%s", disk);
+	return hit;
+}
+
 int build_step_run(struct build *b, const struct df_instr *in, struct state *st)
 {
 	/* The key: the command and everything it runs with (ENV and WORKDIR are in the chain already). */
@@ -65,13 +77,8 @@ int build_step_run(struct build *b, const struct df_instr *in, struct state *st)
 	snprintf(text, sizeof(text), "RUN %d", in->json);
 	build_key_next(st->key, text, strlen(text));
 	build_key_next(st->key, kt, strlen(kt));
-	char disk[PATH_MAX];
-	if (!b->o->no_cache && build_cached(b, st->key, disk, sizeof(disk))) {
-		build_progress(b, in, true);
-		snprintf(st->disk, sizeof(st->disk), "%s", disk);
+	if (step_cached(b, in, st))
 		return 0;
-	}
-	build_progress(b, in, false);
 	struct unpack_result u;
 	int r = build_stage_user(b, in, st, &u);
 	if (r < 0)
@@ -419,12 +426,7 @@ int build_step_copy(struct build *b, const struct df_instr *in, struct state *st
 	}
 	if (r == 0) {
 		build_key_next(st->key, key, strlen(key));
-		char disk[PATH_MAX];
-		if (!b->o->no_cache && build_cached(b, st->key, disk, sizeof(disk))) {
-			build_progress(b, in, true);
-			snprintf(st->disk, sizeof(st->disk), "%s", disk);
-		} else {
-			build_progress(b, in, false);
+		if (!step_cached(b, in, st)) {
 			/* space-unpack takes its sources read-only: the work file again, opened so */
 			struct stat cst;
 			char self[64];
@@ -489,13 +491,8 @@ int build_step_workdir(struct build *b, const struct df_instr *in, struct state 
 	char text[TAR_PATH_MAX + 16];
 	snprintf(text, sizeof(text), "WORKDIR %s", abs);
 	build_key_next(st->key, text, strlen(text));
-	char disk[PATH_MAX];
-	if (!b->o->no_cache && build_cached(b, st->key, disk, sizeof(disk))) {
-		build_progress(b, in, true);
-		snprintf(st->disk, sizeof(st->disk), "%s", disk);
+	if (step_cached(b, in, st))
 		return 0;
-	}
-	build_progress(b, in, false);
 	struct unpack_add req = { .workdir = abs };
 	return disk_add(b, in, st, &req);
 }
