@@ -286,6 +286,20 @@ static int free_bytes(space_ctx *ctx, const char *image, uint64_t *ret)
 	return 0;
 }
 
+/* The helper's "user UID GID HOME" line: the resolved user of the request (its home escaped to one line;
+ * a line that does not parse leaves ret as it was). */
+static void user_line(const char *rest, struct unpack_result *ret)
+{
+	unsigned uid, gid;
+	char home[256];
+	if (sscanf(rest, "%u %u %255s", &uid, &gid, home) != 3)
+		return;
+	ret->has_user = true;
+	ret->uid = uid;
+	ret->gid = gid;
+	util_text_one_line(home, ret->home, sizeof(ret->home));
+}
+
 int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *image, struct unpack_result *ret)
 {
 	if (!req->n_layers || req->n_layers > OCI_LAYERS_MAX || req->n_fds > OCI_LAYERS_MAX)
@@ -385,14 +399,7 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_WARNING, "%s: %s", what, safe ? safe : "?");
 		} else if (word(line, "user", &rest)) {
-			unsigned uid, gid;
-			char home[256];
-			if (sscanf(rest, "%u %u %255s", &uid, &gid, home) == 3) {
-				ret->has_user = true;
-				ret->uid = uid;
-				ret->gid = gid;
-				util_text_one_line(home, ret->home, sizeof(ret->home));
-			}
+			user_line(rest, ret);
 		} else if (word(line, "shell", &rest)) {
 			ret->shell = !strcmp(rest, "1");
 		} else if (word(line, "counts", &rest)) {
@@ -473,14 +480,7 @@ static int run_over(space_ctx *ctx, const char *mode, const char *image, const c
 		} else if (word(line, "isdir", &rest) && ret) {
 			ret->isdir = !strcmp(rest, "1");
 		} else if (word(line, "user", &rest) && ret) {
-			unsigned uid, gid;
-			char home[256];
-			if (sscanf(rest, "%u %u %255s", &uid, &gid, home) == 3) {
-				ret->has_user = true;
-				ret->uid = uid;
-				ret->gid = gid;
-				util_text_one_line(home, ret->home, sizeof(ret->home));
-			}
+			user_line(rest, ret);
 		} else if (word(line, "warn", &rest)) {
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_WARNING, "space-unpack %s: %s", mode, safe ? safe : "?");
