@@ -305,32 +305,15 @@ static int copy_tree(struct writer *w, int dirfd, const char *rel, const char *n
 /* src, normalized and inside the context; -EPERM when it climbs out. */
 static int context_path(space_ctx *ctx, const char *src, char *out, size_t len)
 {
-	size_t n = 0;
 	char copy[TAR_PATH_MAX + 1];
 	snprintf(copy, sizeof(copy), "%s", src);
-	for (char *save, *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			if (!n) {
-				_cleanup_free_ char *safe = util_escape_dup(src, 0);
-				return ctx_error_msg(ctx, -EPERM, "COPY %s: outside the build context", safe ? safe : "?");
-			}
-			while (n && out[n - 1] != '/')
-				n--;
-			if (n)
-				n--;
-			continue;
-		}
-		size_t cl = strlen(c);
-		if (n + cl + 2 > len)
-			return ctx_error_msg(ctx, -ENAMETOOLONG, "COPY: a source path too long");
-		if (n)
-			out[n++] = '/';
-		memcpy(out + n, c, cl);
-		n += cl;
+	int r = tar_path_resolve(copy, out, len);
+	if (r == -EPERM) {
+		_cleanup_free_ char *safe = util_escape_dup(src, 0);
+		return ctx_error_msg(ctx, -EPERM, "COPY %s: outside the build context", safe ? safe : "?");
 	}
-	out[n] = '\0';
+	if (r < 0)
+		return ctx_error_msg(ctx, r, "COPY: a source path too long");
 	return 0;
 }
 

@@ -109,30 +109,10 @@ static char *link_target(const char *name, const char *target)
 	else
 		snprintf(joined, sizeof(joined), "%.*s%s%s", slash ? (int)(slash - name) : 0, name, slash ? "/" : "",
 			 target);
-	/* Resolve ".." by hand: tar_path_normalize refuses it, an archive's own links may use it. */
-	size_t n = 0;
-	for (char *save, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			if (!n)
-				return NULL;
-			while (n && out[n - 1] != '/')
-				n--;
-			if (n)
-				n--;
-			continue;
-		}
-		size_t cl = strlen(c);
-		if (n + cl + 2 > sizeof(out))
-			return NULL;
-		if (n)
-			out[n++] = '/';
-		memcpy(out + n, c, cl);
-		n += cl;
-	}
-	out[n] = '\0';
-	return n ? strdup(out) : NULL;
+	/* ".." resolved inside the archive (tar_path_normalize refuses it, an archive's own links may use it). */
+	if (tar_path_resolve(joined, out, sizeof(out)) < 0 || !out[0])
+		return NULL;
+	return strdup(out);
 }
 
 static int archive_scan(space_ctx *ctx, const char *path, struct source *s)

@@ -577,6 +577,33 @@ int64_t tar_read(struct tar_reader *t, void *buf, size_t len)
 	return k;
 }
 
+int tar_path_resolve(char *scratch, char *out, size_t len)
+{
+	size_t n = 0;
+	for (char *save, *c = strtok_r(scratch, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(c, "."))
+			continue;
+		if (!strcmp(c, "..")) {
+			if (!n)
+				return -EPERM;
+			while (n && out[n - 1] != '/')
+				n--;
+			if (n)
+				n--;
+			continue;
+		}
+		size_t cl = strlen(c);
+		if (n + cl + 2 > len)
+			return -ENAMETOOLONG;
+		if (n)
+			out[n++] = '/';
+		memcpy(out + n, c, cl);
+		n += cl;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
 int tar_path_normalize(const char *name, char *buf, size_t len)
 {
 	size_t n = 0;

@@ -104,3 +104,11 @@ int tar_pax_record(char **buf, size_t *len, size_t max, const char *key, const v
  * with a ".." component (an entry that would climb out: refused, never clamped) or a NUL, -ENAMETOOLONG.
  */
 int tar_path_normalize(const char *name, char *buf, size_t len);
+
+/*
+ * A path with its ".." components resolved inside it (for what may legitimately use them: a COPY source in
+ * a build context, an archive's own symlink targets): "." and empty components dropped, each ".." taking
+ * back the component before it, into out ("" for the root). scratch is the path and is consumed (split in
+ * place). 0; -EPERM when a ".." would climb above the start; -ENAMETOOLONG when out (len) is too short.
+ */
+int tar_path_resolve(char *scratch, char *out, size_t len);
