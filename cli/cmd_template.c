@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* space template import|build|export|ls|rm|snapshot|set-pool, space pool fill */
+/* space template import|build|export|ls|rm|snapshot|set-pool|set-start, space pool fill */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -309,6 +309,15 @@ static void add_warm_json(struct cli *cli, cJSON *j, const char *name)
 	cJSON_AddNumberToObject(j, "pooled", w.warm_pool_ready);
 }
 
+/* "start": the template's start command ({"argv", "wait_port"}), or null. */
+static void add_start_json(struct cli *cli, cJSON *j, const char *name)
+{
+	char *start = NULL;
+	cJSON *v = space_template_get_start(cli_ctx(cli), name, &start) == 0 && start ? cJSON_Parse(start) : NULL;
+	free(start);
+	cJSON_AddItemToObject(j, "start", v ? v : cJSON_CreateNull());
+}
+
 static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
 	if (argc > 1)
@@ -337,6 +346,7 @@ static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc,
 			add_image_json(j, t);
 			cli_template_snapshots_json(cli, j, t->name);
 			add_warm_json(cli, j, t->name);
+			add_start_json(cli, j, t->name);
 			cJSON_AddItemToArray(a, j);
 		}
 		space_template_info_list_free(list);
@@ -468,6 +478,55 @@ static int template_set_pool(struct cli *cli, const struct cli_command *cmd, int
 	return EXIT_OK;
 }
 
+/* space template set-start NAME [--wait-port P] -- CMD... | --none */
+static int template_set_start(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
+{
+	const char *name = NULL;
+	uint64_t port = 0;
+	bool none = false;
+	int i = 1;
+	for (; i < argc; i++) {
+		if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(argv[i], "--none"))
+			none = true;
+		else if (!strcmp(argv[i], "--wait-port") && i + 1 < argc) {
+			if (util_parse_uint(argv[++i], 1, 65535, &port) < 0)
+				return cli_usage_error(cmd, "invalid port '%s' (1..65535)", argv[i]);
+		} else if (argv[i][0] == '-')
+			return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+		else if (!name)
+			name = argv[i];
+		else
+			return cli_usage_error(cmd, "the start command follows '--'");
+	}
+	if (!name)
+		return cli_usage_error(cmd, "template set-start needs NAME");
+	if (none == (i < argc))
+		return cli_usage_error(cmd, "template set-start needs either -- CMD... or --none");
+	if (none && port)
+		return cli_usage_error(cmd, "--wait-port goes with a start command");
+	int r = space_template_set_start(cli_ctx(cli), name, none ? NULL : (const char *const *)argv + i, (uint16_t)port);
+	if (r < 0)
+		return cli_fail(cli, r, "set the start command of template %s", name);
+	if (cli->json) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddStringToObject(j, "name", name);
+		add_start_json(cli, j, name);
+		return cli_print_json(j);
+	}
+	if (none)
+		printf("template %s: no start command\n", name);
+	else if (port)
+		printf("template %s: sandboxes start %s and are ready once port %u listens\n", name, argv[i],
+		       (unsigned)port);
+	else
+		printf("template %s: sandboxes start %s\n", name, argv[i]);
+	return EXIT_OK;
+}
+
 /* space pool fill [TEMPLATE] (dispatched from cmd_pool) */
 int cli_pool_fill(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
@@ -490,7 +549,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("template");
 	if (argc < 2)
-		return cli_usage_error(cmd, "template needs a command: import, build, export, ls, rm, snapshot or set-pool");
+		return cli_usage_error(cmd, "template needs a command: import, build, export, ls, rm, snapshot, set-pool, set-snapshots or set-start");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argv[1];
@@ -510,5 +569,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return template_set_pool(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "set-snapshots"))
 		return cli_template_set_snapshots(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "set-start"))
+		return template_set_start(cli, cmd, argc - 1, argv + 1);
 	return cli_usage_error(cmd, "unknown template command '%s'", sub);
 }

@@ -43,7 +43,9 @@ static const struct cli_command commands[] = {
 	  "       space template rm NAME [--force]\n"
 	  "       space template snapshot NAME [--cpus N] [--memory SIZE] | --drop\n"
 	  "       space template set-pool NAME N\n"
-	  "       space template set-snapshots NAME --every DURATION [--keep K] | --off" },
+	  "       space template set-snapshots NAME --every DURATION [--keep K] | --off\n"
+	  "       space template set-start NAME [--wait-port P] -- CMD... | --none   (run in every sandbox made\n"
+	  "       from it, on its own; with --wait-port a create returns once P listens inside, at most 60 s)" },
 	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
 	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory SIZE] [--env K=V]... [--cwd D]\n"
 	  "       [--timeout D] [--exec-timeout D] [--snapshot-every D [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"

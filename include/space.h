@@ -664,6 +664,12 @@ typedef struct space_process space_process;
 
 SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_options *opts,
 				  space_process **ret_process);
+/* Starts a process that runs on its own (a server, a start command): no stdin, no terminal (opts.pty and
+ * SPACE_EXEC_STDIN are refused), its output dropped, its opts.output unused. It is not tied to the caller:
+ * it ends by itself, at opts.timeout_ms, by a signal sent inside (`kill PID` through space_sandbox_exec), or with
+ * the sandbox. *ret_pid (may be NULL): its pid inside. -EOPNOTSUPP (with message) from an agent older than
+ * this call (a VM restored from a template snapshot made by an older version). */
+SPACE_API int space_sandbox_spawn(space_sandbox *sb, const struct space_exec_options *opts, int *ret_pid);
 /* A file descriptor that polls readable when space_process_pump() has new input. Owned by the process.
  * Output may already be buffered when it does not poll readable: check space_process_pending() first. */
 SPACE_API int space_process_fd(space_process *p);
@@ -910,6 +916,17 @@ SPACE_API int space_template_set_warm_pool(space_ctx *ctx, const char *name, uin
  * failure stay pooled). Long-running hosts (space serve) call it in the background.
  */
 SPACE_API int space_warm_pool_fill(space_ctx *ctx, const char *template_name);
+
+/*
+ * A template's start command: space_sandbox_create (and the warm pool's filler) runs it in every sandbox
+ * made from the template, as space_sandbox_spawn does (as the template's user, output dropped, running on
+ * its own), and with wait_port != 0 returns only once something listens on that port inside (at most
+ * 60 s; else the create fails and the sandbox is destroyed). Forks, rollbacks and template snapshots do not
+ * run it. argv NULL or empty removes it. At most 64 arguments of 4096 bytes, 16 KiB in all (-E2BIG).
+ */
+SPACE_API int space_template_set_start(space_ctx *ctx, const char *name, const char *const *argv, uint16_t wait_port);
+/* *ret_json: {"argv": [...], "wait_port": N} (malloc'd; free()), or NULL when the template has none. */
+SPACE_API int space_template_get_start(space_ctx *ctx, const char *name, char **ret_json);
 
 /* ---------------------------------------------------------------------------------------------------
  * Periodic file snapshots

@@ -128,6 +128,7 @@ void conn_close(struct conn *c);
 void agent_reap_dead(struct agent *a);
 
 /* exec.c */
+/* 0: started and attached to c; 1: started detached (STARTED queued, c is done); -errno: ERR queued. */
 int exec_start(struct conn *c, const struct proto_exec *x);
 void exec_frame(struct conn *c, const struct proto_frame *f);
 void proc_event(struct watch *w, uint32_t events);

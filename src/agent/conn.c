@@ -153,7 +153,7 @@ static void hello(struct conn *c, const struct proto_frame *f)
 	struct proto_hello me = { .magic = PROTO_MAGIC, .major = PROTO_VERSION_MAJOR, .minor = PROTO_VERSION_MINOR,
 				  .max_payload = PROTO_MAX_PAYLOAD,
 				  .caps = PROTO_CAP_PTY | PROTO_CAP_RESEED | PROTO_CAP_SET_TIME | PROTO_CAP_LIFETIME |
-					  PROTO_CAP_HOSTNAME | PROTO_CAP_TETHER | PROTO_CAP_PORT |
+					  PROTO_CAP_HOSTNAME | PROTO_CAP_TETHER | PROTO_CAP_PORT | PROTO_CAP_DETACH |
 					  (c->a->vm ? PROTO_CAP_VSOCK : 0) };
 	strcpy(me.version, "space-agent " SPACE_VERSION_STRING);
 	memcpy(me.hostname, c->a->hostname, sizeof(me.hostname));
@@ -210,7 +210,7 @@ static void request(struct conn *c, const struct proto_frame *f)
 		if (r == 0)
 			c->state = C_EXEC;
 		else
-			c->state = C_CLOSING; /* exec_start queued the ERR */
+			c->state = C_CLOSING; /* exec_start queued the ERR, or STARTED of a detached process */
 		return;
 	}
 	case PROTO_SIGNAL_PID: {

@@ -207,6 +207,10 @@ static const char *const stage_names[] = { "", "setup", "chdir", "set uid/gid", 
 int exec_start(struct conn *c, const struct proto_exec *x)
 {
 	struct agent *a = c->a;
+	if ((x->flags & PROTO_EXEC_DETACH) && (x->flags & (PROTO_EXEC_STDIN | PROTO_EXEC_PTY))) {
+		proto_put_err(&c->out, EINVAL, "a detached process has no stdin and no terminal");
+		return -EINVAL;
+	}
 	if (a->nprocs >= AGENT_MAX_PROCS) {
 		proto_put_err(&c->out, EAGAIN, "too many processes");
 		return -EAGAIN;
@@ -310,6 +314,12 @@ int exec_start(struct conn *c, const struct proto_exec *x)
 	a->nprocs++;
 	c->proc = p;
 	proto_put_u32_msg(&c->out, PROTO_STARTED, (uint32_t)pid);
+	if (x->flags & PROTO_EXEC_DETACH) {
+		/* It runs on without the connection: its output is read and dropped until it exits. */
+		p->conn = NULL;
+		c->proc = NULL;
+		return 1;
+	}
 	return 0;
 }
 

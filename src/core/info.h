@@ -68,6 +68,11 @@ int core_sandbox_list(space_ctx *ctx, struct sandbox_info **ret_list, size_t *re
 int core_sandbox_get_info(space_sandbox *sb, struct sandbox_info *ret);
 int core_template_list(space_ctx *ctx, struct template_info **ret_list, size_t *ret_count);
 int core_template_get(space_ctx *ctx, const char *name, struct template_info *ret);
+/* template_start.c: runs template tname's start command in sb, a sandbox just made from it, and waits for
+ * its port (0 when it has none). template_start_or_destroy: on failure also destroys and frees *sb
+ * (NULL after), keeping the message. */
+int template_start_run(space_ctx *ctx, space_sandbox *sb, const char *tname);
+int template_start_or_destroy(space_ctx *ctx, space_sandbox **sb, const char *tname);
 /* The process defaults an image gave template name (JSON, malloc'd into *ret; NULL when none). */
 int core_template_image_config(space_ctx *ctx, const char *name, char **ret);
 int core_checkpoint_list(space_ctx *ctx, const char *sandbox_id, struct checkpoint_info **ret_list,

@@ -209,6 +209,30 @@ SPACE_API int space_process_start(space_sandbox *sb, const struct space_exec_opt
 	return 0;
 }
 
+SPACE_API int space_sandbox_spawn(space_sandbox *sb, const struct space_exec_options *opts, int *ret_pid)
+{
+	CTX_ENTER(sb ? sandbox_ctx(sb) : NULL);
+	_cleanup_free_ const char **env = NULL;
+	struct space_exec_options o;
+	int r = exec_prepare(sb, opts, true, &o, &env);
+	if (r < 0)
+		return r;
+	space_ctx *ctx = sandbox_ctx(sb);
+	if ((o.flags & SPACE_EXEC_STDIN) || o.pty)
+		return ctx_error_msg(ctx, -EINVAL, "a process left running on its own has no stdin and no terminal");
+	struct agent_exec_req req = exec_req(&o, env);
+	req.detach = true;
+	struct agent_exec *x = NULL;
+	struct agent_error err = { 0 };
+	r = agent_exec_start(sandbox_addr(sb), &req, &x, &err);
+	if (r < 0)
+		return agent_fail(ctx, r, &err, "start", o.argv[0]);
+	if (ret_pid)
+		*ret_pid = agent_exec_pid(x);
+	agent_exec_free(x); /* the agent ended the connection after STARTED; the process runs on */
+	return 0;
+}
+
 SPACE_API int space_process_fd(space_process *p)
 {
 	CTX_ENTER(p ? p->ctx : NULL);

@@ -18,6 +18,7 @@
 
 #include "core/autosnap.h"
 #include "core/backend.h"
+#include "core/info.h"
 #include "core/internal.h"
 #include "core/logcap.h"
 #include "core/sandbox.h"
@@ -401,7 +402,10 @@ SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_op
 		return r;
 	/* warm pool (core/warm_pool.c): a create with default options takes a ready, paused sandbox */
 	if (ctx && ret && !full.snapshot_every_s && warm_pool_take(ctx, &full, ret) > 0)
-		return 0;
-	return sandbox_create_from(ctx, &full, NULL, ret);
+		return 0; /* pooled sandboxes were started with the template's start command */
+	r = sandbox_create_from(ctx, &full, NULL, ret);
+	if (r == 0)
+		r = template_start_or_destroy(ctx, ret, full.template_name ? full.template_name : "base");
+	return r;
 }
 

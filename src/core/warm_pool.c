@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "core/info.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/backend.h"
@@ -264,6 +265,8 @@ static int fill_one_template(space_ctx *ctx, const char *tname, uint32_t size)
 		o.template_name = tname;
 		space_sandbox *sb;
 		int r = sandbox_create_from(ctx, &o, NULL, &sb);
+		if (r == 0)
+			r = template_start_or_destroy(ctx, &sb, tname);
 		if (r < 0)
 			return r;
 		r = space_sandbox_pause(sb);

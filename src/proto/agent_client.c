@@ -55,14 +55,20 @@ int agent_exec_start(const char *addr, const struct agent_exec_req *req, struct 
 	x->c = (struct agent_conn)AGENT_CONN_INIT;
 	int r = agent_conn_request(&x->c, addr, 0, err);
 	if (r >= 0) {
-		uint32_t flags = (req->stdin_pipe ? PROTO_EXEC_STDIN : 0) | (req->pty ? PROTO_EXEC_PTY : 0);
+		uint32_t flags = (req->stdin_pipe ? PROTO_EXEC_STDIN : 0) | (req->pty ? PROTO_EXEC_PTY : 0) |
+				 (req->detach ? PROTO_EXEC_DETACH : 0);
 		r = proto_put_exec(&x->c.out, req->argv, req->env, req->cwd, req->uid, req->gid, flags, req->rows,
 				   req->cols, req->timeout_ms);
 		if (r < 0)
 			agent_err(err, r, "exec request too large");
 	}
+	struct agent_info info;
 	if (r >= 0)
-		r = agent_conn_hello_reply(&x->c, 0, NULL, err);
+		r = agent_conn_hello_reply(&x->c, 0, &info, err);
+	/* An agent without it would run the process attached and kill it when we hang up. */
+	if (r >= 0 && req->detach && !(info.caps & PROTO_CAP_DETACH))
+		r = agent_err(err, -EOPNOTSUPP, "the sandbox's agent (%s) cannot leave a process running on its own",
+			      info.version);
 	struct proto_frame f;
 	if (r >= 0) {
 		r = agent_conn_next(&x->c, &f, 0);

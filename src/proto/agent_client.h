@@ -53,6 +53,8 @@ struct agent_exec_req {
 	bool pty;                 /* run on a new pty (output all arrives as stream 1) */
 	uint16_t rows, cols;      /* pty size (0: agent default 24x80) */
 	uint32_t timeout_ms;      /* 0 = none; else the process group is SIGKILLed at the deadline */
+	bool detach;              /* the process outlives the connection (no stdin, no pty, output dropped):
+	                             agent_exec_start returns once it started; -EOPNOTSUPP from older agents */
 };
 
 struct agent_exit {

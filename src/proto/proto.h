@@ -17,7 +17,7 @@
 
 #define PROTO_MAGIC 0x47415053u /* "SPAG" little-endian */
 #define PROTO_VERSION_MAJOR 1
-#define PROTO_VERSION_MINOR 4
+#define PROTO_VERSION_MINOR 5
 
 /* Limits (all enforced by the decoders). */
 #define PROTO_HEADER_SIZE 5u
@@ -78,6 +78,9 @@ enum proto_type {
 /* EXEC flags */
 #define PROTO_EXEC_STDIN 0x1u /* stdin is a pipe fed by STDIN frames (else /dev/null) */
 #define PROTO_EXEC_PTY 0x2u   /* stdin/stdout/stderr on a new pty; output comes as STDOUT only */
+#define PROTO_EXEC_DETACH 0x4u /* (minor 5, CAP_DETACH) the process outlives its connection: the reply is
+				 STARTED and the connection ends; stdin is /dev/null, output is dropped;
+				 not with STDIN or PTY */
 /* path op flags */
 #define PROTO_F_MKDIR_P 0x1u   /* FILE_WRITE: create missing parent directories */
 #define PROTO_F_PARENTS 0x1u   /* MKDIR: like mkdir -p */
@@ -92,6 +95,7 @@ enum proto_type {
 #define PROTO_CAP_HOSTNAME 0x20u /* SET_HOSTNAME is understood */
 #define PROTO_CAP_TETHER 0x40u   /* TETHER is understood */
 #define PROTO_CAP_PORT 0x80u     /* PORT_CONNECT is understood */
+#define PROTO_CAP_DETACH 0x100u  /* EXEC_DETACH is understood */
 /* TETHER operations. ARM: after OK the connection stays open, carries nothing more, and its closing (for
  * whatever reason: the client exited or was killed) shuts the sandbox down. HOLD / RELEASE: the tethers
  * open now stop / start again shutting it down when they close (around a memory snapshot, whose restore
