@@ -261,6 +261,10 @@ static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info 
 	/* The SDK sends it as X-Access-Token on every envd call. */
 	if (token)
 		cJSON_AddStringToObject(j, "envdAccessToken", token);
+	/* ... and as E2B-Traffic-Access-Token on calls to the sandbox's ports (the code interpreter's
+	 * contexts send only that one); the same token opens both (serve_ports.c). */
+	if (token)
+		cJSON_AddStringToObject(j, "trafficAccessToken", token);
 	cJSON_AddNullToObject(j, "domain");
 	if (!detail)
 		return j;
