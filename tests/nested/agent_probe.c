@@ -2,8 +2,9 @@
 /*
  * usage: agent_probe ADDR TIMEOUT_MS
  * Talks to a space-agent through src/proto's client: HELLO (retried until TIMEOUT_MS), an exec of
- * `uname -r`, then SHUTDOWN. Prints "AGENT-HELLO version=V hostname=H", "AGENT-UNAME <release>" and
- * "AGENT-SHUTDOWN-OK"; exits 0 only when all three worked.
+ * `uname -r`, a detached `sleep 60` still listed after its connection closed, then SHUTDOWN. Prints
+ * "AGENT-HELLO version=V hostname=H", "AGENT-UNAME <release>", "AGENT-DETACH-OK pid=N" and
+ * "AGENT-SHUTDOWN-OK"; exits 0 only when all four worked.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,14 @@
 
 #include "proto/agent_client.h"
 #include "util/util.h"
+
+static int find_pid(int pid, const char *const *argv, void *userdata)
+{
+	(void)argv;
+	if (pid == *(int *)userdata)
+		*(int *)userdata = -pid; /* found */
+	return 0;
+}
 
 struct out {
 	char buf[256];
@@ -61,6 +70,25 @@ int main(int argc, char **argv)
 	}
 	o.buf[strcspn(o.buf, "\n")] = '\0';
 	printf("AGENT-UNAME %s (exec took %.3f s)\n", o.buf, (double)(util_now_ns() - t0) / 1e9);
+	/* A detached process outlives the connection that started it. */
+	const char *sleeper[] = { "sleep", "60", NULL };
+	struct agent_exec_req dreq = { .argv = sleeper, .uid = PROTO_ID_INHERIT, .gid = PROTO_ID_INHERIT, .detach = true };
+	struct agent_exec *x = NULL;
+	r = agent_exec_start(addr, &dreq, &x, &err);
+	if (r < 0) {
+		fprintf(stderr, "agent_probe: detached exec: %s (%s)\n", strerror(-r), err.msg);
+		return 1;
+	}
+	int pid = agent_exec_pid(x);
+	agent_exec_free(x);
+	util_sleep_ms(500);
+	int seen = pid;
+	r = agent_list_procs(addr, find_pid, &seen, &err);
+	if (r < 0 || seen != -pid) {
+		fprintf(stderr, "agent_probe: the detached sleep (pid %d) is %s\n", pid, r < 0 ? err.msg : "gone");
+		return 1;
+	}
+	printf("AGENT-DETACH-OK pid=%d\n", pid);
 	r = agent_shutdown(addr, &err);
 	if (r < 0) {
 		fprintf(stderr, "agent_probe: shutdown: %s (%s)\n", strerror(-r), err.msg);

@@ -82,6 +82,11 @@ if grep -q "^AGENT-UNAME $kver " "$work/probe.log"; then
 else
 	echo "FAIL: uname -r did not print $kver"; fails=$((fails + 1))
 fi
+if grep -q "^AGENT-DETACH-OK pid=" "$work/probe.log"; then
+	echo "PASS: a detached process ran on after its connection closed"
+else
+	echo "FAIL: no detached process"; fails=$((fails + 1))
+fi
 if [ "$vrc" = 0 ] && grep -q AGENT-SHUTDOWN-OK "$work/probe.log"; then
 	echo "PASS: the VM powered off after SHUTDOWN"
 else

@@ -9,7 +9,7 @@ command -v python3 >/dev/null || skip "python3 missing"
 "$SPACE" serve --help >/dev/null 2>&1 || skip "space built without libmicrohttpd"
 export SPACE_QUIET_JAIL=1
 
-make_state 4G
+make_state "${SERVE_POOL_SIZE:-4G}"
 WORK=$(mktemp -d /tmp/space-serve-XXXXXX)
 on_exit "rm -rf '$WORK'"
 make_busybox_tree "$WORK/tree"
