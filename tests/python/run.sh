@@ -12,6 +12,9 @@ need_built "${SPACE_PY_LAYOUT:-}" "the layout program (tests/python/layout.c)" S
 # pytest is a test dependency like any other (scripts/deps.sh installs python3-pytest): not a reason to skip.
 "$PY" -c 'import pytest' 2>/dev/null || fail "pytest missing for $PY (apt-get install python3-pytest; scripts/deps.sh does)"
 jail_test_setup 2G
+# The state directory's default isolation is jail, as conftest.py says: warm pools (which create with the
+# default) must not depend on whether this host runs VMs.
+expect_rc 0 "$SPACE" init --isolation jail --state "$STATE"
 IDS=$WORK/ids
 : >"$IDS"
 export SPACE_STATE_DIR=$STATE SPACE_PY_TEMPLATE=tiny SPACE_PY_ROOTFS=$WORK/tree SPACE_PY_IDS=$IDS

@@ -107,6 +107,26 @@ def test_warm_pool(ctx):
         t.remove()
 
 
+def test_start_command(ctx):
+    t = ctx.templates.import_("py-start", ROOTFS)
+    try:
+        assert t.start is None
+        t.set_start(["sh", "-c", "mkdir -p /srv && echo up >/srv/s && exec httpd -f -p 127.0.0.1:8123 -h /srv"],
+                    wait_port=8123)
+        assert t.start == {"argv": ["sh", "-c", t.start["argv"][2]], "wait_port": 8123}
+        with libspace.Sandbox.create("py-start", isolation="jail", ctx=ctx) as sb:
+            # listening when the create returned, in a server no caller holds
+            assert sb.run("wget -qO- http://127.0.0.1:8123/s").stdout == b"up\n"
+        with pytest.raises(ValueError):
+            t.set_start(["true"], wait_port=70000)
+        t.set_start(None)
+        assert t.start is None
+        with pytest.raises(libspace.NotFound):
+            ctx.templates.get("no-such-template").set_start(["true"])
+    finally:
+        t.remove()
+
+
 def test_import_an_image(ctx, tmp_path):
     # An OCI image layout made by hand (tests/integration/image/mkimage.py): its config's Env, WorkingDir and
     # User become the defaults of every process; an explicit uid still wins.

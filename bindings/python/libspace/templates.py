@@ -99,6 +99,29 @@ class Template:
         self.ctx._call("space_template_set_warm_pool", self.ctx._ptr, cstr(self.name, "template name"),
                        uint(size, "warm pool size", 0, _lib.WARM_POOL_MAX), not_found=TemplateNotFound)
 
+    def set_start(self, argv: Optional[List[str]], wait_port: int = 0) -> None:
+        """Gives the template a start command, run on its own in every sandbox made from it (None or []
+        removes it). With ``wait_port`` a create returns only once that port listens inside (at most
+        60 s; else the create fails and the sandbox is destroyed). docs/templates.md#a-start-command."""
+        args = [cstr(a, "start command argument") for a in (argv or [])]
+        arr = (ctypes.c_char_p * (len(args) + 1))(*args, None)
+        self.ctx._call("space_template_set_start", self.ctx._ptr, cstr(self.name, "template name"),
+                       arr if args else None, uint(wait_port, "wait_port", 0, 65535), not_found=TemplateNotFound)
+
+    @property
+    def start(self) -> Optional[Dict[str, Any]]:
+        """The start command: ``{"argv": [...], "wait_port": N}``, or None."""
+        out = ctypes.c_void_p()
+        self.ctx._call("space_template_get_start", self.ctx._ptr, cstr(self.name, "template name"),
+                       ctypes.byref(out), not_found=TemplateNotFound)
+        if not out.value:
+            return None
+        try:
+            text = ctypes.string_at(out.value)
+        finally:
+            _lib.free(out)
+        return json.loads(text.decode("utf-8", "replace"))
+
     def fill_warm_pool(self) -> int:
         """Tops up this template's warm pool; returns how many sandboxes it created."""
         return self.ctx._call("space_warm_pool_fill", self.ctx._ptr, cstr(self.name, "template name"),
