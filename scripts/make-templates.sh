@@ -52,7 +52,9 @@ debian_tree() {
 			--customize-hook='chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user')
 		for h in "$@"; do hooks+=(--customize-hook="$h"); done
 		rm -rf "$tree.partial"
-		mmdebstrap --variant=minbase --format=directory --include="$packages" "${hooks[@]}" "$suite" \
+		# Without recommends: numpy, pandas and matplotlib would bring gcc, scipy and sympy (1.3 GB).
+		mmdebstrap --variant=minbase --format=directory --aptopt='APT::Install-Recommends "false"' \
+			--include="$packages" "${hooks[@]}" "$suite" \
 			"$tree.partial" "$mirror" >&2
 		mv "$tree.partial" "$tree"
 	else
