@@ -36,6 +36,17 @@ nested_helper_env() {
 
 # nested_kernel: sets kver, bz (the Debian bzImage nested-kvm boots) and mods (its modules directory),
 # fetching them on first use; skips (77) when nested-kvm has none.
+# nested_base_tree: the Debian tree of the base template as scripts/make-templates.sh caches it
+# ($SPACE_CACHE/base-2-SUITE; an older cache's base-SUITE.tar directory also does). Prints its path; status
+# 1 when there is none (python-base, which runs before the nested suite, builds it).
+nested_base_tree() {
+	for d in "${SPACE_CACHE:-/var/cache/space}"/base-2-* "${SPACE_CACHE:-/var/cache/space}"/base-*.tar; do
+		case $d in *.partial) continue ;; esac
+		[ -d "$d" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
 nested_kernel() {
 	if [ ! -f "$nested_cache/ready" ]; then
 		# First use: let nested-kvm fetch and unpack the kernel package.

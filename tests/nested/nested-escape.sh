@@ -27,7 +27,7 @@ nested_need_built "$probe" vm-escape-probe
 cp "$probe" "$work/probe"
 
 # The template: the base tree as an ext4 image, made here where it takes seconds (nested-vm.sh).
-base_tar=/var/cache/space/base-bookworm.tar
+base_tar=$(nested_base_tree) || base_tar=/var/cache/space/base-2-bookworm
 # The attacks need its python3, ip and fallocate; the busybox template has too little.
 [ -d "$base_tar" ] || { echo "SKIP: no base template tree at $base_tar"; exit 77; }
 rootfs=$work/base.ext4

@@ -9,7 +9,7 @@
 #     drops the frames: its drop counter moves); put back, it works again
 #   a VM without policy: TCP, UDP, DNS and ICMP all fail; the attempts are recorded
 #   space rm: the gateway is gone with the sandbox
-# Needs the base template (/var/cache/space/base-bookworm.tar, for python3 and iproute2).
+# Needs the base template (the base tree cached by scripts/make-templates.sh, for python3 and iproute2).
 set -u
 . "$(dirname "$0")/nested-common.sh"
 src=${SPACE_SOURCE_DIR:?}
@@ -21,7 +21,7 @@ rm -f "$work"/*.log "$work"/result.txt
 nested_kernel
 nested_need_built "$space" "the space CLI"
 nested_need_built "$gateway" space-gateway
-base_tar=/var/cache/space/base-bookworm.tar
+base_tar=$(nested_base_tree) || base_tar=/var/cache/space/base-2-bookworm
 [ -e "$base_tar" ] || { echo "SKIP: no $base_tar (the test needs python3 in the guest)"; exit 77; }
 command -v openssl >/dev/null || { echo "SKIP: openssl missing"; exit 77; }
 if [ -d "$base_tar" ]; then

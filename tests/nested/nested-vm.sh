@@ -9,7 +9,7 @@
 #   space pause / resume, exec after resume
 #   SIGKILL of space-vmm: `space ls` shows the sandbox failed, with a reason
 #   space rm: no process, mount, loop device, cgroup or runtime directory left
-# The template is /var/cache/space/base-bookworm.tar (a tree or a tarball; made into an ext4 image
+# The template is the base tree cached by scripts/make-templates.sh (a tree or a tarball; made into an ext4 image
 # before the VM starts) when present, else a busybox tree (then the python3 step is skipped).
 set -u
 . "$(dirname "$0")/nested-common.sh"
@@ -23,7 +23,7 @@ nested_kernel
 [ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
 nested_need_built "$space" "the space CLI"
 
-base_tar=/var/cache/space/base-bookworm.tar
+base_tar=$(nested_base_tree) || base_tar=/var/cache/space/base-2-bookworm
 tree=
 if [ ! -e "$base_tar" ]; then
 	tree=$work/tree
