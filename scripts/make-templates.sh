@@ -52,9 +52,7 @@ debian_tree() {
 			--customize-hook='chroot "$1" useradd --create-home --uid 1000 --user-group --shell /bin/bash user')
 		for h in "$@"; do hooks+=(--customize-hook="$h"); done
 		rm -rf "$tree.partial"
-		# Without recommends: numpy, pandas and matplotlib would bring gcc, scipy and sympy (1.3 GB).
-		mmdebstrap --variant=minbase --format=directory --aptopt='APT::Install-Recommends "false"' \
-			--include="$packages" "${hooks[@]}" "$suite" \
+		mmdebstrap --variant=minbase --format=directory --include="$packages" "${hooks[@]}" "$suite" \
 			"$tree.partial" "$mirror" >&2
 		mv "$tree.partial" "$tree"
 	else
@@ -85,8 +83,9 @@ build_code_interpreter() {
 	kernel=$(kernel_source) || return 1
 	# The kernel goes in when the template is imported, not into the cached tree: a new kernel needs no new
 	# download. Matplotlib's font cache is built once here instead of in every sandbox's first plot.
+	# python3-munkres answers fonttools' "scipy or munkres": scipy would bring gcc and pythran (400 MB).
 	tree=$(debian_tree code-interpreter-1 \
-		python3,python3-numpy,python3-pandas,python3-matplotlib,ca-certificates,iproute2,procps \
+		python3,python3-numpy,python3-pandas,python3-matplotlib,python3-munkres,ca-certificates,iproute2,procps \
 		'chroot "$1" env MPLBACKEND=Agg python3 -c "import matplotlib.pyplot"') || return 1
 	local work
 	work=$(mktemp -d)

@@ -32,7 +32,7 @@ if ! SPACE="$SPACE" SPACE_STATE_DIR="$STATE" SPACE_KERNEL_PY="$SPACE_SOURCE_DIR/
 fi
 echo "template code-interpreter-v1 ready in $(( $(date +%s) - t0 )) s"
 expect_rc 0 "$SPACE" template ls --json --state "$STATE"
-grep -q '"wait_port": *49999' <<<"$out" || fail "code-interpreter-v1 has no start command on port 49999: $out"
+grep -qE '"wait_port":[[:space:]]*49999' <<<"$out" || fail "code-interpreter-v1 has no start command on port 49999: $out"
 
 start_server
 for name in code_interpreter_sdk code_interpreter; do
