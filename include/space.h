@@ -647,10 +647,11 @@ struct space_exec_result {
 	int exit_code;
 	int signal;               /* !exited: the signal that ended it */
 	bool timed_out;           /* killed at timeout_ms */
-	bool oom_killed;          /* jail: ended by SIGKILL (or exit code 137, a shell passing on its child's)
-	                             while the out-of-memory killer killed in the sandbox at its memory limit
-	                             (space_sandbox_info.memory_mib); an "oom" event records it. Always false
-	                             for VM sandboxes (their guest kernel kills, unseen by the host) */
+	bool oom_killed;          /* ended by SIGKILL (or exit code 137, a shell passing on its child's) while
+	                             the out-of-memory killer killed in the sandbox: a jail's at its memory
+	                             limit (space_sandbox_info.memory_mib), seen in its cgroup; a VM's in its
+	                             guest kernel, reported by its agent (VMs booted with agent protocol 1.5 or
+	                             later). An "oom" event records it */
 };
 #define SPACE_EXEC_RESULT_INIT { .size = sizeof(struct space_exec_result) }
 

@@ -66,6 +66,7 @@ struct conn {
 	uint8_t *rbuf;
 	size_t rlen, rcap;
 	struct proto_buf out;
+	uint16_t peer_minor; /* the client's protocol minor version (its HELLO) */
 	struct proc *proc; /* C_EXEC */
 	int file_fd;       /* C_FILE_WRITE / C_FILE_READ */
 	char *tmp_path;    /* C_FILE_WRITE: temp file, renamed to final_path at END */
@@ -90,6 +91,7 @@ struct proc {
 	bool exited;
 	int status;
 	bool timed_out;
+	uint64_t oom_before; /* VM mode: the guest's OOM kills when it started (/proc/vmstat oom_kill) */
 	char **argv; /* copy for LIST_PROCS; one allocation */
 };
 
@@ -128,6 +130,8 @@ void conn_close(struct conn *c);
 void agent_reap_dead(struct agent *a);
 
 /* exec.c */
+/* The kernel's count of OOM kills (/proc/vmstat oom_kill; 0 if unreadable). */
+uint64_t oom_kills_now(void);
 /* 0: started and attached to c; 1: started detached (STARTED queued, c is done); -errno: ERR queued. */
 int exec_start(struct conn *c, const struct proto_exec *x);
 void exec_frame(struct conn *c, const struct proto_frame *f);

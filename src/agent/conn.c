@@ -164,6 +164,7 @@ static void hello(struct conn *c, const struct proto_frame *f)
 		c->state = C_CLOSING;
 		return;
 	}
+	c->peer_minor = h.minor;
 	c->state = C_REQUEST;
 }
 

@@ -225,6 +225,7 @@ int exec_start(struct conn *c, const struct proto_exec *x)
 	}
 	p->argv = argv;
 	p->pty = x->flags & PROTO_EXEC_PTY;
+	p->oom_before = a->vm ? oom_kills_now() : 0; /* before it runs: it may be killed at once */
 	/* fds: [0] stdin read, [1] stdin write, [2] out read, [3] out write, [4] err read, [5] err write,
 	 * [6] pty master, [7] pty slave, [8] report read, [9] report write */
 	int fd[10];
@@ -325,6 +326,21 @@ int exec_start(struct conn *c, const struct proto_exec *x)
 
 /* ---- running processes --------------------------------------------------------------------------- */
 
+uint64_t oom_kills_now(void)
+{
+	char buf[8192];
+	int fd = open("/proc/vmstat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	const char *k = strstr(buf, "\noom_kill ");
+	return k ? strtoull(k + 10, NULL, 10) : 0;
+}
+
 static void proc_finish_if_done(struct proc *p)
 {
 	if (p->dead || !p->exited || p->out.fd >= 0 || p->err.fd >= 0)
@@ -332,13 +348,17 @@ static void proc_finish_if_done(struct proc *p)
 	struct conn *c = p->conn;
 	if (c && !c->dead) {
 		struct proto_exit e = { .timed_out = p->timed_out };
+		bool killed = WIFSIGNALED(p->status) ? WTERMSIG(p->status) == SIGKILL
+						      : WIFEXITED(p->status) && WEXITSTATUS(p->status) == 128 + SIGKILL;
+		/* A VM's OOM killer is the guest's: the host cannot see it, so the agent says it. */
+		e.oom_killed = p->a->vm && killed && !p->timed_out && oom_kills_now() > p->oom_before;
 		if (WIFEXITED(p->status)) {
 			e.exited = true;
 			e.code = WEXITSTATUS(p->status);
 		} else if (WIFSIGNALED(p->status)) {
 			e.signal = WTERMSIG(p->status);
 		}
-		proto_put_exit(&c->out, &e);
+		proto_put_exit(&c->out, &e, c->peer_minor >= 5);
 		c->proc = NULL;
 		c->state = C_CLOSING;
 	}

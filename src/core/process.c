@@ -114,7 +114,8 @@ static int exec_prepare(space_sandbox *sb, const struct space_exec_options *in, 
  * command that ended by SIGKILL (not the agent's timeout), or with 137 (a shell passing on its child's
  * SIGKILL: `sh -c 'a | b'`), while the counter rose was killed for memory. Another process of the same
  * sandbox killed meanwhile can be mistaken for it; the exit status stays the truth either way. A VM's
- * commands are killed by the guest's own kernel, which the host does not see.
+ * commands are killed by the guest's own kernel, which the host does not see: its agent (protocol 1.5)
+ * reads the guest's count (/proc/vmstat oom_kill) the same way and says so in EXIT.
  */
 struct oom_watch {
 	const struct backend_ops *ops; /* NULL: not armed */
@@ -129,19 +130,21 @@ static void oom_watch_begin(space_sandbox *sb, const char *argv0, struct oom_wat
 	w->ops = NULL;
 	w->row = *sandbox_handle_row(sb);
 	w->row.metadata = NULL;
+	util_text_one_line(argv0, w->what, sizeof(w->what));
 	if (backend_for_row(sandbox_ctx(sb), &w->row, &ops) < 0 || !ops->oom_kills ||
 	    ops->oom_kills(&w->row, &w->before) < 0)
 		return;
-	util_text_one_line(argv0, w->what, sizeof(w->what));
 	w->ops = ops;
 }
 
-/* Sets ret->oom_killed when the OOM killer ended the command, and records an "oom" event. */
+/* Sets ret->oom_killed when the OOM killer ended the command (a jail's cgroup counts its kills; a VM's
+ * agent said so, its guest kernel being the one that kills), and records an "oom" event. */
 static void oom_watch_end(space_ctx *ctx, const struct oom_watch *w, struct space_exec_result *ret)
 {
 	uint64_t after;
 	bool killed = ret->exited ? ret->exit_code == 128 + SIGKILL : ret->signal == SIGKILL;
-	if (!w->ops || !killed || ret->timed_out || w->ops->oom_kills(&w->row, &after) < 0 || after <= w->before)
+	if (!ret->oom_killed &&
+	    (!w->ops || !killed || ret->timed_out || w->ops->oom_kills(&w->row, &after) < 0 || after <= w->before))
 		return;
 	ret->oom_killed = true;
 	char detail[256];
@@ -163,6 +166,7 @@ static void result_from(const struct agent_exit *ex, struct space_exec_result *r
 		.exit_code = ex->code,
 		.signal = ex->signal,
 		.timed_out = ex->timed_out,
+		.oom_killed = ex->oom_killed,
 	};
 }
 

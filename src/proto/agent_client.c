@@ -148,7 +148,7 @@ static int exec_handle(struct agent_exec *x, const struct proto_frame *f, agent_
 		x->done = true;
 		if (ret)
 			*ret = (struct agent_exit){ .exited = e.exited, .code = e.code, .signal = e.signal,
-						    .timed_out = e.timed_out };
+						    .timed_out = e.timed_out, .oom_killed = e.oom_killed };
 		return 1;
 	}
 	default:

@@ -62,6 +62,7 @@ struct agent_exit {
 	int code;
 	int signal;     /* !exited: the signal that killed it */
 	bool timed_out; /* the agent killed it at timeout_ms */
+	bool oom_killed; /* VM: the guest's OOM killer ended it (agents from protocol 1.5 on) */
 };
 
 /* Receives output as it is produced; stream 1 = stdout, 2 = stderr. A negative return aborts the pump

@@ -250,13 +250,15 @@ int proto_put_err(struct proto_buf *b, int code, const char *fmt, ...)
 	return proto_end(b);
 }
 
-int proto_put_exit(struct proto_buf *b, const struct proto_exit *e)
+int proto_put_exit(struct proto_buf *b, const struct proto_exit *e, bool with_oom)
 {
 	proto_begin(b, PROTO_EXIT);
 	proto_put_u8(b, e->exited);
 	proto_put_u8(b, e->timed_out);
 	proto_put_u32(b, (uint32_t)e->code);
 	proto_put_u32(b, (uint32_t)e->signal);
+	if (with_oom)
+		proto_put_u8(b, e->oom_killed);
 	return proto_end(b);
 }
 
@@ -560,10 +562,12 @@ int proto_get_exit(const struct proto_frame *f, struct proto_exit *ret)
 	struct rd r = rd_of(f);
 	uint8_t exited = rd_u8(&r), timed_out = rd_u8(&r);
 	uint32_t code = rd_u32(&r), sig = rd_u32(&r);
-	if (f->type != PROTO_EXIT || rd_done(&r) < 0 || exited > 1 || timed_out > 1 || code > 255 || sig > 64)
+	uint8_t oom = f->len > 10 ? rd_u8(&r) : 0; /* minor 5 added it */
+	if (f->type != PROTO_EXIT || rd_done(&r) < 0 || exited > 1 || timed_out > 1 || code > 255 || sig > 64 ||
+	    oom > 1)
 		return -EBADMSG;
 	*ret = (struct proto_exit){ .exited = exited, .timed_out = timed_out, .code = (int32_t)code,
-				    .signal = (int32_t)sig };
+				    .signal = (int32_t)sig, .oom_killed = oom };
 	return 0;
 }
 

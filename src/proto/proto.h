@@ -140,6 +140,8 @@ struct proto_exit {
 	bool timed_out; /* killed by the agent at timeout_ms */
 	int32_t code;
 	int32_t signal; /* !exited: the signal that ended it */
+	bool oom_killed; /* (minor 5: a trailing u8; older agents' EXIT lacks it) VM mode: the guest's OOM
+			    killer killed while the process ended by SIGKILL (or exit 137) */
 };
 
 struct proto_stat {
@@ -205,7 +207,8 @@ int proto_put_set_time(struct proto_buf *b, int64_t unix_ns);
 int proto_put_path_op(struct proto_buf *b, uint8_t type, const char *path, const char *path2, uint32_t mode,
 		      uint32_t flags);
 int proto_put_err(struct proto_buf *b, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int proto_put_exit(struct proto_buf *b, const struct proto_exit *e);
+/* with_oom: the trailing oom_killed byte, for clients of minor 5 and later (older ones refuse it). */
+int proto_put_exit(struct proto_buf *b, const struct proto_exit *e, bool with_oom);
 int proto_put_stat(struct proto_buf *b, uint8_t type, const struct proto_stat *st); /* STAT_REPLY */
 int proto_put_dirent(struct proto_buf *b, const struct proto_dirent *d);
 int proto_put_proc(struct proto_buf *b, uint32_t pid, const char *const *argv);

@@ -131,6 +131,17 @@ out=\$(SP exec "\$id" -- cat /sys/class/net/eth0/address 2>&1)
 echo "\$out" | grep -Eq '^[0-9a-f]{2}(:[0-9a-f]{2}){5}\$' && pass "guest eth0 (virtio-net) has MAC \$out" ||
 	fail "no virtio-net eth0 in the guest: \$out"
 
+# 3b. The guest's own OOM killer: the host cannot see it, the agent says it (exit 137 and the reason).
+if [ -z '$tree' ]; then
+	SP exec "\$id" -- python3 -c 'l = [b"x" * (32 << 20) for _ in range(100)]' > $work/oom.out 2> $work/oom.err
+	rc=\$?
+	if [ \$rc = 137 ] && grep -q "killed: out of memory (limit 384 MiB)" $work/oom.err; then
+		pass "a VM command killed by the guest's OOM killer: exit 137, \$(tail -n 1 $work/oom.err)"
+	else
+		fail "VM out of memory: exit \$rc, \$(tail -n 3 $work/oom.err)"
+	fi
+fi
+
 # 4. the space-vmm process: jailed and filtered.
 pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")
 st=/proc/\$pid/status

@@ -329,13 +329,39 @@ static void test_replies(void)
 	check_rejected(&b, dec_err);
 
 	struct proto_exit x = { .exited = false, .signal = 9, .timed_out = true }, y;
-	CHECK(proto_put_exit(&b, &x) == 0);
+	CHECK(proto_put_exit(&b, &x, true) == 0);
 	f = only_frame(&b);
-	CHECK(proto_get_exit(&f, &y) == 0 && !y.exited && y.signal == 9 && y.timed_out);
-	check_truncations(&f, dec_exit);
+	CHECK(proto_get_exit(&f, &y) == 0 && !y.exited && y.signal == 9 && y.timed_out && !y.oom_killed);
+	for (uint32_t n = 0; n < 10; n++) { /* 10 bytes is an older agent's EXIT (below) */
+		struct proto_frame t = f;
+		t.len = n;
+		CHECK(dec_exit(&t) < 0);
+	}
+	uint8_t longer[12] = { 0 };
+	memcpy(longer, f.payload, 11);
+	CHECK(dec_exit(&(struct proto_frame){ PROTO_EXIT, 12, longer }) < 0);
 	proto_buf_free(&b);
+	/* minor 5 added the trailing oom byte: an older agent's 10-byte EXIT still decodes, as not OOM */
+	x = (struct proto_exit){ .signal = 9, .oom_killed = true };
+	CHECK(proto_put_exit(&b, &x, true) == 0);
+	f = only_frame(&b);
+	CHECK(f.len == 11 && proto_get_exit(&f, &y) == 0 && y.signal == 9 && y.oom_killed);
+	f.len = 10;
+	CHECK(proto_get_exit(&f, &y) == 0 && y.signal == 9 && !y.oom_killed);
+	proto_buf_free(&b);
+	CHECK(proto_put_exit(&b, &x, false) == 0); /* to a client older than minor 5 */
+	f = only_frame(&b);
+	CHECK(f.len == 10 && proto_get_exit(&f, &y) == 0 && !y.oom_killed);
+	proto_buf_free(&b);
+	proto_begin(&b, PROTO_EXIT);
+	proto_put_u8(&b, 0);
+	proto_put_u8(&b, 0);
+	proto_put_u32(&b, 0);
+	proto_put_u32(&b, 9);
+	proto_put_u8(&b, 2); /* a flag is 0 or 1 */
+	check_rejected(&b, dec_exit);
 	x = (struct proto_exit){ .exited = true, .code = 256 };
-	CHECK(proto_put_exit(&b, &x) == 0);
+	CHECK(proto_put_exit(&b, &x, true) == 0);
 	f = only_frame(&b);
 	CHECK(proto_get_exit(&f, &y) == -EBADMSG);
 	proto_buf_free(&b);
