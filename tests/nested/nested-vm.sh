@@ -142,6 +142,25 @@ if [ -z '$tree' ]; then
 	fi
 fi
 
+# 3c. A port of the VM reached through its agent (space port), and a detached process (the start
+# command's mechanism) serving it after the exec that started it ended.
+if [ -z '$tree' ]; then
+	SP exec "\$id" -- sh -c 'mkdir -p /srv && echo vm-port-ok > /srv/p.txt && cd /srv &&
+		setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &' > $work/port-exec.log 2>&1
+	SP port "\$id" 8000 --listen 127.0.0.1:0 --json > $work/port.out 2> $work/port.err &
+	fwd=\$!
+	got=
+	for i in \$(seq 60); do
+		addr=\$(python3 -c 'import json,sys; print(json.load(sys.stdin)["listen"])' < $work/port.out 2>/dev/null) &&
+			got=\$(python3 -c 'import sys,urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/p.txt", timeout=10).read().decode().strip())' "\$addr" 2>/dev/null) &&
+			[ "\$got" = vm-port-ok ] && break
+		sleep 1
+	done
+	kill \$fwd 2>/dev/null; wait \$fwd 2>/dev/null
+	[ "\$got" = vm-port-ok ] && pass "space port reaches a server inside the VM through its agent" ||
+		fail "space port into the VM: '\$got' \$(tail -n 3 $work/port.err)"
+fi
+
 # 4. the space-vmm process: jailed and filtered.
 pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")
 st=/proc/\$pid/status
