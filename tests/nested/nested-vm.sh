@@ -150,15 +150,16 @@ if [ -z '$tree' ]; then
 	SP port "\$id" 8000 --listen 127.0.0.1:0 --json > $work/port.out 2> $work/port.err &
 	fwd=\$!
 	got=
-	for i in \$(seq 60); do
+	deadline=\$((\$(date +%s) + 150)) # the guest's python starts slowly under nested emulation
+	while [ \$(date +%s) -lt \$deadline ]; do
 		addr=\$(python3 -c 'import json,sys; print(json.load(sys.stdin)["listen"])' < $work/port.out 2>/dev/null) &&
-			got=\$(python3 -c 'import sys,urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/p.txt", timeout=10).read().decode().strip())' "\$addr" 2>/dev/null) &&
+			got=\$(python3 -c 'import sys,urllib.request; print(urllib.request.urlopen("http://" + sys.argv[1] + "/p.txt", timeout=60).read().decode().strip())' "\$addr" 2>>$work/port-client.err) &&
 			[ "\$got" = vm-port-ok ] && break
-		sleep 1
+		sleep 3
 	done
 	kill \$fwd 2>/dev/null; wait \$fwd 2>/dev/null
 	[ "\$got" = vm-port-ok ] && pass "space port reaches a server inside the VM through its agent" ||
-		fail "space port into the VM: '\$got' \$(tail -n 3 $work/port.err)"
+		fail "space port into the VM: '\$got' \$(tail -n 3 $work/port.err) \$(tail -n 2 $work/port-client.err)"
 fi
 
 # 4. the space-vmm process: jailed and filtered.
