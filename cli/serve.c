@@ -560,6 +560,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		MHD_stop_daemon(du);
 		unlink(unix_path);
 	}
+	e2b_watch_cleanup();
 	serve_store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);
 	pthread_mutex_destroy(&srv.metrics.lock);
