@@ -748,6 +748,7 @@ static const struct serve_route e2b_routes[] = {
 	{ "POST", "/sandboxes/{id}/resume", KEY, false, NULL, sandbox_resume },
 	{ "POST", "/sandboxes/{id}/timeout", KEY, false, NULL, sandbox_timeout },
 	{ "POST", "/sandboxes/{id}/pause", KEY, false, NULL, sandbox_pause },
+	{ "GET", "/sandboxes/{id}/metrics", KEY, false, NULL, e2b_sandbox_metrics },
 	/* envd: the sandbox's access token, not an API key */
 	{ "GET", "/files", ENVD, false, NULL, e2b_files_get },
 	{ "POST", "/files", ENVD, true, e2b_files_post_start, e2b_files_post },

@@ -79,6 +79,9 @@ enum MHD_Result e2b_proc_send_signal(struct serve_req *r);
 enum MHD_Result e2b_proc_close_stdin(struct serve_req *r);
 enum MHD_Result e2b_unimplemented(struct serve_req *r);
 
+/* serve_usage.c: GET /sandboxes/{id}/metrics (getMetrics). */
+enum MHD_Result e2b_sandbox_metrics(struct serve_req *r);
+
 /* Standard base64 (decode also takes URL-safe and missing padding). Both return malloc'd buffers. */
 char *e2b_base64_encode(const void *data, size_t len);
 int e2b_base64_decode(const char *s, unsigned char **ret, size_t *ret_len);

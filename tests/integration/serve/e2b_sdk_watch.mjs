@@ -85,5 +85,37 @@ await sbx.files.remove('/root/doomed')
 for (let i = 0; i < 100 && gone === null; i++) await sleep(50)
 check(gone !== null, 'onExit is called when the watched directory is removed')
 
+step('getMetrics')
+const info = await sbx.getInfo()
+const last = async () => {
+	const m = await sbx.getMetrics()
+	assert.ok(Array.isArray(m) && m.length >= 1, 'getMetrics returns entries')
+	return m[m.length - 1]
+}
+const m0 = await last()
+check(m0.cpuCount === info.cpuCount && m0.cpuCount >= 1, `cpuCount is the sandbox's (${m0.cpuCount})`)
+check(m0.memTotal === info.memoryMB * 1024 * 1024, `memTotal is the sandbox's memory (${m0.memTotal})`)
+check(m0.memUsed > 0 && m0.memUsed <= m0.memTotal, `memUsed (${m0.memUsed})`)
+check(m0.diskTotal > 0 && m0.diskUsed > 0 && m0.diskUsed <= m0.diskTotal, `disk (${m0.diskUsed}/${m0.diskTotal})`)
+check(m0.timestamp instanceof Date && Math.abs(m0.timestamp.getTime() - Date.now()) < 60_000, 'timestamp')
+check(typeof m0.cpuUsedPct === 'number' && m0.cpuUsedPct >= 0 && m0.cpuUsedPct <= 100, `cpuUsedPct (${m0.cpuUsedPct})`)
+await sbx.commands.run('dd if=/dev/zero of=/dev/shm/hog bs=1M count=32')
+const m1 = await last()
+check(m1.memUsed >= m0.memUsed + 24 * 1024 * 1024, `memUsed grows after 32 MiB in /dev/shm (${m0.memUsed} -> ${m1.memUsed})`)
+await sbx.commands.run('dd if=/dev/urandom of=/root/big bs=1M count=20 && sync')
+const m2 = await last()
+check(m2.diskUsed >= m1.diskUsed + 16 * 1024 * 1024, `diskUsed grows after a 20 MiB file (${m1.diskUsed} -> ${m2.diskUsed})`)
+const busy = sbx.commands.run('i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done')
+await sleep(1_000)
+const m3 = await last()
+await busy
+check(m3.cpuUsedPct > 10, `cpuUsedPct while a loop runs (${m3.cpuUsedPct})`)
+const all = await sbx.getMetrics({ start: new Date(Date.now() - 3_600_000), end: new Date(Date.now() + 60_000) })
+check(all.length >= 2 && all.every((m, i) => i === 0 || m.timestamp >= all[i - 1].timestamp), 'a series, oldest first')
+const none = await Sandbox.getMetrics(sbx.sandboxId, { start: new Date(Date.now() - 7_200_000), end: new Date(Date.now() - 3_600_000) })
+check(none.length === 0, 'nothing before the sandbox existed')
+
 await sbx.kill()
+await assert.rejects(Sandbox.getMetrics(sbx.sandboxId), (e) => /NotFound/.test(e.name))
+checks++
 step(`${checks} checks passed`)
