@@ -156,6 +156,13 @@ st, data, _ = call("POST", "/filesystem.Filesystem/GetWatcherEvents", {"watcherI
 check(st == 404 and json.loads(data)["code"] == "not_found", "a removed watcher: not_found")
 st, data, _ = call("POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/root/nowhere"}, ENVD)
 check(st == 404 and json.loads(data)["code"] == "not_found", "CreateWatcher of a missing directory: not_found")
+# A directory past the bound (10,000 entries): refused, saying so.
+start({"process": {"cmd": "/bin/sh", "args": ["-c", "mkdir -p /root/many && cd /root/many && "
+                                                     "i=0; while [ $i -le 10000 ]; do : > f$i; i=$((i+1)); done"]}})
+st, data, _ = call("POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/root/many"}, ENVD)
+check(st == 429 and json.loads(data)["code"] == "resource_exhausted" and "10000" in json.loads(data)["message"],
+      f"CreateWatcher of 10,001 entries: resource_exhausted ({st} {data[:200]})")
+start({"process": {"cmd": "/bin/rm", "args": ["-rf", "/root/many"]}})
 for path, code in (("/root/nowhere", "not_found"), ("/root/wd/n.txt", "invalid_argument")):
     req = json.dumps({"path": path}).encode()
     st, data, _ = call("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, len(req)) + req,

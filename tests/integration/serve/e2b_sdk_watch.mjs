@@ -85,6 +85,15 @@ await sbx.files.remove('/root/doomed')
 for (let i = 0; i < 100 && gone === null; i++) await sleep(50)
 check(gone !== null, 'onExit is called when the watched directory is removed')
 
+step('watchDir: the watch ends, saying so, when the sandbox is paused')
+const p = await Sandbox.create({ timeoutMs: 600_000 })
+let pausedExit = null
+await p.files.watchDir('/root', () => {}, { onExit: (err) => { pausedExit = err ?? 'clean' } })
+assert.equal(await (p.pause ? p.pause() : p.betaPause()), true)
+for (let i = 0; i < 100 && pausedExit === null; i++) await sleep(50)
+check(pausedExit instanceof Error && /paused/.test(pausedExit.message), `onExit says the sandbox was paused (${pausedExit})`)
+await p.kill()
+
 step('getMetrics')
 const info = await sbx.getInfo()
 const last = async () => {
