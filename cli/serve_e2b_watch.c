@@ -30,6 +30,7 @@
 #define WATCH_EVENTS_PER_S 10000         /* a stream that must send more ends (resource_exhausted) */
 #define WATCH_RENAME_PAIRS_MAX 1000000   /* removed x created pairs compared to find renames */
 #define WATCH_KEEPALIVE_DEFAULT_S 50
+#define WATCH_STREAMS_MAX 128            /* WatchDir streams at once, all sandboxes together */
 #define WATCHERS_MAX 64                  /* CreateWatcher watchers, all sandboxes together */
 #define WATCHER_IDLE_NS (600ull * 1000000000) /* one not asked for its events this long is dropped */
 
@@ -311,6 +312,9 @@ static const char *listing_error(space_sandbox *sb, const char *path, int e, cha
 
 /* --- WatchDir: a server stream --- */
 
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned n_streams;            /* WatchDir streams running */
+
 struct watch_stream {
 	struct watch_req req;
 	uint64_t timeout_ns;          /* Connect-Timeout-Ms; 0: none */
@@ -416,6 +420,14 @@ static void watch_producer(struct serve_producer *pr)
 	}
 }
 
+static void watch_stream_free(void *arg)
+{
+	pthread_mutex_lock(&streams_lock);
+	n_streams--;
+	pthread_mutex_unlock(&streams_lock);
+	free(arg);
+}
+
 enum MHD_Result e2b_fs_watch_dir(struct serve_req *r)
 {
 	const char *why;
@@ -446,7 +458,18 @@ enum MHD_Result e2b_fs_watch_dir(struct serve_req *r)
 		w->timeout_ns = v * 1000000;
 	const char *ka = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Keepalive-Ping-Interval");
 	w->keepalive_s = ka && util_parse_uint(ka, 1, 3600, &v) == 0 ? (unsigned)v : WATCH_KEEPALIVE_DEFAULT_S;
-	return serve_reply_stream(r, 200, "application/connect+json", watch_producer, w, free);
+	/* Each stream lists its directory several times a second: their number is bounded. */
+	pthread_mutex_lock(&streams_lock);
+	bool full = n_streams >= WATCH_STREAMS_MAX;
+	if (!full)
+		n_streams++;
+	pthread_mutex_unlock(&streams_lock);
+	if (full) {
+		free(w);
+		return e2b_stream_error(r, "resource_exhausted", "%u directory watches are running: stop one first",
+					WATCH_STREAMS_MAX);
+	}
+	return serve_reply_stream(r, 200, "application/connect+json", watch_producer, w, watch_stream_free);
 }
 
 /* --- CreateWatcher, GetWatcherEvents, RemoveWatcher: the listing is compared at each GetWatcherEvents --- */
