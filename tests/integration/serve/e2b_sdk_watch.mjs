@@ -124,7 +124,12 @@ check(all.length >= 2 && all.every((m, i) => i === 0 || m.timestamp >= all[i - 1
 const none = await Sandbox.getMetrics(sbx.sandboxId, { start: new Date(Date.now() - 7_200_000), end: new Date(Date.now() - 3_600_000) })
 check(none.length === 0, 'nothing before the sandbox existed')
 
+step('watchDir: the watch ends when the sandbox is killed; getMetrics then finds none')
+let killedExit = null
+await sbx.files.watchDir('/root', () => {}, { onExit: (err) => { killedExit = err ?? 'clean' } })
 await sbx.kill()
+for (let i = 0; i < 100 && killedExit === null; i++) await sleep(50)
+check(killedExit !== null, `onExit is called when the sandbox is killed (${killedExit})`)
 await assert.rejects(Sandbox.getMetrics(sbx.sandboxId), (e) => /NotFound/.test(e.name))
 checks++
 step(`${checks} checks passed`)
