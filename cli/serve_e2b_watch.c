@@ -285,8 +285,9 @@ static const char *watch_target_check(space_sandbox *sb, const char *path, char 
 }
 
 /* Why a listing failed, as a Connect code and message: the sandbox paused or gone says so. */
-static const char *listing_error(space_sandbox *sb, const char *path, int e, char *msg, size_t len)
+static const char *listing_error(space_sandbox *sb, const struct watch_req *w, int e, char *msg, size_t len)
 {
+	const char *path = w->path;
 	_cleanup_sandbox_info_ struct space_sandbox_info *info = NULL;
 	int r = space_sandbox_get_info(sb, &info);
 	if (e == -EBUSY || (r == 0 && info->status == SPACE_SANDBOX_PAUSED)) {
@@ -298,8 +299,8 @@ static const char *listing_error(space_sandbox *sb, const char *path, int e, cha
 		return "unavailable";
 	}
 	if (e == -E2BIG) {
-		snprintf(msg, len, "'%s' holds more than %u entries (or %u MiB of names)%s: watch a smaller directory",
-			 path, WATCH_ENTRIES_MAX, WATCH_NAME_BYTES_MAX >> 20, " below it, recursive or not");
+		snprintf(msg, len, "'%s' holds more than %u entries%s (or %u MiB of their names): watch a smaller directory",
+			 path, WATCH_ENTRIES_MAX, w->recursive ? " at any depth" : "", WATCH_NAME_BYTES_MAX >> 20);
 		return "resource_exhausted";
 	}
 	if (e == -ENOENT || e == -ENOTDIR) {
@@ -359,7 +360,7 @@ static void watch_producer(struct serve_producer *pr)
 	char msg[WATCH_PATH_MAX + 256];
 	int e = listing_take(pr->sb, w->req.path, w->req.recursive, &cur);
 	if (e < 0) {
-		const char *code = listing_error(pr->sb, w->req.path, e, msg, sizeof(msg));
+		const char *code = listing_error(pr->sb, &w->req, e, msg, sizeof(msg));
 		e2b_stream_end(pr->fd, code, "%s", msg);
 		return;
 	}
@@ -385,7 +386,7 @@ static void watch_producer(struct serve_producer *pr)
 			    : took_ms * 2 > WATCH_POLL_MS    ? (unsigned)took_ms * 2
 							     : WATCH_POLL_MS;
 		if (e < 0) {
-			const char *code = listing_error(pr->sb, w->req.path, e, msg, sizeof(msg));
+			const char *code = listing_error(pr->sb, &w->req, e, msg, sizeof(msg));
 			if (!strcmp(code, "not_found")) {
 				/* The directory went: what was in it went too. */
 				struct listing none = { 0 };
@@ -571,7 +572,7 @@ enum MHD_Result e2b_fs_create_watcher(struct serve_req *r)
 		return e2b_rpc_error(r, code, "%s", msg);
 	int e = listing_take(sb, w->req.path, w->req.recursive, &w->cur);
 	if (e < 0) {
-		code = listing_error(sb, w->req.path, e, msg, sizeof(msg));
+		code = listing_error(sb, &w->req, e, msg, sizeof(msg));
 		return e2b_rpc_error(r, code, "%s", msg);
 	}
 	unsigned char rnd[8];
@@ -624,7 +625,7 @@ enum MHD_Result e2b_fs_get_watcher_events(struct serve_req *r)
 	int e = listing_take(sb, w->req.path, w->req.recursive, &next);
 	char msg[WATCH_PATH_MAX + 256];
 	if (e < 0) {
-		const char *code = listing_error(sb, w->req.path, e, msg, sizeof(msg));
+		const char *code = listing_error(sb, &w->req, e, msg, sizeof(msg));
 		/* A watcher whose directory or sandbox is gone is of no further use. */
 		watcher_free(w);
 		return e2b_rpc_error(r, code, "%s", msg);
