@@ -110,6 +110,7 @@ int cmd_exec(struct cli *cli, int argc, char **argv);
 int cmd_cp(struct cli *cli, int argc, char **argv);
 int cmd_rm(struct cli *cli, int argc, char **argv);
 int cmd_logs(struct cli *cli, int argc, char **argv);
+int cmd_stats(struct cli *cli, int argc, char **argv);
 int cmd_pause(struct cli *cli, int argc, char **argv);
 int cmd_resume(struct cli *cli, int argc, char **argv);
 int cmd_timeout(struct cli *cli, int argc, char **argv);

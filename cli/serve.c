@@ -21,7 +21,7 @@
 
 #define SERVE_CONNECTION_LIMIT 512
 #define SERVE_CONNECTION_TIMEOUT_S 60
-#define SERVE_REAP_INTERVAL_S 5
+#define SERVE_REAP_INTERVAL_S SERVE_USAGE_EVERY_S /* it samples the sandboxes' usage as well */
 
 static enum MHD_Result health(struct serve_req *r)
 {
@@ -326,7 +326,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
-/* --- The reaper: ends sandboxes whose lifetime is over. --- */
+/* --- The reaper: ends sandboxes whose lifetime is over, and samples what the others use. --- */
 
 struct reaper {
 	struct serve *srv;
@@ -357,6 +357,7 @@ static void *reaper_thread(void *arg)
 			pthread_mutex_lock(&rp->srv->store_lock);
 			serve_metadata_prune(rp->srv->store, ctx);
 			pthread_mutex_unlock(&rp->srv->store_lock);
+			serve_usage_sample_all(ctx);
 			space_ctx_free(ctx);
 		}
 		pthread_mutex_lock(&rp->lock);
@@ -560,6 +561,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		MHD_stop_daemon(du);
 		unlink(unix_path);
 	}
+	e2b_watch_cleanup();
+	serve_usage_cleanup();
 	serve_store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);
 	pthread_mutex_destroy(&srv.metrics.lock);

@@ -154,6 +154,16 @@ void serve_metrics_exec(struct serve *srv);
 /* GET /v1/metrics: Prometheus text format. */
 enum MHD_Result serve_metrics_handler(struct serve_req *r);
 
+/* --- serve_usage.c: what sandboxes use over time (E2B getMetrics, GET /v1/sandboxes/{id}/metrics) --- */
+#define SERVE_USAGE_EVERY_S 5         /* how often the sampler runs (the reaper's pace) */
+/* Reads the usage of every running sandbox of ctx into its ring (the reaper's thread calls it), and drops
+ * the rings of sandboxes that are gone. */
+void serve_usage_sample_all(space_ctx *ctx);
+/* Frees every ring (at the server's exit). */
+void serve_usage_cleanup(void);
+/* GET /v1/sandboxes/{id}/metrics: {"samples": [...]}, start= and end= in seconds since the epoch. */
+enum MHD_Result serve_v1_metrics(struct serve_req *r);
+
 /* --- serve_http.c: responses and request helpers (shared by every plane) --- */
 
 /* Queues a JSON response (takes ownership of j; NULL = out of memory, answered 500). */

@@ -125,6 +125,96 @@ bool e2b_path(const char *in, char *out, size_t size)
 	return n > 0 && (size_t)n < size;
 }
 
+/* --- Connect server streams --- */
+
+char *e2b_envelope(unsigned flags, cJSON *j, size_t *ret_len)
+{
+	_cleanup_free_ char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	size_t n = s ? strlen(s) : 0;
+	char *buf = s && n <= UINT32_MAX ? malloc(n + 5) : NULL;
+	if (!buf)
+		return NULL;
+	buf[0] = (char)flags;
+	buf[1] = (char)(n >> 24), buf[2] = (char)(n >> 16), buf[3] = (char)(n >> 8), buf[4] = (char)n;
+	memcpy(buf + 5, s, n);
+	*ret_len = n + 5;
+	return buf;
+}
+
+int e2b_envelope_write(int fd, unsigned flags, cJSON *j)
+{
+	size_t len;
+	_cleanup_free_ char *buf = e2b_envelope(flags, j, &len);
+	return buf ? util_write_all(fd, buf, len) : -ENOMEM;
+}
+
+/* The end-of-stream message, with {"error": {code, message}} when code is not NULL. */
+static cJSON *end_message(const char *code, const char *message)
+{
+	cJSON *j = cJSON_CreateObject();
+	if (j && code) {
+		_cleanup_free_ char *clean = serve_utf8_clean(message ? message : "", strlen(message ? message : ""), NULL, NULL);
+		cJSON *err = cJSON_AddObjectToObject(j, "error");
+		cJSON_AddStringToObject(err, "code", code);
+		cJSON_AddStringToObject(err, "message", clean ? clean : "");
+	}
+	return j;
+}
+
+int e2b_stream_end(int fd, const char *code, const char *fmt, ...)
+{
+	char msg[1024] = "";
+	if (fmt) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+	}
+	return e2b_envelope_write(fd, 2, end_message(code, msg));
+}
+
+enum MHD_Result e2b_stream_error(struct serve_req *r, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	size_t len;
+	char *buf = e2b_envelope(2, end_message(code, msg), &len);
+	if (!buf)
+		return MHD_NO;
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(buf);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/connect+json");
+	return serve_reply(r, 200, resp);
+}
+
+cJSON *e2b_stream_request(struct serve_req *r, const char **why)
+{
+	const unsigned char *b = (const unsigned char *)r->body;
+	*why = "the body must be one enveloped JSON message";
+	if (r->body_len < 5)
+		return NULL;
+	uint32_t n = (uint32_t)b[1] << 24 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 8 | b[4];
+	if (b[0] & 1) {
+		*why = "compressed messages are not supported";
+		return NULL;
+	}
+	if (n > r->body_len - 5)
+		return NULL;
+	cJSON *j = cJSON_ParseWithLength(r->body + 5, n);
+	if (!cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		return NULL;
+	}
+	return j;
+}
+
 /* --- base64 --- */
 
 static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -662,6 +752,7 @@ static const struct serve_route e2b_routes[] = {
 	{ "POST", "/sandboxes/{id}/resume", KEY, false, NULL, sandbox_resume },
 	{ "POST", "/sandboxes/{id}/timeout", KEY, false, NULL, sandbox_timeout },
 	{ "POST", "/sandboxes/{id}/pause", KEY, false, NULL, sandbox_pause },
+	{ "GET", "/sandboxes/{id}/metrics", KEY, false, NULL, e2b_sandbox_metrics },
 	/* envd: the sandbox's access token, not an API key */
 	{ "GET", "/files", ENVD, false, NULL, e2b_files_get },
 	{ "POST", "/files", ENVD, true, e2b_files_post_start, e2b_files_post },
@@ -677,7 +768,10 @@ static const struct serve_route e2b_routes[] = {
 	{ "POST", "/filesystem.Filesystem/Remove", ENVD, false, NULL, e2b_fs_remove },
 	{ "POST", "/filesystem.Filesystem/Stat", ENVD, false, NULL, e2b_fs_stat },
 	{ "POST", "/filesystem.Filesystem/Move", ENVD, false, NULL, e2b_fs_move },
-	{ "POST", "/filesystem.Filesystem/WatchDir", ENVD, false, NULL, e2b_unimplemented },
+	{ "POST", "/filesystem.Filesystem/WatchDir", ENVD, false, NULL, e2b_fs_watch_dir },
+	{ "POST", "/filesystem.Filesystem/CreateWatcher", ENVD, false, NULL, e2b_fs_create_watcher },
+	{ "POST", "/filesystem.Filesystem/GetWatcherEvents", ENVD, false, NULL, e2b_fs_get_watcher_events },
+	{ "POST", "/filesystem.Filesystem/RemoveWatcher", ENVD, false, NULL, e2b_fs_remove_watcher },
 };
 #undef KEY
 #undef ENVD

@@ -36,6 +36,21 @@ space_sandbox *e2b_sandbox(struct serve_req *r);
 /* An envd path: absolute, or relative to E2B_HOME; "" or "~" is the home. false when too long. */
 bool e2b_path(const char *in, char *out, size_t size);
 
+/* Connect server streams: a stream is a series of envelopes (a flags byte, the big-endian length, the
+ * JSON); flags 2 marks the end-of-stream message, which carries the error if there is one. */
+/* One envelope of j (taken) in a new buffer of *ret_len bytes, or NULL. */
+char *e2b_envelope(unsigned flags, cJSON *j, size_t *ret_len);
+/* Writes one envelope of j (taken) to fd: 0 or -errno (-EPIPE: the client went away). */
+int e2b_envelope_write(int fd, unsigned flags, cJSON *j);
+/* Writes the end-of-stream envelope; an error when code is not NULL. */
+int e2b_stream_end(int fd, const char *code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Answers a streaming call with a stream that only carries an error (a refused request). */
+enum MHD_Result e2b_stream_error(struct serve_req *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The JSON object of a streaming call's request (one envelope; the body is already capped); NULL with
+ * *why set. */
+cJSON *e2b_stream_request(struct serve_req *r, const char **why);
+
 /* serve_e2b_fs.c: /files and filesystem.Filesystem. */
 enum MHD_Result e2b_files_get(struct serve_req *r);
 enum MHD_Result e2b_files_post_start(struct serve_req *r);
@@ -45,6 +60,16 @@ enum MHD_Result e2b_fs_make_dir(struct serve_req *r);
 enum MHD_Result e2b_fs_remove(struct serve_req *r);
 enum MHD_Result e2b_fs_stat(struct serve_req *r);
 enum MHD_Result e2b_fs_move(struct serve_req *r);
+/* An EntryInfo message for path with the stat st. */
+cJSON *e2b_entry_json(const char *path, const struct space_file_stat *st);
+
+/* serve_e2b_watch.c: filesystem.Filesystem's watchers, found by polling (docs/e2b.md). */
+enum MHD_Result e2b_fs_watch_dir(struct serve_req *r);
+enum MHD_Result e2b_fs_create_watcher(struct serve_req *r);
+enum MHD_Result e2b_fs_get_watcher_events(struct serve_req *r);
+enum MHD_Result e2b_fs_remove_watcher(struct serve_req *r);
+/* Drops every watcher of CreateWatcher (at the server's exit). */
+void e2b_watch_cleanup(void);
 
 /* serve_e2b_process.c: process.Process. */
 enum MHD_Result e2b_proc_start(struct serve_req *r);
@@ -53,6 +78,9 @@ enum MHD_Result e2b_proc_send_input(struct serve_req *r);
 enum MHD_Result e2b_proc_send_signal(struct serve_req *r);
 enum MHD_Result e2b_proc_close_stdin(struct serve_req *r);
 enum MHD_Result e2b_unimplemented(struct serve_req *r);
+
+/* serve_usage.c: GET /sandboxes/{id}/metrics (getMetrics). */
+enum MHD_Result e2b_sandbox_metrics(struct serve_req *r);
 
 /* Standard base64 (decode also takes URL-safe and missing padding). Both return malloc'd buffers. */
 char *e2b_base64_encode(const void *data, size_t len);

@@ -286,8 +286,7 @@ static void add_owner(cJSON *j, const char *name, uint32_t id)
 	cJSON_AddStringToObject(j, name, id == 0 ? "root" : buf);
 }
 
-/* An EntryInfo message. */
-static cJSON *entry_json(const char *path, const struct space_file_stat *st)
+cJSON *e2b_entry_json(const char *path, const struct space_file_stat *st)
 {
 	cJSON *j = cJSON_CreateObject();
 	const char *slash = strrchr(path, '/');
@@ -333,7 +332,7 @@ static enum MHD_Result reply_entry(struct serve_req *r, space_sandbox *sb, const
 	if (e < 0)
 		return e2b_rpc_error(r, e2b_rpc_code(e), "stat '%s': %s", path, space_strerror(e));
 	cJSON *j = cJSON_CreateObject();
-	cJSON_AddItemToObject(j, "entry", entry_json(path, &st));
+	cJSON_AddItemToObject(j, "entry", e2b_entry_json(path, &st));
 	return e2b_rpc_reply(r, j);
 }
 
@@ -353,7 +352,7 @@ static int walk_entry(const char *name, const struct space_file_stat *st, void *
 	int n = snprintf(path, sizeof(path), "%s%s%s", w->dir, strcmp(w->dir, "/") ? "/" : "", name);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return 0;
-	cJSON *e = entry_json(path, st);
+	cJSON *e = e2b_entry_json(path, st);
 	if (!e)
 		return -ENOMEM;
 	cJSON_AddItemToArray(w->entries, e);

@@ -570,6 +570,7 @@ static const struct serve_route v1_routes[] = {
 	{ "POST", "/v1/sandboxes", KEY, false, NULL, sandbox_create },
 	{ "GET", "/v1/sandboxes", KEY, false, NULL, sandbox_list },
 	{ "GET", "/v1/sandboxes/{id}", KEY, false, NULL, sandbox_get },
+	{ "GET", "/v1/sandboxes/{id}/metrics", KEY, false, NULL, serve_v1_metrics },
 	{ "DELETE", "/v1/sandboxes/{id}", KEY, false, NULL, sandbox_delete },
 	{ "POST", "/v1/sandboxes/{id}/exec", KEY, false, NULL, sandbox_exec },
 	{ "PUT", "/v1/sandboxes/{id}/files", KEY, true, serve_v1_upload_start, serve_v1_upload },

@@ -99,6 +99,7 @@ static const struct cli_command commands[] = {
 	  "       bytes are escaped, --raw prints the log as stored)" },
 	{ "timeout", cmd_timeout, "set a sandbox's lifetime to end DURATION from now (0: no limit; at most 366d)",
 	  "timeout ID DURATION [--json]   (DURATION: 90 (seconds), 10m, 2h, 1d)" },
+	{ "stats", cmd_stats, "show what a sandbox uses now: CPU (over half a second), memory, disk", "stats ID [--json]" },
 	{ "pause", cmd_pause, "freeze every process of a sandbox", "pause ID [--json]" },
 	{ "resume", cmd_resume, "thaw a paused sandbox", "resume ID [--json]" },
 	{ "checkpoint", cmd_checkpoint,

@@ -21,7 +21,7 @@
  *       of pointers to objects (plus its count), freed with its element type's *_list_free(); one object
  *       with its *_free(). No struct holding an inline string or a 4096-byte path is part of the ABI.
  *     . Records (fixed-size structs of numbers: space_exec_result, space_file_stat,
- *       space_template_warm_info, space_snapshot_policy) are the caller's: set size to the sizeof of the
+ *       space_template_warm_info, space_snapshot_policy, space_sandbox_usage) are the caller's: set size to the sizeof of the
  *       struct you were built with (their *_INIT macro does) before the call. The library writes at most
  *       size bytes and sets size to how many it wrote; a size below the struct's first version is
  *       refused with -EINVAL. Records the library passes to a callback have size set like objects.
@@ -542,6 +542,31 @@ SPACE_API const char *space_sandbox_create_steps(const space_sandbox *sb);
  * caller's: space_sandbox_info_free(). */
 SPACE_API int space_sandbox_get_info(space_sandbox *sb, struct space_sandbox_info **ret_info);
 SPACE_API void space_sandbox_info_free(struct space_sandbox_info *info);
+
+/* A record (see Conventions): the caller's, size set before the call (SPACE_SANDBOX_USAGE_INIT). What a
+ * sandbox uses, as the host sees it at one moment. */
+struct space_sandbox_usage {
+	uint32_t size;            /* the struct's size */
+	uint32_t cpus;            /* its CPUs (space_sandbox_info.cpus) */
+	uint64_t cpu_ns;          /* CPU time its processes used since it started (a VM: its space-vmm's, the
+	                             vCPUs included), from its cgroup; the CPU share over a while is the
+	                             difference of two readings over the wall time between them (time_ms) */
+	uint64_t memory_bytes;    /* memory charged to it now, without the page cache the kernel can reclaim
+	                             (shared memory and tmpfs files count; a VM: its guest's RAM as far as the
+	                             guest touched it, and the VMM's own) */
+	uint64_t memory_cache_bytes; /* the reclaimable page cache charged to it besides */
+	uint64_t memory_limit_bytes; /* its memory (space_sandbox_info.memory_mib) */
+	uint64_t disk_used_bytes; /* its disk: a jail's, as its file system counts it (statvfs); a VM's, what its
+	                             disk image takes on the host (blocks allocated), which does not shrink when
+	                             the guest deletes files */
+	uint64_t disk_total_bytes; /* the size of its disk */
+	int64_t time_ms;          /* when it was read: wall clock, milliseconds since the epoch */
+};
+#define SPACE_SANDBOX_USAGE_INIT { .size = sizeof(struct space_sandbox_usage) }
+
+/* What the sandbox uses now (running or paused): CPU time and memory from its cgroup (v1 or v2), its disk.
+ * -ESRCH when it no longer runs, -EOPNOTSUPP when it has no cgroup (a host without usable cgroups). */
+SPACE_API int space_sandbox_get_usage(space_sandbox *sb, struct space_sandbox_usage *ret_usage);
 
 /* Stops the sandbox and deletes its disk and runtime files. The handle must still be freed. */
 SPACE_API int space_sandbox_destroy(space_sandbox *sb);

@@ -430,6 +430,20 @@ SPACE_API int space_sandbox_stat(space_sandbox *sb, const char *path, struct spa
 	return r;
 }
 
+SPACE_API int space_sandbox_get_usage(space_sandbox *sb, struct space_sandbox_usage *ret_usage)
+{
+	space_ctx *ctx = sb ? sandbox_ctx(sb) : NULL;
+	CTX_ENTER(ctx);
+	if (!sb || !ret_usage)
+		return -EINVAL;
+	struct space_sandbox_usage u = { 0 };
+	int r = record_check(ctx, ret_usage, RECORD_V1_END(struct space_sandbox_usage, time_ms), "space_sandbox_usage",
+			     "SPACE_SANDBOX_USAGE_INIT");
+	if (r == 0 && (r = core_sandbox_get_usage(sb, &u)) == 0)
+		record_put(ret_usage, &u, sizeof(u));
+	return r;
+}
+
 SPACE_API int space_sandbox_read_file_v2(space_sandbox *sb, const char *path, int dst_fd,
 					 const struct space_read_options *opts, struct space_file_stat *ret_stat)
 {

@@ -3,9 +3,11 @@
 #include "core/backend.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/sandbox.h"
@@ -98,4 +100,17 @@ void backend_stop_started(space_ctx *ctx, const struct backend_ops *ops, const s
 	tmp.pid_start = proc->start_time;
 	snprintf(tmp.cgroup, sizeof(tmp.cgroup), "%s", proc->cgroup);
 	(void)ops->stop(ctx, &tmp);
+}
+
+int backend_disk_image_usage(const struct sandbox_row *row, uint64_t *ret_used, uint64_t *ret_total)
+{
+	char image[PATH_MAX];
+	struct stat st;
+	if ((size_t)snprintf(image, sizeof(image), "%s/rootfs.ext4", row->info.path) >= sizeof(image))
+		return -ENAMETOOLONG;
+	if (stat(image, &st) < 0)
+		return -errno;
+	*ret_used = (uint64_t)st.st_blocks * 512;
+	*ret_total = (uint64_t)st.st_size;
+	return 0;
 }

@@ -107,7 +107,12 @@ struct backend_ops {
 	 * exec can tell an OOM kill from another SIGKILL; -EOPNOTSUPP when it cannot tell. NULL: never (a
 	 * VM's guest kernel kills unseen by the host). */
 	int (*oom_kills)(const struct sandbox_row *row, uint64_t *ret_count);
+	/* The sandbox's disk: bytes used and its size (space_sandbox_usage's disk figures). No context. */
+	int (*disk_usage)(const struct sandbox_row *row, uint64_t *ret_used, uint64_t *ret_total);
 };
+
+/* The host's view of a sandbox's disk image (row->info.path/rootfs.ext4): blocks allocated, apparent size. */
+int backend_disk_image_usage(const struct sandbox_row *row, uint64_t *ret_used, uint64_t *ret_total);
 
 /* The back-ends' tables (core/vm_backend.c, core/backend_jail.c). */
 extern const struct backend_ops backend_vm_ops;

@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -292,6 +293,20 @@ static int jail_ops_oom_kills(const struct sandbox_row *row, uint64_t *ret_count
 	return row->cgroup[0] ? util_cgroup_oom_kills(row->cgroup, ret_count) : -EOPNOTSUPP;
 }
 
+/* The file system of the jail's root as it counts itself: its PID 1's root is the disk's mount. */
+static int jail_ops_disk_usage(const struct sandbox_row *row, uint64_t *ret_used, uint64_t *ret_total)
+{
+	char root[64];
+	struct statvfs sv;
+	snprintf(root, sizeof(root), "/proc/%d/root/", (int)row->info.pid);
+	/* Alive before and after: the figures are then of that PID 1's root, not of a successor's. */
+	if (!jail_ops_alive(row) || statvfs(root, &sv) < 0 || !jail_ops_alive(row))
+		return backend_disk_image_usage(row, ret_used, ret_total);
+	*ret_used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+	*ret_total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	return 0;
+}
+
 const struct backend_ops backend_jail_ops = {
 	.kind = BACKEND_JAIL,
 	.name = "jail",
@@ -314,4 +329,5 @@ const struct backend_ops backend_jail_ops = {
 	.attach_network = jail_ops_attach_network,
 	.death_reason = jail_ops_death_reason,
 	.oom_kills = jail_ops_oom_kills,
+	.disk_usage = jail_ops_disk_usage,
 };

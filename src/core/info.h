@@ -90,6 +90,7 @@ int core_sandbox_exec(space_sandbox *sb, const struct space_exec_options *opts, 
 int core_process_pump(space_process *p, struct space_exec_result *ret);
 space_ctx *process_ctx(const space_process *p); /* the context a process was started on */
 int core_sandbox_stat(space_sandbox *sb, const char *path, struct space_file_stat *ret);
+int core_sandbox_get_usage(space_sandbox *sb, struct space_sandbox_usage *ret); /* core/sandbox_usage.c */
 int core_sandbox_read_file(space_sandbox *sb, const char *path, int dst_fd, const struct space_read_options *opts,
 			   struct space_file_stat *ret_stat);
 int core_sandbox_exec_step(space_sandbox *sb, const struct space_exec_options *opts, unsigned flags,

@@ -689,4 +689,6 @@ const struct backend_ops backend_vm_ops = {
 	.agent_addr = vm_backend_agent_addr,
 	.attach_network = vm_ops_attach_network,
 	.death_reason = vm_ops_death_reason,
+	/* The guest's file system is the guest's: the host sees the image's allocated blocks. */
+	.disk_usage = backend_disk_image_usage,
 };

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 
 #include "util/cgroup.h"
 #include "util/cleanup.h"
+#include "util/procstat.h"
 #include "util/util.h"
 
 #define CG_ROOT "/sys/fs/cgroup"
@@ -580,4 +582,106 @@ int util_cgroup_oom_kills(const char *spec, uint64_t *ret_count)
 		}
 	}
 	return -EOPNOTSUPP; /* a kernel older than the counter */
+}
+
+/* The value of "key N" lines in a flat-keyed file (memory.stat, cpu.stat) read into buf; -ENOENT if absent. */
+static int keyed(const char *buf, const char *key, uint64_t *ret)
+{
+	size_t klen = strlen(key);
+	for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		unsigned long long v;
+		if (!strncmp(l, key, klen) && l[klen] == ' ' && sscanf(l + klen + 1, "%llu", &v) == 1) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static int read_all(const char *path, char *buf, size_t len)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t got = 0;
+	while (got < len - 1) {
+		ssize_t n = read(fd, buf + got, len - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	return 0;
+}
+
+/* v1 without cpuacct in the cpu hierarchy: the CPU time of the cgroup's processes, each with the children
+ * it reaped (so an exited process counts once, in whoever waited for it: in a sandbox, one of its own). */
+static int v1_cpu_of_members(const char *rel, uint64_t *ret_ns)
+{
+	char path[512];
+	int r = cg_path(path, sizeof(path), 1, "cpu", rel, "cgroup.procs");
+	if (r < 0)
+		return r;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	FILE *f = fdopen(fd, "r");
+	if (!f)
+		return -errno;
+	fd = -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	uint64_t ticks = 0;
+	int pid;
+	while (fscanf(f, "%d", &pid) == 1) {
+		struct util_proc_stat ps;
+		if (util_proc_stat(pid, &ps) == 0)
+			ticks += ps.utime + ps.stime + ps.cutime + ps.cstime;
+	}
+	fclose(f);
+	*ret_ns = ticks * (1000000000ull / (uint64_t)(hz > 0 ? hz : 100));
+	return 0;
+}
+
+int util_cgroup_usage(const char *spec, struct util_cgroup_usage *ret)
+{
+	char path[512], buf[16384];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	if (r < 0)
+		return r;
+	struct util_cgroup_usage u = { 0 };
+	uint64_t v;
+	/* CPU: v2 keeps it in cpu.stat whatever the controllers; v1 in cpuacct, when it shares the cpu
+	 * hierarchy (cpu,cpuacct), else it is summed over the members. */
+	if (ver == 2) {
+		if ((r = cg_path(path, sizeof(path), 2, NULL, rel, "cpu.stat")) < 0 || (r = read_all(path, buf, sizeof(buf))) < 0)
+			return r;
+		if (keyed(buf, "usage_usec", &v) == 0)
+			u.cpu_ns = v * 1000;
+	} else {
+		if ((r = cg_path(path, sizeof(path), 1, "cpu", rel, "cpuacct.usage")) < 0)
+			return r;
+		if (read_line(path, buf, sizeof(buf)) == 0 && sscanf(buf, "%" SCNu64, &v) == 1)
+			u.cpu_ns = v;
+		else if ((r = v1_cpu_of_members(rel, &u.cpu_ns)) < 0)
+			return r;
+	}
+	if ((r = cg_path(path, sizeof(path), ver, "memory", rel, ver == 2 ? "memory.current" : "memory.usage_in_bytes")) < 0 ||
+	    (r = read_line(path, buf, sizeof(buf))) < 0)
+		return r;
+	if (sscanf(buf, "%" SCNu64, &u.memory_bytes) != 1)
+		return -EPROTO;
+	if ((r = cg_path(path, sizeof(path), ver, "memory", rel, "memory.stat")) < 0 || (r = read_all(path, buf, sizeof(buf))) < 0)
+		return r;
+	/* v1's hierarchical totals (total_*) include sub-cgroups, as v2's figures do. */
+	if (keyed(buf, ver == 2 ? "file" : "total_cache", &v) == 0 || keyed(buf, "cache", &v) == 0)
+		u.memory_file_bytes = v;
+	if (keyed(buf, ver == 2 ? "shmem" : "total_shmem", &v) == 0 || keyed(buf, "shmem", &v) == 0)
+		u.memory_shmem_bytes = v;
+	*ret = u;
+	return 0;
 }

@@ -74,5 +74,17 @@ int util_cgroup_remove(const char *spec, int timeout_ms);
  * oom_kill counter, its subtree's on v2). -EOPNOTSUPP when the kernel keeps no such counter. */
 int util_cgroup_oom_kills(const char *spec, uint64_t *ret_count);
 
+/* What the processes of a sandbox's cgroup use now. */
+struct util_cgroup_usage {
+	uint64_t cpu_ns;             /* CPU time so far (v2 cpu.stat usage_usec; v1 cpuacct.usage where it shares
+	                                the cpu hierarchy, else the members' times from /proc) */
+	uint64_t memory_bytes;       /* charged to it (memory.current, memory.usage_in_bytes), page cache included */
+	uint64_t memory_file_bytes;  /* of which page cache (shared memory and tmpfs included) */
+	uint64_t memory_shmem_bytes; /* of which shared memory and tmpfs (not reclaimable like the rest) */
+};
+
+/* The usage of the cgroup(s) of spec into *ret. -ENOENT when the cgroup is gone. */
+int util_cgroup_usage(const char *spec, struct util_cgroup_usage *ret);
+
 /* Reads the first line of <hierarchy>/<rel>/<file> for the given spec ("memory.max" etc.). For tests. */
 int util_cgroup_read(const char *spec, const char *ctrl, const char *file, char *buf, size_t len);

@@ -30,19 +30,28 @@ static int stat_parse(const char *path, struct util_proc_stat *ret)
 		return -EPROTO;
 	char state = p[2];
 	p++;
-	/* Start time is field 22, i.e. the 20th space-separated field after the ')'. */
-	for (int field = 3; field < 22; field++) {
-		p = strchr(p + 1, ' ');
+	/* Fields 14 to 17 are utime, stime, cutime, cstime; 22 is the start time: counted from the ')'. */
+	unsigned long long times[4] = { 0 }, v = 0;
+	for (int field = 4; field <= 22; field++) {
+		p = strchr(p + 1, ' '); /* p + 1: the field */
 		if (!p)
 			return -EPROTO;
+		if ((field < 14 || field > 17) && field != 22)
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(p + 1, &end, 10);
+		/* cutime and cstime are signed in the kernel's format; never negative in practice. */
+		if (errno || end == p + 1)
+			return -EPROTO;
+		if (field == 22)
+			v = x;
+		else
+			times[field - 14] = x;
 	}
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(p + 1, &end, 10);
-	if (errno || end == p + 1)
-		return -EPROTO;
 	ret->state = state;
 	ret->start_time = v;
+	ret->utime = times[0], ret->stime = times[1], ret->cutime = times[2], ret->cstime = times[3];
 	return 0;
 }
 

@@ -16,6 +16,9 @@
 struct util_proc_stat {
 	char state;          /* field 3: R, S, D, Z, X, ... */
 	uint64_t start_time; /* field 22: clock ticks after boot */
+	/* Fields 14 to 17, in clock ticks: CPU time in user and kernel mode of the process (all its threads),
+	 * and of its children it has waited for. */
+	uint64_t utime, stime, cutime, cstime;
 };
 
 /* Reads /proc/PID/stat: -ESRCH when there is no such process (or pid <= 0), -EPROTO for a line that does

@@ -61,6 +61,17 @@ struct v1_file_stat {
 	uint64_t file_size;
 	int64_t mtime_ns;
 };
+struct v1_sandbox_usage {
+	uint32_t size;
+	uint32_t cpus;
+	uint64_t cpu_ns;
+	uint64_t memory_bytes;
+	uint64_t memory_cache_bytes;
+	uint64_t memory_limit_bytes;
+	uint64_t disk_used_bytes;
+	uint64_t disk_total_bytes;
+	int64_t time_ms;
+};
 struct v1_template_warm_info {
 	uint32_t size;
 	bool has_snapshot;
@@ -124,6 +135,8 @@ PIN(v1_pool_info, space_pool_info, size, path, loop_image, isolation, total_byte
 PIN(v1_secret_info, space_secret_info, size, name, created_ms)
 PIN(v1_exec_result, space_exec_result, size, exited, exit_code, signal, timed_out, oom_killed)
 PIN(v1_file_stat, space_file_stat, size, mode, uid, gid, file_size, mtime_ns)
+PIN(v1_sandbox_usage, space_sandbox_usage, size, cpus, cpu_ns, memory_bytes, memory_cache_bytes, memory_limit_bytes,
+    disk_used_bytes, disk_total_bytes, time_ms)
 PIN(v1_template_warm_info, space_template_warm_info, size, has_snapshot, snapshot_cpus, snapshot_memory_mib,
     snapshot_created_ms, warm_pool_size, warm_pool_ready)
 PIN(v1_snapshot_policy, space_snapshot_policy, size, every_s, keep, pid)
@@ -137,6 +150,7 @@ NOT_SMALLER(v1_pool_info, space_pool_info);
 NOT_SMALLER(v1_secret_info, space_secret_info);
 NOT_SMALLER(v1_exec_result, space_exec_result);
 NOT_SMALLER(v1_file_stat, space_file_stat);
+NOT_SMALLER(v1_sandbox_usage, space_sandbox_usage);
 NOT_SMALLER(v1_template_warm_info, space_template_warm_info);
 NOT_SMALLER(v1_snapshot_policy, space_snapshot_policy);
 
@@ -194,6 +208,19 @@ static int child_stat(void *rec)
 	int r = space_sandbox_open(ctx, sb_id, &sb);
 	if (r == 0) {
 		r = space_sandbox_stat(sb, "/etc/passwd", rec);
+		space_sandbox_free(sb);
+	}
+	space_ctx_free(ctx);
+	return r;
+}
+
+static int child_usage(void *rec)
+{
+	space_ctx *ctx = api_ctx(NULL);
+	space_sandbox *sb;
+	int r = space_sandbox_open(ctx, sb_id, &sb);
+	if (r == 0) {
+		r = space_sandbox_get_usage(sb, rec);
 		space_sandbox_free(sb);
 	}
 	space_ctx_free(ctx);
@@ -358,6 +385,33 @@ static void check_records(space_ctx *ctx, space_sandbox *sb)
 	record_at_guard("stat", child_stat, V1_END(space_file_stat, mtime_ns));
 	record_at_guard("snapshot policy", child_policy, V1_END(space_snapshot_policy, pid));
 	record_at_guard("warm info", child_warm, V1_END(space_template_warm_info, warm_pool_ready));
+	record_at_guard("usage", child_usage, V1_END(space_sandbox_usage, time_ms));
+
+	/* Usage: real figures that move (a jail: its cgroup and its file system). */
+	struct space_sandbox_usage u0 = SPACE_SANDBOX_USAGE_INIT, u1 = SPACE_SANDBOX_USAGE_INIT;
+	CHECK(space_sandbox_get_usage(sb, &u0) == 0 && u0.size == sizeof(u0));
+	CHECK(u0.cpus >= 1 && u0.memory_limit_bytes >= (1ull << 20) && u0.memory_bytes > 0 && u0.time_ms > 0);
+	CHECK(u0.disk_total_bytes > 0 && u0.disk_used_bytes > 0 && u0.disk_used_bytes <= u0.disk_total_bytes);
+	const char *use[] = { "sh", "-c", "dd if=/dev/zero of=/dev/shm/u bs=1M count=16 2>/dev/null; "
+				     "dd if=/dev/zero of=/root/u bs=1M count=16 2>/dev/null; sync; "
+				     "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done", NULL };
+	struct space_exec_options ue = SPACE_EXEC_OPTIONS_INIT;
+	ue.argv = use;
+	CHECK(space_sandbox_exec(sb, &ue, NULL) == 0);
+	CHECK(space_sandbox_get_usage(sb, &u1) == 0);
+	CHECK(u1.cpu_ns > u0.cpu_ns && u1.memory_bytes >= u0.memory_bytes + (8u << 20) &&
+	      u1.disk_used_bytes >= u0.disk_used_bytes + (8u << 20) && u1.time_ms >= u0.time_ms);
+	if (!(u1.memory_bytes >= u0.memory_bytes + (8u << 20)) || !(u1.disk_used_bytes >= u0.disk_used_bytes + (8u << 20)))
+		fprintf(stderr, "usage before/after: memory %llu/%llu disk %llu/%llu cpu %llu/%llu\n",
+			(unsigned long long)u0.memory_bytes, (unsigned long long)u1.memory_bytes,
+			(unsigned long long)u0.disk_used_bytes, (unsigned long long)u1.disk_used_bytes,
+			(unsigned long long)u0.cpu_ns, (unsigned long long)u1.cpu_ns);
+	const char *clean[] = { "rm", "-f", "/dev/shm/u", "/root/u", NULL };
+	ue.argv = clean;
+	CHECK(space_sandbox_exec(sb, &ue, NULL) == 0);
+	struct space_sandbox_usage us = { .size = 8 };
+	CHECK(space_sandbox_get_usage(sb, &us) == -EINVAL);
+	LAST_ERROR(ctx, "space_sandbox_usage");
 
 	/* File stats of the first layout: stat, a read's, and too small ones refused before the read. */
 	struct v1_file_stat f1 = { .size = sizeof(f1) };

@@ -162,6 +162,18 @@ if [ -z '$tree' ]; then
 		fail "space port into the VM: '\$got' \$(tail -n 3 $work/port.err) \$(tail -n 2 $work/port-client.err)"
 fi
 
+# 3d. what the VM uses (space_sandbox_get_usage through `space stats`): its space-vmm's cgroup, its disk
+# image as the host sees it, which grows when the guest writes.
+usage() { SP --json stats "\$id" | python3 -c "import json,sys; u=json.load(sys.stdin); print(u['cpus'], u['cpu_ns'], u['memory_bytes'], u['memory_limit_bytes'], u['disk_used_bytes'], u['disk_total_bytes'])"; }
+set -- \$(usage)
+[ \$# = 6 ] && [ "\$1" -ge 1 ] && [ "\$3" -gt 0 ] && [ "\$4" = \$((384 * 1048576)) ] && [ "\$5" -gt 0 ] &&
+	[ "\$5" -le "\$6" ] && pass "space stats of the VM: \$*" || fail "space stats of the VM: '\$*'"
+disk0=\${5:-0}
+SP exec "\$id" -- sh -c 'dd if=/dev/urandom of=/root/big bs=1M count=20 2>/dev/null; sync' >/dev/null 2>&1
+set -- \$(usage)
+[ "\${5:-0}" -ge \$((disk0 + 16 * 1048576)) ] && pass "VM disk used grows after a 20 MiB file (\$disk0 -> \${5:-})" ||
+	fail "VM disk used after a 20 MiB file: \$disk0 -> '\${5:-}'"
+
 # 4. the space-vmm process: jailed and filtered.
 pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")
 st=/proc/\$pid/status

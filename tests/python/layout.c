@@ -96,6 +96,12 @@ int main(void)
 	F(space_file_stat, size); F(space_file_stat, mode); F(space_file_stat, uid); F(space_file_stat, gid);
 	F(space_file_stat, file_size); F(space_file_stat, mtime_ns);
 	end();
+	S(space_sandbox_usage);
+	F(space_sandbox_usage, size); F(space_sandbox_usage, cpus); F(space_sandbox_usage, cpu_ns);
+	F(space_sandbox_usage, memory_bytes); F(space_sandbox_usage, memory_cache_bytes);
+	F(space_sandbox_usage, memory_limit_bytes); F(space_sandbox_usage, disk_used_bytes);
+	F(space_sandbox_usage, disk_total_bytes); F(space_sandbox_usage, time_ms);
+	end();
 	S(space_read_options);
 	F(space_read_options, version); F(space_read_options, max_bytes); F(space_read_options, progress);
 	F(space_read_options, progress_userdata);

@@ -184,3 +184,14 @@ def test_tether_on_a_handle(ctx):
         ctx.reap()
         time.sleep(0.2)
     assert libspace.Sandbox.get_status(sid, ctx=ctx) == "destroyed"
+
+
+def test_usage_shows_what_the_sandbox_uses(ctx):
+    with libspace.Sandbox.create(TEMPLATE, isolation="jail", ctx=ctx) as sb:
+        before = sb.usage()
+        assert isinstance(before, libspace.SandboxUsage)
+        assert before.cpus == 1 and before.memory_limit_bytes == 512 << 20 and before.memory_bytes > 0
+        assert 0 < before.disk_used_bytes <= before.disk_total_bytes and before.time_ms > 0
+        sb.run(["sh", "-c", "dd if=/dev/zero of=/dev/shm/u bs=1M count=16 2>/dev/null"])
+        after = sb.usage()
+        assert after.memory_bytes >= before.memory_bytes + (8 << 20) and after.time_ms >= before.time_ms

@@ -48,7 +48,7 @@ from .errors import (
 from .checkpoints import Checkpoint
 from .commands import DEFAULT_MAX_OUTPUT, CommandResult, Process
 from .files import FileInfo, Files
-from .sandbox import Sandbox, SandboxGroup, SandboxInfo
+from .sandbox import Sandbox, SandboxGroup, SandboxInfo, SandboxUsage
 from .templates import Template, Templates, WarmInfo, templates
 
 __version__ = "0.1.0"
@@ -58,7 +58,7 @@ __all__ = [
     "AlreadyExists", "Busy", "Checkpoint", "CheckpointNotFound", "CommandError", "CommandResult", "Context",
     "DEFAULT_MAX_OUTPUT", "Error", "Event", "FileInfo", "Files", "InvalidArgument", "IsADirectory",
     "NotADirectory", "NotBtrfs", "NotFound", "NotInitialized", "NotRunning", "PermissionDenied", "PoolFull",
-    "PoolInfo", "PortRefused", "Process", "Sandbox", "SandboxGroup", "SandboxInfo", "SandboxNotFound", "SecretInfo",
+    "PoolInfo", "PortRefused", "Process", "Sandbox", "SandboxGroup", "SandboxInfo", "SandboxNotFound", "SandboxUsage", "SecretInfo",
     "SpaceError", "Stale", "Template", "TemplateNotFound", "Templates", "Timeout", "TooLarge", "Unsupported",
     "WarmInfo", "default_context", "error_class", "strerror", "templates", "version",
 ]

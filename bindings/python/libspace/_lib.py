@@ -257,6 +257,20 @@ class FileStat(Structure):  # a record
     ]
 
 
+class SandboxUsage(Structure):  # a record
+    _fields_ = [
+        ("size", c_uint32),
+        ("cpus", c_uint32),
+        ("cpu_ns", c_uint64),
+        ("memory_bytes", c_uint64),
+        ("memory_cache_bytes", c_uint64),
+        ("memory_limit_bytes", c_uint64),
+        ("disk_used_bytes", c_uint64),
+        ("disk_total_bytes", c_uint64),
+        ("time_ms", c_int64),
+    ]
+
+
 class ReadOptions(Structure):  # version 1
     _fields_ = [
         ("version", c_uint32),
@@ -332,6 +346,7 @@ STRUCTS = {
     "space_exec_options": ExecOptions,
     "space_exec_result": ExecResult,
     "space_file_stat": FileStat,
+    "space_sandbox_usage": SandboxUsage,
     "space_read_options": ReadOptions,
     "space_checkpoint_info": CheckpointInfo,
     "space_checkpoint_fork_options": CheckpointForkOptions,
@@ -431,6 +446,7 @@ _proto("space_process_pump", c_int, PROCESS_P, P(ExecResult))
 _proto("space_process_free", None, PROCESS_P)
 _proto("space_sandbox_write_file", c_int, SANDBOX_P, c_char_p, c_int, c_uint32)
 _proto("space_sandbox_stat", c_int, SANDBOX_P, c_char_p, P(FileStat))
+_proto("space_sandbox_get_usage", c_int, SANDBOX_P, P(SandboxUsage))
 _proto("space_read_options_init", c_int, P(ReadOptions), c_uint32)
 _proto("space_sandbox_read_file_v2", c_int, SANDBOX_P, c_char_p, c_int, P(ReadOptions), P(FileStat))
 _proto("space_sandbox_list_dir", c_int, SANDBOX_P, c_char_p, DIRENT_FN, c_void_p)

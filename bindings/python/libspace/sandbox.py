@@ -33,7 +33,7 @@ from .context import Context, _options_init, resolve
 from .errors import CheckpointNotFound, SandboxNotFound, TemplateNotFound
 from .files import Files
 
-__all__ = ["Sandbox", "SandboxInfo", "SandboxGroup"]
+__all__ = ["Sandbox", "SandboxInfo", "SandboxGroup", "SandboxUsage"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,20 @@ class SandboxInfo:
     def expires(self):
         """When its lifetime ends (an aware datetime), None without a limit."""
         return when(self.expires_ms)
+
+
+@dataclass(frozen=True)
+class SandboxUsage:
+    """What a sandbox uses at one moment, as the host sees it (space_sandbox_get_usage)."""
+
+    cpus: int
+    cpu_ns: int  # CPU time since it started; a share is the difference of two readings over their time
+    memory_bytes: int  # in use, without reclaimable page cache (shared memory and tmpfs count)
+    memory_cache_bytes: int  # reclaimable page cache besides
+    memory_limit_bytes: int  # its memory
+    disk_used_bytes: int  # a jail's file system; a VM's disk image as the host sees it
+    disk_total_bytes: int
+    time_ms: int  # when it was read (milliseconds since the epoch)
 
 
 def _status_name(status: int) -> str:
@@ -284,6 +298,13 @@ class Sandbox:
                 return _sandbox_info(out.contents)
             finally:
                 lib.space_sandbox_info_free(out)
+
+    def usage(self) -> SandboxUsage:
+        """What it uses now: CPU time and memory from its cgroup, its disk."""
+        u = _lib.record(_lib.SandboxUsage)
+        self._call("space_sandbox_get_usage", ctypes.byref(u))
+        return SandboxUsage(u.cpus, u.cpu_ns, u.memory_bytes, u.memory_cache_bytes, u.memory_limit_bytes,
+                            u.disk_used_bytes, u.disk_total_bytes, u.time_ms)
 
     @property
     def status(self) -> str:

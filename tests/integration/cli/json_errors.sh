@@ -59,6 +59,7 @@ S=(--state "$STATE")
 json_error 1 ENOENT "$SPACE" --json "${S[@]}" rm sb-nosuchsandbox0
 json_error 1 ENOENT "$SPACE" --json "${S[@]}" events sb-nosuchsandbox0
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" pause sb-nosuchsandbox0
+json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" stats sb-nosuchsandbox0
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" exec sb-nosuchsandbox0 -- true
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" timeout sb-nosuchsandbox0 10m
 json_error 1 "$ERRNO" "$SPACE" --json "${S[@]}" logs sb-nosuchsandbox0
@@ -122,6 +123,8 @@ if [ -x "${SPACE_AGENT_PATH:-}" ] && unshare --user --pid --mount --net --fork t
 	keys create object "id template isolation status cpus memory_mib created_ms path" \
 		"$SPACE" --json "${S[@]}" create --template tiny --isolation jail
 	id=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])' <<<"$out")
+	keys stats object "id time_ms cpus cpu_pct cpu_ns memory_bytes memory_cache_bytes memory_limit_bytes disk_used_bytes disk_total_bytes" \
+		"$SPACE" --json "${S[@]}" stats "$id"
 	keys ls list "id template isolation status cpus memory_mib created_ms updated_ms path" \
 		"$SPACE" --json "${S[@]}" ls
 	# One removed, one not there: one document with both, exit 1.

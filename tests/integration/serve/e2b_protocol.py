@@ -137,6 +137,39 @@ check(st == 404 and json.loads(data)["code"] == "not_found", "Stat of a missing 
 st, data, _ = call("POST", "/filesystem.Filesystem/ListDir", b"not json", ENVD)
 check(st == 400 and json.loads(data)["code"] == "invalid_argument", "a body that is not JSON: invalid_argument")
 
+# Watchers polled by the client (CreateWatcher, GetWatcherEvents, RemoveWatcher): the differences since
+# the last call; WatchDir's refusals end its stream with the error.
+call("POST", "/filesystem.Filesystem/MakeDir", {"path": "/root/wd"}, ENVD)
+st, data, _ = call("POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/root/wd"}, ENVD)
+wid = json.loads(data).get("watcherId", "") if st == 200 else ""
+check(st == 200 and wid, f"CreateWatcher: a watcher id ({st} {data[:200]})")
+call("POST", "/files?path=/root/wd/n.txt", b"abc", {**ENVD, "Content-Type": "application/octet-stream"})
+st, data, _ = call("POST", "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, ENVD)
+evs = json.loads(data).get("events", []) if st == 200 else []
+check({"name": "n.txt", "type": "EVENT_TYPE_CREATE"} in evs and {"name": "n.txt", "type": "EVENT_TYPE_WRITE"} in evs,
+      f"GetWatcherEvents: create and write of a new file ({data[:300]})")
+st, data, _ = call("POST", "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, ENVD)
+check(st == 200 and json.loads(data).get("events", []) == [], "GetWatcherEvents again: nothing new")
+st, data, _ = call("POST", "/filesystem.Filesystem/RemoveWatcher", {"watcherId": wid}, ENVD)
+check(st == 200, "RemoveWatcher")
+st, data, _ = call("POST", "/filesystem.Filesystem/GetWatcherEvents", {"watcherId": wid}, ENVD)
+check(st == 404 and json.loads(data)["code"] == "not_found", "a removed watcher: not_found")
+st, data, _ = call("POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/root/nowhere"}, ENVD)
+check(st == 404 and json.loads(data)["code"] == "not_found", "CreateWatcher of a missing directory: not_found")
+# A directory past the bound (10,000 entries): refused, saying so.
+start({"process": {"cmd": "/bin/sh", "args": ["-c", "mkdir -p /root/many && cd /root/many && "
+                                                     "i=0; while [ $i -le 10000 ]; do : > f$i; i=$((i+1)); done"]}})
+st, data, _ = call("POST", "/filesystem.Filesystem/CreateWatcher", {"path": "/root/many"}, ENVD)
+check(st == 429 and json.loads(data)["code"] == "resource_exhausted" and "10000" in json.loads(data)["message"],
+      f"CreateWatcher of 10,001 entries: resource_exhausted ({st} {data[:200]})")
+start({"process": {"cmd": "/bin/rm", "args": ["-rf", "/root/many"]}})
+for path, code in (("/root/nowhere", "not_found"), ("/root/wd/n.txt", "invalid_argument")):
+    req = json.dumps({"path": path}).encode()
+    st, data, _ = call("POST", "/filesystem.Filesystem/WatchDir", struct.pack(">BI", 0, len(req)) + req,
+                       {**ENVD, "Content-Type": "application/connect+json"})
+    ev = envelopes(data)
+    check(st == 200 and ev and ev[-1][0] == 2 and ev[-1][1]["error"]["code"] == code, f"WatchDir {path}: {code}")
+
 # envd auth: the sandbox's own tokens only, checked before anything else happens.
 st, data, _ = call("POST", "/process.Process/List", {}, {**ENVD, "X-Access-Token": "e2b_00"})
 check(st == 401 and json.loads(data)["code"] == "unauthenticated", "a wrong access token: 401 unauthenticated")

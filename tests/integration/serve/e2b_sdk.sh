@@ -1,8 +1,9 @@
 #!/bin/bash
 # `space serve`, E2B plane, driven by the real E2B JS SDK (npm package `e2b` 2.x) pointed at the server
 # with E2B_API_URL / E2B_SANDBOX_URL: create, commands, files, process control, info/list/connect, kill
-# (e2b_sdk.mjs); setTimeout both ways, pause, resume through connect (e2b_sdk_lifecycle.mjs); and the
-# shipped example examples/e2b_quickstart.mjs.
+# (e2b_sdk.mjs); setTimeout both ways, pause, resume through connect (e2b_sdk_lifecycle.mjs); files.watchDir
+# and getMetrics (e2b_sdk_watch.mjs, which prints how many checks passed); and the shipped example
+# examples/e2b_quickstart.mjs.
 # Jail isolation (a weaker boundary than a VM). The SDK is installed once into /var/cache/space/npm.
 . "$(dirname "$0")/e2b_lib.sh"
 command -v node >/dev/null || skip "node missing"
@@ -18,14 +19,18 @@ echo "e2b SDK $(cd "$SDK" && node -p 'require("e2b/package.json").version')"
 start_server
 # The script must sit next to node_modules to import the SDK.
 # Also examples/e2b_quickstart.mjs, the example of moving E2B code over, exactly as shipped.
-for name in e2b_sdk e2b_sdk_lifecycle e2b_quickstart; do
+for name in e2b_sdk e2b_sdk_lifecycle e2b_sdk_watch e2b_quickstart; do
 	script="$SDK/space-$name-$$.mjs"
 	src="$(dirname "$0")/$name.mjs"
 	[ -f "$src" ] || src="${SPACE_SOURCE_DIR:?}/examples/$name.mjs"
 	cp "$src" "$script"
 	on_exit "rm -f '$script'"
-	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 300 node "$script" ||
-		fail "the E2B SDK scenario $name failed ($(e2b_log))"
+	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 300 node "$script" \
+		>"$WORK/$name.out" 2>&1 || fail "the E2B SDK scenario $name failed: $(tail -15 "$WORK/$name.out") ($(e2b_log))"
+	cat "$WORK/$name.out"
 done
+# The watch scenario counts its checks: all of them ran.
+grep -Eq '^e2b_sdk_watch: [0-9]+ checks passed$' "$WORK/e2b_sdk_watch.out" ||
+	fail "e2b_sdk_watch did not report its checks"
 e2b_stop
 echo "PASS"

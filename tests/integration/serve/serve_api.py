@@ -439,6 +439,18 @@ check(st == 200 and resp.getheader("Content-Type", "").startswith("text/plain") 
       f"metrics: creates, running sandboxes, execs, denials ({text[:300]!r})")
 st, _, _ = call("GET", "/v1/metrics", auth=False)
 check(st == 401, "metrics without a key: 401")
+# One sandbox's usage: samples with the figures of space_sandbox_get_usage, the last read now.
+st, data, _ = call("GET", f"/v1/sandboxes/{longer}/metrics")
+last = data["samples"][-1] if st == 200 and data.get("samples") else {}
+check(last.get("cpus", 0) >= 1 and last.get("memory_bytes", 0) > 0 and last.get("memory_limit_bytes", 0) > 0
+      and 0 < last.get("disk_used_bytes", 0) <= last.get("disk_total_bytes", 0)
+      and abs(last.get("time_ms", 0) / 1000 - time.time()) < 60, f"sandbox metrics ({st} {data})")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{longer}/metrics", start=1, end=2))
+check(st == 200 and data["samples"] == [], "sandbox metrics outside their time: none")
+st, data, _ = call("GET", q(f"/v1/sandboxes/{longer}/metrics", start="soon"))
+check(st == 400, "sandbox metrics with a bad start: 400")
+st, data, _ = call("GET", "/v1/sandboxes/sb-aaaaaaaaaaaaaaaa/metrics")
+check(st == 404, "metrics of no sandbox: 404")
 call("DELETE", f"/v1/sandboxes/{longer}")
 
 # --- checkpoints, rollback, fork ---------------------------------------------------------------------
