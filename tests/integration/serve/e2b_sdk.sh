@@ -2,7 +2,8 @@
 # `space serve`, E2B plane, driven by the real E2B JS SDK (npm package `e2b` 2.x) pointed at the server
 # with E2B_API_URL / E2B_SANDBOX_URL: create, commands, files, process control, info/list/connect, kill
 # (e2b_sdk.mjs); setTimeout both ways, pause, resume through connect (e2b_sdk_lifecycle.mjs); and the
-# shipped example examples/e2b_quickstart.mjs.
+# shipped example examples/e2b_quickstart.mjs; background commands, commands.connect, pty.resize, the `user`
+# option and the cap on processes per sandbox (e2b_sdk_calls.mjs).
 # Jail isolation (a weaker boundary than a VM). The SDK is installed once into /var/cache/space/npm.
 . "$(dirname "$0")/e2b_lib.sh"
 command -v node >/dev/null || skip "node missing"
@@ -18,14 +19,21 @@ echo "e2b SDK $(cd "$SDK" && node -p 'require("e2b/package.json").version')"
 start_server
 # The script must sit next to node_modules to import the SDK.
 # Also examples/e2b_quickstart.mjs, the example of moving E2B code over, exactly as shipped.
-for name in e2b_sdk e2b_sdk_lifecycle e2b_quickstart; do
+# e2b_sdk_calls last: it leaves a background process running, which the server's stop must end.
+for name in e2b_sdk e2b_sdk_lifecycle e2b_quickstart e2b_sdk_calls; do
 	script="$SDK/space-$name-$$.mjs"
 	src="$(dirname "$0")/$name.mjs"
 	[ -f "$src" ] || src="${SPACE_SOURCE_DIR:?}/examples/$name.mjs"
 	cp "$src" "$script"
 	on_exit "rm -f '$script'"
-	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 300 node "$script" ||
-		fail "the E2B SDK scenario $name failed ($(e2b_log))"
+	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 300 node "$script" \
+		>"$WORK/$name.out" || fail "the E2B SDK scenario $name failed ($(tail -30 "$WORK/$name.out"); $(e2b_log))"
+	cat "$WORK/$name.out"
 done
+# Every check of e2b_sdk_calls ran (a script that stopped early would not print the count).
+grep -qx "e2b_sdk_calls: 10 checks passed" "$WORK/e2b_sdk_calls.out" || fail "e2b_sdk_calls did not pass all 10 checks"
+# The server stops promptly although a process still runs (its runner ends with the server).
+start_s=$(date +%s)
 e2b_stop
+[ $(($(date +%s) - start_s)) -lt 30 ] || fail "the server took more than 30 s to stop"
 echo "PASS"
