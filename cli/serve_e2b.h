@@ -45,6 +45,9 @@ struct e2b_user {
 	char home[256];
 	char name[E2B_USER_NAME_MAX + 1];
 };
+/* serve_e2b_passwd.c: name's entry in the passwd file text buf (len bytes, hostile: lines that do not
+ * parse or are too long are skipped) into *ret (given set). -ENOENT when there is none. */
+int e2b_passwd_find(const char *buf, size_t len, const char *name, struct e2b_user *ret);
 /* Looks name up in the sandbox's /etc/passwd (read with a cap; lines past a cap, or that do not parse, are
  * skipped). -ENOENT when there is no such user, -EINVAL for a name we do not take. */
 int e2b_user_lookup(space_sandbox *sb, const char *name, struct e2b_user *ret);

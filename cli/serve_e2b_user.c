@@ -18,7 +18,6 @@
 #include "util/util.h"
 
 #define PASSWD_MAX (1u << 20) /* bytes of /etc/passwd read */
-#define PASSWD_LINE_MAX 1024  /* a longer line is skipped */
 
 /* A user name we take from a caller: what useradd accepts, without the oddities a message or a path
  * would have to guard against. */
@@ -30,54 +29,6 @@ static bool name_ok(const char *s, size_t n)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
 		      s[i] == '_' || s[i] == '-' || s[i] == '.'))
 			return false;
-	return true;
-}
-
-/* A decimal id in [0, UINT32_MAX - 1] (-1 is "no id" to the kernel). */
-static bool id_parse(const char *s, size_t n, uint32_t *ret)
-{
-	uint64_t v = 0;
-	if (!n || n > 10)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (v >= UINT32_MAX)
-		return false;
-	*ret = (uint32_t)v;
-	return true;
-}
-
-/* One passwd line (n bytes, no newline) for name: fills u and returns true. */
-static bool line_match(const char *line, size_t n, const char *name, struct e2b_user *u)
-{
-	const char *f[7];
-	size_t len[7];
-	size_t k = 0, start = 0;
-	for (size_t i = 0; i <= n && k < 7; i++)
-		if (i == n || line[i] == ':') {
-			f[k] = line + start;
-			len[k++] = i - start;
-			start = i + 1;
-		}
-	if (k != 7 || len[0] != strlen(name) || memcmp(f[0], name, len[0]))
-		return false;
-	uint32_t uid, gid;
-	/* The home must be an absolute path we can print and join (no NUL, no control bytes). */
-	if (!id_parse(f[2], len[2], &uid) || !id_parse(f[3], len[3], &gid) || !len[5] || f[5][0] != '/' ||
-	    len[5] >= sizeof(u->home))
-		return false;
-	for (size_t i = 0; i < len[5]; i++)
-		if ((unsigned char)f[5][i] < 0x20 || f[5][i] == 0x7f)
-			return false;
-	u->uid = uid;
-	u->gid = gid;
-	memcpy(u->home, f[5], len[5]);
-	u->home[len[5]] = '\0';
-	snprintf(u->name, sizeof(u->name), "%s", name);
-	u->given = true;
 	return true;
 }
 
@@ -105,17 +56,7 @@ int e2b_user_lookup(space_sandbox *sb, const char *name, struct e2b_user *ret)
 		return -ENOMEM;
 	if (pread(fd, buf, (size_t)size, 0) != size)
 		return -EIO;
-	struct e2b_user u = { 0 };
-	for (size_t i = 0; i < (size_t)size;) {
-		const char *nl = memchr(buf + i, '\n', (size_t)size - i);
-		size_t n = nl ? (size_t)(nl - (buf + i)) : (size_t)size - i;
-		if (n <= PASSWD_LINE_MAX && !memchr(buf + i, '\0', n) && line_match(buf + i, n, name, &u)) {
-			*ret = u;
-			return 0;
-		}
-		i += n + 1;
-	}
-	return -ENOENT;
+	return e2b_passwd_find(buf, (size_t)size, name, ret);
 }
 
 /* The user name of an "Authorization: Basic base64(USER:PASSWORD)" header into out; false when there is
