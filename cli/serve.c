@@ -479,6 +479,11 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	}
 	pthread_mutex_init(&srv.store_lock, NULL);
 	pthread_mutex_init(&srv.metrics.lock, NULL);
+	srv.e2b_procs = e2b_procs_new(srv.state_dir);
+	if (!srv.e2b_procs) {
+		serve_store_close(srv.store);
+		return cli_error(-ENOMEM, "serve: out of memory");
+	}
 
 	/* Signals: SIGPIPE off (a client that goes away must not end the server), SIGINT/SIGTERM taken
 	 * with sigwait below, blocked before any thread starts so every thread inherits the mask. */
@@ -495,6 +500,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	int ufd = -1;
 	if (unix_path && (ufd = serve_unix_listen(unix_path, (mode_t)unix_mode, err, sizeof(err))) < 0) {
 		serve_store_close(srv.store);
+		e2b_procs_free(srv.e2b_procs);
 		return cli_error(ufd, "serve: %s", err);
 	}
 	if (!unix_path || listen_given) {
@@ -506,6 +512,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 				unlink(unix_path);
 			}
 			serve_store_close(srv.store);
+			e2b_procs_free(srv.e2b_procs);
 			return cli_error(r, "serve: cannot listen on %s: %s", listen, strerror(-r));
 		}
 		const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -523,6 +530,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			if (d)
 				MHD_stop_daemon(d);
 			serve_store_close(srv.store);
+			e2b_procs_free(srv.e2b_procs);
 			return cli_error(r, "serve: serve the unix socket %s: %s", unix_path, strerror(-r));
 		}
 		fprintf(stderr, "space serve: listening on unix:%s (mode %04o; callers act with the key granted to their uid) (state %s)\n",
@@ -555,6 +563,10 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		pthread_join(reaper, NULL);
 	}
 	serve_pool_stop(pool);
+	/* The E2B plane's processes end first: their streams then end, so the daemons' connections can. */
+	bool procs_ended = e2b_procs_stop(srv.e2b_procs);
+	if (!procs_ended)
+		fprintf(stderr, "space serve: some processes did not end in time\n");
 	if (d)
 		MHD_stop_daemon(d);
 	if (du) {
@@ -563,6 +575,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	}
 	e2b_watch_cleanup();
 	serve_usage_cleanup();
+	if (procs_ended)
+		e2b_procs_free(srv.e2b_procs); /* else a late runner still holds it */
 	serve_store_close(srv.store);
 	pthread_mutex_destroy(&srv.store_lock);
 	pthread_mutex_destroy(&srv.metrics.lock);

@@ -61,6 +61,7 @@ struct serve {
 	struct serve_store *store;    /* <state_dir>/serve.db (serve_store.c) */
 	const char *domain;           /* --domain: Host "PORT-ID.DOMAIN" reaches a sandbox's port; NULL: none */
 	struct serve_metrics metrics;
+	struct e2b_procs *e2b_procs; /* the processes of the E2B plane (serve_e2b_runner.c) */
 };
 
 struct serve_req;

@@ -111,17 +111,17 @@ enum MHD_Result e2b_unimplemented(struct serve_req *r)
 	return e2b_rpc_error(r, "unimplemented", "%s is not implemented by space serve", r->path);
 }
 
-bool e2b_path(const char *in, char *out, size_t size)
+bool e2b_path(const char *home, const char *in, char *out, size_t size)
 {
 	int n;
 	if (!in || !*in || !strcmp(in, "~"))
-		n = snprintf(out, size, "%s", E2B_HOME);
+		n = snprintf(out, size, "%s", home);
 	else if (in[0] == '/')
 		n = snprintf(out, size, "%s", in);
 	else if (!strncmp(in, "~/", 2))
-		n = snprintf(out, size, "%s/%s", E2B_HOME, in + 2);
+		n = snprintf(out, size, "%s/%s", home, in + 2);
 	else
-		n = snprintf(out, size, "%s/%s", E2B_HOME, in);
+		n = snprintf(out, size, "%s/%s", home, in);
 	return n > 0 && (size_t)n < size;
 }
 
@@ -669,6 +669,7 @@ static enum MHD_Result sandbox_kill(struct serve_req *r)
 		return e2b_api_error(r, 404, "sandbox \"%s\" not found", r->params[0]);
 	if (e < 0)
 		return e2b_api_error(r, 500, "kill sandbox: %s", space_ctx_last_error(ctx));
+	e2b_procs_sandbox_gone(r->srv->e2b_procs, r->params[0]);
 	pthread_mutex_lock(&r->srv->store_lock);
 	serve_metadata_set(r->srv->store, r->params[0], NULL);
 	pthread_mutex_unlock(&r->srv->store_lock);
@@ -761,8 +762,8 @@ static const struct serve_route e2b_routes[] = {
 	{ "POST", "/process.Process/SendInput", ENVD, false, NULL, e2b_proc_send_input },
 	{ "POST", "/process.Process/SendSignal", ENVD, false, NULL, e2b_proc_send_signal },
 	{ "POST", "/process.Process/CloseStdin", ENVD, false, NULL, e2b_proc_close_stdin },
-	{ "POST", "/process.Process/Connect", ENVD, false, NULL, e2b_unimplemented },
-	{ "POST", "/process.Process/Update", ENVD, false, NULL, e2b_unimplemented },
+	{ "POST", "/process.Process/Connect", ENVD, false, NULL, e2b_proc_connect },
+	{ "POST", "/process.Process/Update", ENVD, false, NULL, e2b_proc_update },
 	{ "POST", "/filesystem.Filesystem/ListDir", ENVD, false, NULL, e2b_fs_list_dir },
 	{ "POST", "/filesystem.Filesystem/MakeDir", ENVD, false, NULL, e2b_fs_make_dir },
 	{ "POST", "/filesystem.Filesystem/Remove", ENVD, false, NULL, e2b_fs_remove },

@@ -43,10 +43,10 @@ static void download_producer(struct serve_producer *p)
 		p->failed = true;
 }
 
-/* The ?path= of a /files request resolved into buf; false after answering 400. */
-static bool query_path(struct serve_req *r, char *buf, size_t size)
+/* The ?path= of a /files request resolved (against home) into buf; false after answering 400. */
+static bool query_path(struct serve_req *r, const char *home, char *buf, size_t size)
 {
-	if (!e2b_path(serve_query(r, "path"), buf, size)) {
+	if (!e2b_path(home, serve_query(r, "path"), buf, size)) {
 		e2b_api_error(r, 400, "'path' is too long");
 		return false;
 	}
@@ -56,13 +56,18 @@ static bool query_path(struct serve_req *r, char *buf, size_t size)
 enum MHD_Result e2b_files_get(struct serve_req *r)
 {
 	char path[E2B_PATH_MAX];
-	if (!query_path(r, path, sizeof(path)))
-		return MHD_YES;
 	space_sandbox *sb = e2b_sandbox(r);
 	if (!sb)
 		return MHD_YES;
+	struct e2b_user user;
+	char err[256];
+	int e = e2b_request_user(r, sb, &user, err, sizeof(err));
+	if (e < 0)
+		return e2b_api_error(r, e == -EINVAL ? 400 : 500, "%s", err);
+	if (!query_path(r, user.home, path, sizeof(path)))
+		return MHD_YES;
 	struct space_file_stat st = SPACE_FILE_STAT_INIT;
-	int e = space_sandbox_stat(sb, path, &st);
+	e = space_sandbox_stat(sb, path, &st);
 	if (e == -ENOENT)
 		return e2b_api_error(r, 404, "path '%s' does not exist", path);
 	if (e < 0)
@@ -95,6 +100,7 @@ enum MHD_Result e2b_files_get(struct serve_req *r)
 
 struct upload {
 	int fd;                       /* memfd holding the body */
+	char home[256];               /* relative paths resolve here: the request's user's home */
 };
 
 static void upload_free(struct serve_req *r)
@@ -114,11 +120,20 @@ static int upload_sink(struct serve_req *r, const char *data, size_t len)
 
 enum MHD_Result e2b_files_post_start(struct serve_req *r)
 {
-	if (!e2b_sandbox(r))
+	space_sandbox *sb = e2b_sandbox(r);
+	if (!sb)
 		return MHD_YES;
+	struct e2b_user user;
+	char err[256];
+	int e = e2b_request_user(r, sb, &user, err, sizeof(err));
+	if (e < 0)
+		return e2b_api_error(r, e == -EINVAL ? 400 : 500, "%s", err);
 	struct upload *u = calloc(1, sizeof(*u));
 	if (!u)
 		return e2b_api_error(r, 500, "out of memory");
+	/* Files land where the user's paths resolve, but owned by root: the library has no call that sets a
+	 * sandbox file's owner (docs/e2b.md). */
+	snprintf(u->home, sizeof(u->home), "%s", user.home);
 	r->state = u;
 	r->state_free = upload_free;
 	u->fd = memfd_create("space-e2b-upload", MFD_CLOEXEC);
@@ -173,7 +188,7 @@ static void part_filename(const char *h, size_t hlen, char *buf, size_t size)
 
 /* Splits a multipart body and writes each part; answers. */
 static enum MHD_Result multipart(struct serve_req *r, const char *body, size_t len, const char *boundary,
-				 const char *qpath, cJSON *out)
+				 const char *qpath, const char *home, cJSON *out)
 {
 	char delim[256];
 	if (snprintf(delim, sizeof(delim), "--%s", boundary) >= (int)sizeof(delim))
@@ -198,7 +213,7 @@ static enum MHD_Result multipart(struct serve_req *r, const char *body, size_t l
 		part_filename(p, (size_t)(hend - p), name, sizeof(name));
 		/* ?path= names a single file; the part's filename names each of several. */
 		const char *want = qpath && *qpath ? qpath : name;
-		if (!*want || !strcmp(want, "undefined") || !e2b_path(want, path, sizeof(path)))
+		if (!*want || !strcmp(want, "undefined") || !e2b_path(home, want, path, sizeof(path)))
 			return e2b_api_error(r, 400, "no path for an uploaded file");
 		if (++parts > UPLOAD_PARTS_MAX)
 			return e2b_api_error(r, 400, "too many files in one upload");
@@ -240,7 +255,7 @@ enum MHD_Result e2b_files_post(struct serve_req *r)
 		void *m = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, u->fd, 0);
 		if (m == MAP_FAILED)
 			return e2b_api_error(r, 500, "upload: %s", strerror(errno));
-		enum MHD_Result ret = multipart(r, m, (size_t)size, boundary, qpath, out);
+		enum MHD_Result ret = multipart(r, m, (size_t)size, boundary, qpath, u->home, out);
 		if (r->answered && r->status == 200)
 			out = NULL;
 		munmap(m, (size_t)size);
@@ -254,7 +269,7 @@ enum MHD_Result e2b_files_post(struct serve_req *r)
 	char path[E2B_PATH_MAX];
 	if (!qpath || !*qpath)
 		return e2b_api_error(r, 400, "'path' is required");
-	if (!e2b_path(qpath, path, sizeof(path)))
+	if (!e2b_path(u->home, qpath, path, sizeof(path)))
 		return e2b_api_error(r, 400, "'path' is too long");
 	int e = space_sandbox_write_file(r->sb, path, u->fd, 0644);
 	if (e < 0)
@@ -313,15 +328,26 @@ cJSON *e2b_entry_json(const char *path, const struct space_file_stat *st)
 	return j;
 }
 
-/* The "path" member of a unary request resolved into buf, and the sandbox; NULL after answering. */
+/* The "path" member of a unary request resolved (a relative one against the request's user's home) into
+ * buf, and the sandbox; NULL after answering. */
 static space_sandbox *rpc_target(struct serve_req *r, const cJSON *j, const char *member, char *buf, size_t size)
 {
+	space_sandbox *sb = e2b_sandbox(r);
+	if (!sb)
+		return NULL;
+	struct e2b_user user;
+	char err[256];
+	int e = e2b_request_user(r, sb, &user, err, sizeof(err));
+	if (e < 0) {
+		e2b_rpc_error(r, e == -EINVAL ? "invalid_argument" : e2b_rpc_code(e), "%s", err);
+		return NULL;
+	}
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, member);
-	if ((p && !cJSON_IsString(p)) || !e2b_path(cJSON_GetStringValue(p), buf, size)) {
+	if ((p && !cJSON_IsString(p)) || !e2b_path(user.home, cJSON_GetStringValue(p), buf, size)) {
 		e2b_rpc_error(r, "invalid_argument", "'%s' must be a path", member);
 		return NULL;
 	}
-	return e2b_sandbox(r);
+	return sb;
 }
 
 /* Stat of path as an EntryInfo reply under "entry"; answers. */

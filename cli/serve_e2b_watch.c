@@ -249,11 +249,12 @@ struct watch_req {
 	bool recursive, include_entry;
 };
 
-static bool watch_req_parse(const cJSON *j, struct watch_req *w, const char **why)
+/* home: the request's user's, for a relative path. */
+static bool watch_req_parse(const cJSON *j, const char *home, struct watch_req *w, const char **why)
 {
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, "path");
 	*why = "'path' must be a path";
-	if ((p && !cJSON_IsString(p)) || !e2b_path(cJSON_GetStringValue(p), w->path, sizeof(w->path)))
+	if ((p && !cJSON_IsString(p)) || !e2b_path(home, cJSON_GetStringValue(p), w->path, sizeof(w->path)))
 		return false;
 	/* "/a/b/" lists as "/a/b"; the names of events are relative to it. */
 	size_t n = strlen(w->path);
@@ -438,14 +439,21 @@ enum MHD_Result e2b_fs_watch_dir(struct serve_req *r)
 	struct watch_stream *w = calloc(1, sizeof(*w));
 	if (!w)
 		return e2b_stream_error(r, "internal", "out of memory");
-	if (!watch_req_parse(j, &w->req, &why)) {
-		free(w);
-		return e2b_stream_error(r, "invalid_argument", "%s", why);
-	}
 	space_sandbox *sb = e2b_sandbox(r);
 	if (!sb) {
 		free(w);
 		return MHD_YES;
+	}
+	struct e2b_user user;
+	char uerr[256];
+	int ue = e2b_request_user(r, sb, &user, uerr, sizeof(uerr));
+	if (ue < 0) {
+		free(w);
+		return e2b_stream_error(r, ue == -EINVAL ? "invalid_argument" : e2b_rpc_code(ue), "%s", uerr);
+	}
+	if (!watch_req_parse(j, user.home, &w->req, &why)) {
+		free(w);
+		return e2b_stream_error(r, "invalid_argument", "%s", why);
 	}
 	char msg[WATCH_PATH_MAX + 64];
 	const char *code = watch_target_check(sb, w->req.path, msg, sizeof(msg));
@@ -561,11 +569,16 @@ enum MHD_Result e2b_fs_create_watcher(struct serve_req *r)
 	if (!w)
 		return e2b_rpc_error(r, "internal", "out of memory");
 	const char *why;
-	if (!watch_req_parse(j, &w->req, &why))
-		return e2b_rpc_error(r, "invalid_argument", "%s", why);
 	space_sandbox *sb = e2b_sandbox(r);
 	if (!sb)
 		return MHD_YES;
+	struct e2b_user user;
+	char uerr[256];
+	int ue = e2b_request_user(r, sb, &user, uerr, sizeof(uerr));
+	if (ue < 0)
+		return e2b_rpc_error(r, ue == -EINVAL ? "invalid_argument" : e2b_rpc_code(ue), "%s", uerr);
+	if (!watch_req_parse(j, user.home, &w->req, &why))
+		return e2b_rpc_error(r, "invalid_argument", "%s", why);
 	char msg[WATCH_PATH_MAX + 256];
 	const char *code = watch_target_check(sb, w->req.path, msg, sizeof(msg));
 	if (code)

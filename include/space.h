@@ -708,8 +708,9 @@ SPACE_API int space_process_pid(space_process *p);
 SPACE_API int space_process_write_stdin(space_process *p, const void *data, size_t len);
 SPACE_API int space_process_signal(space_process *p, int sig);
 SPACE_API int space_process_resize(space_process *p, uint16_t rows, uint16_t cols);
-/* Delivers pending output to opts.output (blocking until some arrives). Returns 1 when the process has
- * ended (*ret_result filled), 0 while it runs, or -errno. */
+/* Delivers pending output to opts.output: what is buffered (space_process_pending()) without blocking, else
+ * blocking until some arrives. Returns 1 when the process has ended (*ret_result filled), 0 while it runs,
+ * or -errno. */
 SPACE_API int space_process_pump(space_process *p, struct space_exec_result *ret_result);
 /* Frees the handle; a process still running is killed. NULL is fine. */
 SPACE_API void space_process_free(space_process *p);

@@ -160,10 +160,12 @@ int agent_exec_pump(struct agent_exec *x, agent_output_fn out, void *userdata, s
 {
 	if (x->done)
 		return -EALREADY;
-	bool did_read = false;
+	/* Blocks only when nothing is buffered: after the buffered frames, a read could wait for output that
+	 * only comes once the caller has fed the process (a shell that asked its terminal something). */
+	bool did_read = false, handled = false;
 	for (;;) {
 		if (!agent_conn_has_frame(&x->c)) {
-			if (did_read)
+			if (did_read || handled)
 				return 0;
 			int r = agent_conn_fill(&x->c);
 			if (r < 0)
@@ -178,6 +180,7 @@ int agent_exec_pump(struct agent_exec *x, agent_output_fn out, void *userdata, s
 		r = exec_handle(x, &f, out, userdata, ret);
 		if (r != 0)
 			return r;
+		handled = true;
 	}
 }
 

@@ -130,8 +130,24 @@ st, data, ct = call("POST", "/process.Process/SendSignal", {"process": {"pid": 9
                     ENVD)
 check(st == 404 and json.loads(data)["code"] == "not_found" and ct.startswith("application/json"),
       "SendSignal to no process: 404 not_found")
-st, data, _ = call("POST", "/process.Process/Update", {}, ENVD)
-check(st == 501 and json.loads(data)["code"] == "unimplemented", "Update: 501 unimplemented")
+st, data, _ = call("POST", "/process.Process/Update", {"process": {"pid": 99999}, "pty": {"size": {"cols": 9, "rows": 9}}},
+                   ENVD)
+check(st == 404 and json.loads(data)["code"] == "not_found", f"Update of no process: 404 not_found ({st})")
+st, data, _ = call("POST", "/process.Process/Update", {"process": {"pid": 1}, "pty": {"size": {"cols": 0, "rows": 9}}},
+                   ENVD)
+check(st == 400 and json.loads(data)["code"] == "invalid_argument", f"Update to 0 columns: 400 invalid_argument ({st})")
+# Connect to no process: a stream that only ends, with not_found.
+msg = json.dumps({"process": {"pid": 99999}}).encode()
+st, data, _ = call("POST", "/process.Process/Connect", struct.pack(">BI", 0, len(msg)) + msg,
+                   {**ENVD, "Content-Type": "application/connect+json"})
+ev = envelopes(data)
+check(st == 200 and len(ev) == 1 and ev[0][0] == 2 and ev[0][1]["error"]["code"] == "not_found",
+      "Connect to no process: end-of-stream not_found")
+# A user the sandbox does not have (Authorization: Basic base64("USER:"), as the SDK sends it).
+st, data, _ = start({"process": {"cmd": "id"}}, {**ENVD, "Authorization": "Basic " + base64.b64encode(b"nosuch:").decode()})
+ev = envelopes(data)
+check(ev and ev[-1][0] == 2 and ev[-1][1]["error"]["code"] == "invalid_argument"
+      and "no user 'nosuch'" in ev[-1][1]["error"]["message"], f"Start as an unknown user: invalid_argument ({ev})")
 st, data, _ = call("POST", "/filesystem.Filesystem/Stat", {"path": "/nope"}, ENVD)
 check(st == 404 and json.loads(data)["code"] == "not_found", "Stat of a missing path: not_found")
 st, data, _ = call("POST", "/filesystem.Filesystem/ListDir", b"not json", ENVD)
