@@ -20,19 +20,29 @@ A context runs one execution at a time; others wait their turn. Restarting a con
 starts another; a process that dies during an execution (os._exit, a crash) answers an error and the next
 execution starts a fresh one. A caller that goes away interrupts its execution (SIGINT: KeyboardInterrupt).
 
+Lines of the /execute stream: {"type": "stdout"|"stderr", "text", "timestamp" (ns)}, {"type": "result",
+"is_main_result", "text", "html", "png", "chart", "data", ...}, {"type": "error", "name", "value", "traceback"},
+{"type": "number_of_executions", "execution_count"}; an HTTP/1.0 caller (a relay such as `space serve`'s port
+proxy, which notices a caller that left only when it has something to write) also gets {"type": "keepalive"}
+after SPACE_KERNEL_KEEPALIVE seconds (5) without output. The SDKs skip types they do not know.
+
 Only the standard library is imported; numpy, pandas and matplotlib are looked at when user code imported
 them (figures are drawn with the Agg backend and sent as PNG with the chart's data; a DataFrame also sends
-its columns). The server starts listening before anything heavy is loaded.
+its columns). Code written for notebooks finds display(), IPython.display (small stand-ins when IPython is not
+installed), `!command` lines and `%pip`. The server starts listening before anything heavy is loaded.
 """
 import json
 import os
 import sys
 import threading
+import time
 
 PYTHON_LANGS = ("python", "python3", "py")
 TEXT_CAP = 1 << 17  # characters of one stdout/stderr message: at most ~768 KiB once encoded (cap: 1 MiB)
 SYNC = b"\x00\x1dspace-kernel-sync\x1d\x00"  # written on fds 1 and 2 at the end of an execution
 KERNEL_FILE = os.path.abspath(__file__)
+# Seconds without output after which an HTTP/1.0 answer (a relay's) gets a {"type": "keepalive"} line
+KEEPALIVE = float(os.environ.get("SPACE_KERNEL_KEEPALIVE", "5") or 0)
 
 
 def _line(msg):
@@ -131,8 +141,9 @@ class Worker:
         pipe.close()
 
     def _text(self, kind, text):
+        import time
         for i in range(0, len(text), TEXT_CAP):
-            self._put((kind, _line({"type": kind, "text": text[i:i + TEXT_CAP]})))
+            self._put((kind, _line({"type": kind, "text": text[i:i + TEXT_CAP], "timestamp": time.time_ns()})))
 
     def status(self):
         """How the process ended, in words."""
@@ -178,9 +189,11 @@ class Worker:
             pass
         self.sock.close()
 
-    def execute(self, code, env, emit, gone):
-        """Run code; emit(raw_line) each message; gone() tells the caller went away. Returns False when the
-        process is lost (the context needs a fresh one)."""
+    def execute(self, code, env, emit, gone, keepalive=0):
+        """Run code; emit(raw_line) each message; gone() tells the caller went away. With keepalive, a
+        {"type": "keepalive"} line goes after that many seconds without output (a relay in between notices a
+        caller that left only when it has something to write). Returns False when the process is lost (the
+        context needs a fresh one)."""
         import queue
         import time
         while True:  # what the last execution left behind
@@ -199,6 +212,7 @@ class Worker:
         last_sigint = 0.0
         done_at = None
         syncs = 0
+        last_out = time.monotonic()
         try:
             while True:
                 try:
@@ -209,6 +223,12 @@ class Worker:
                 if kind is None:
                     if not left and gone():
                         left = True
+                    if not left and keepalive and now - last_out >= keepalive:
+                        last_out = now
+                        try:
+                            emit(_line({"type": "keepalive"}))
+                        except OSError:
+                            left = True
                     if left and done_at is None:
                         if interrupted_at is None:
                             interrupted_at = now
@@ -242,6 +262,7 @@ class Worker:
                     continue
                 if left:
                     continue
+                last_out = now
                 try:
                     emit(raw)
                 except OSError:
@@ -524,7 +545,7 @@ def make_handler(kernel):
                     emit(_line({"type": "error", "name": "ContextRemoved",
                                 "value": "the context was removed", "traceback": "ContextRemoved"}))
                 else:
-                    ctx.current().execute(code, env, emit, self.caller_gone)
+                    ctx.current().execute(code, env, emit, self.caller_gone, 0 if chunked else KEEPALIVE)
                 if chunked:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
@@ -560,6 +581,12 @@ def serve():
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if os.environ.get("SPACE_KERNEL_EXIT_WITH_STDIN"):  # a test's kernel ends with the test
+        def watch_stdin():
+            while sys.stdin.buffer.read1(4096):
+                pass
+            stop(None, None)
+        threading.Thread(target=watch_stdin, daemon=True).start()
     try:
         httpd.serve_forever(poll_interval=0.5)
     finally:
@@ -658,7 +685,7 @@ class _Output:
         self.size = 0
         self.last = now if now is not None else time.monotonic()
         for i in range(0, len(text), TEXT_CAP):
-            _send({"type": self.kind, "text": text[i:i + TEXT_CAP]})
+            _send({"type": self.kind, "text": text[i:i + TEXT_CAP], "timestamp": time.time_ns()})
 
     def flush(self):
         with self.lock:
@@ -922,11 +949,13 @@ def _figure_bundle(fig):
     return out
 
 
-class _PyplotHook:
-    """Import hook: once user code imports matplotlib.pyplot, plt.show() sends the figures."""
+class _PatchFinder:
+    """Import hook: once user code imports matplotlib.pyplot, plt.show() sends the figures; a real IPython's
+    display() (outside a notebook it prints) shows results here."""
 
     def find_spec(self, name, path, target=None):
-        if name != "matplotlib.pyplot":
+        patch = _PATCHES.get(name)
+        if patch is None:
             return None
         import importlib.machinery
         spec = importlib.machinery.PathFinder.find_spec(name, path)
@@ -942,7 +971,7 @@ class _PyplotHook:
                 module.__spec__.loader = orig
                 module.__loader__ = orig
                 orig.exec_module(module)
-                _patch_pyplot(module)
+                patch(module)
 
         spec.loader = Loader()
         return spec
@@ -956,6 +985,122 @@ def _patch_pyplot(plt):
         _flush_figures()
     show.__doc__ = plt.show.__doc__
     plt.show = show
+
+
+def _patch_display(module):
+    if "display" in module.__dict__:
+        module.display = display
+
+
+_PATCHES = {"matplotlib.pyplot": _patch_pyplot, "IPython.core.display_functions": _patch_display,
+            "IPython.display": _patch_display}
+
+
+# -- IPython.display, for code written for notebooks, when IPython is not installed
+
+class _DisplayObject:
+    _key = None
+
+    def __init__(self, data=None, url=None, filename=None, metadata=None, **kwargs):
+        if filename is not None and data is None:
+            with open(filename, "rb") as f:
+                data = f.read()
+            if self._key not in _BINARY:
+                data = data.decode("utf-8", "replace")
+        self.data, self.url, self.filename, self.metadata = data, url, filename, metadata
+
+    def __repr__(self):
+        return "<IPython.core.display.%s object>" % type(self).__name__
+
+
+def _shim_class(name, key, method):
+    def rep(self):
+        return self.data
+    return type(name, (_DisplayObject,), {"_key": key, method: rep})
+
+
+_SHIM_CLASSES = {
+    "HTML": _shim_class("HTML", "html", "_repr_html_"),
+    "Markdown": _shim_class("Markdown", "markdown", "_repr_markdown_"),
+    "Latex": _shim_class("Latex", "latex", "_repr_latex_"),
+    "Math": _shim_class("Math", "latex", "_repr_latex_"),
+    "SVG": _shim_class("SVG", "svg", "_repr_svg_"),
+    "Javascript": _shim_class("Javascript", "javascript", "_repr_javascript_"),
+}
+
+
+class _JSON(_DisplayObject):
+    _key = "json"
+
+    def _repr_json_(self):
+        return json.loads(self.data) if isinstance(self.data, (str, bytes)) else self.data
+
+
+class _Image(_DisplayObject):
+    _key = "png"
+
+    def __init__(self, data=None, url=None, filename=None, format=None, **kwargs):
+        if isinstance(data, str) and data.startswith(("http://", "https://")) and url is None:
+            data, url = None, data
+        elif isinstance(data, str) and filename is None and os.path.exists(data):
+            data, filename = None, data
+        super().__init__(data=data, url=url, filename=filename)
+        if isinstance(self.data, str):
+            self.data = self.data.encode("latin-1", "replace")
+        fmt = (format or os.path.splitext(filename or url or "")[1].lstrip(".") or "").lower()
+        if not fmt and isinstance(self.data, (bytes, bytearray)):
+            fmt = "jpeg" if bytes(self.data[:3]) == b"\xff\xd8\xff" else "png"
+        self.format = "jpeg" if fmt in ("jpg", "jpeg") else fmt or "png"
+
+    def _repr_png_(self):
+        return self.data if self.format == "png" else None
+
+    def _repr_jpeg_(self):
+        return self.data if self.format == "jpeg" else None
+
+    def _repr_html_(self):
+        return '<img src="%s"/>' % self.url if self.data is None and self.url else None
+
+
+_JSON.__name__ = _JSON.__qualname__ = "JSON"
+_Image.__name__ = _Image.__qualname__ = "Image"
+
+
+def _clear_output(wait=False):
+    pass
+
+
+class _ShimFinder:
+    """IPython, IPython.display and IPython.core.display as small stand-ins, when IPython is not installed."""
+    names = ("IPython", "IPython.display", "IPython.core", "IPython.core.display")
+
+    def find_spec(self, name, path, target=None):
+        if name not in self.names:
+            return None
+        import importlib.machinery
+        import importlib.util
+        if name == "IPython":
+            if importlib.machinery.PathFinder.find_spec(name, path) is not None:
+                return None  # the real one
+        elif not getattr(sys.modules.get("IPython"), "__space_shim__", False):
+            return None
+        return importlib.util.spec_from_loader(name, self, is_package=name in ("IPython", "IPython.core"))
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        module.__space_shim__ = True
+        module.display = display
+        module.get_ipython = lambda: None
+        if module.__name__.endswith("display"):
+            for k, v in _SHIM_CLASSES.items():
+                setattr(module, k, v)
+            module.JSON, module.Image, module.DisplayObject = _JSON, _Image, _DisplayObject
+            module.clear_output = _clear_output
+
+    def invalidate_caches(self):
+        pass
 
 
 def _label_unit(label):
@@ -1296,7 +1441,8 @@ def worker(fd):
     out, err = _Output("stdout", 1), _Output("stderr", 2)
     _outputs.extend((out, err))
     sys.stdout, sys.stderr = out, err
-    sys.meta_path.insert(0, _PyplotHook())
+    sys.meta_path.insert(0, _PatchFinder())
+    sys.meta_path.append(_ShimFinder())
     builtins.display = display
     builtins.__space_shell__ = __space_shell__
     threading.Thread(target=_flusher, daemon=True).start()

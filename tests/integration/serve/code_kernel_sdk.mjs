@@ -15,8 +15,8 @@ assert.ok(kernelPath, 'SPACE_KERNEL_SCRIPT names space_kernel.py')
 
 function startKernel() {
 	const p = spawn(process.env.PYTHON || 'python3', [kernelPath], {
-		env: { ...process.env, SPACE_KERNEL_HOST: '127.0.0.1', SPACE_KERNEL_PORT: '0' },
-		stdio: ['ignore', 'inherit', 'pipe'],
+		env: { ...process.env, SPACE_KERNEL_HOST: '127.0.0.1', SPACE_KERNEL_PORT: '0', SPACE_KERNEL_EXIT_WITH_STDIN: '1' },
+		stdio: ['pipe', 'inherit', 'pipe'], // the kernel ends when this process does, however it ends
 	})
 	return new Promise((resolve, reject) => {
 		let err = ''
