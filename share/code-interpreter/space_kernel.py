@@ -575,6 +575,7 @@ def serve():
     httpd = Server((host, port), make_handler(kernel))
     sys.stderr.write("space_kernel: listening on %s:%d\n" % (host, httpd.server_address[1]))
     sys.stderr.flush()
+    threading.Thread(target=kernel.default, args=("python",), daemon=True).start()  # ready for the first call
 
     def stop(signum, frame):
         threading.Thread(target=httpd.shutdown, daemon=True).start()
@@ -1177,6 +1178,71 @@ def _label(artist):
     return "" if label.startswith("_") else label
 
 
+def _rectangle(xy):
+    """(x0, x1, y0, y1) of a closed axis-aligned rectangle of 5 points, or None."""
+    xy = [tuple(map(float, p)) for p in xy]
+    while len(xy) > 5 and xy[-1] == xy[-2]:  # a path's CLOSEPOLY vertex
+        xy.pop()
+    if len(xy) != 5 or xy[0] != xy[4]:
+        return None
+    xs = sorted({float(p[0]) for p in xy})
+    ys = sorted({float(p[1]) for p in xy})
+    return (xs[0], xs[1], ys[0], ys[1]) if len(xs) == 2 and len(ys) == 2 else None
+
+
+def _box_chart(ax):
+    """A vertical box plot (what ax.boxplot draws: a box, a median, whiskers, caps, fliers), or None."""
+    rects = []
+    for ln in ax.lines:
+        r = _rectangle(ln.get_xydata())
+        if r is not None:
+            rects.append((ln, r))
+    for p in ax.patches:
+        if type(p).__name__ == "PathPatch":
+            r = _rectangle(p.get_path().vertices)
+            if r is not None:
+                rects.append((p, r))
+    if not rects:
+        return None
+    others = [ln for ln in ax.lines if all(ln is not b for b, _ in rects)]
+    used = set()
+    elements = []
+    for _, (x0, x1, q1, q3) in rects:
+        cx = (x0 + x1) / 2
+        tol = (x1 - x0) / 2 + 1e-9
+        median, ys, outliers = None, [q1, q3], []
+        for ln in others:
+            xy = ln.get_xydata()
+            if len(xy) == 0:
+                used.add(id(ln))
+                continue
+            if any(abs(float(p[0]) - cx) > tol for p in xy):
+                continue
+            if ln.get_linestyle() in ("None", "none", "", " "):  # fliers: markers only
+                outliers.extend(float(p[1]) for p in xy)
+            elif len(xy) == 2 and float(xy[0][1]) == float(xy[1][1]) and q1 <= float(xy[0][1]) <= q3 \
+                    and median is None and sorted((float(xy[0][0]), float(xy[1][0]))) == [x0, x1]:
+                median = float(xy[0][1])  # across the whole box (caps are narrower)
+            elif len(xy) == 2 and float(xy[0][0]) == float(xy[1][0]):  # a whisker
+                ys.extend(float(p[1]) for p in xy)
+            used.add(id(ln))
+        if median is None:
+            return None
+        label = _axis_value(ax.xaxis, _axis_kind(ax.xaxis), cx)
+        for t, tl in zip(ax.get_xticks(), ax.get_xticklabels()):
+            if abs(t - cx) < 1e-6 and tl.get_text():
+                label = tl.get_text()
+        elements.append({"label": str(label), "min": _num(min(ys)), "first_quartile": _num(q1),
+                         "median": _num(median), "third_quartile": _num(q3), "max": _num(max(ys)),
+                         "outliers": [_num(v) for v in outliers]})
+    if any(id(ln) not in used for ln in others):
+        return None  # more than a box plot
+    chart = {"type": "box_and_whisker"}
+    chart.update(_axes_info(ax))
+    chart["elements"] = elements
+    return chart
+
+
 def _axes_chart(ax):
     from matplotlib.collections import PathCollection
     from matplotlib.container import BarContainer
@@ -1189,6 +1255,9 @@ def _axes_chart(ax):
         return {"type": "pie", "title": ax.get_title(),
                 "elements": [{"label": _label(w), "angle": _num(w.theta2 - w.theta1), "radius": _num(w.r)}
                              for w in wedges]}
+    box = _box_chart(ax) if not bars else None
+    if box is not None:
+        return box
     if bars:
         chart = {"type": "bar"}
         chart.update(_axes_info(ax))
@@ -1206,14 +1275,12 @@ def _axes_chart(ax):
                 value = rect.get_height() if vertical else rect.get_width()
                 if kind == "categorical":
                     label = _axis_value(axis, kind, round(pos))
-                else:
-                    label = None
+                else:  # a tick's own words (set_xticks(..., labels)) or the bar's place
+                    label = _axis_value(axis, kind, pos)
                     for t, tl in zip(ticks, tick_labels):
-                        if abs(t - pos) < 1e-6 and tl:
+                        if abs(t - pos) < 1e-6 and tl and _num(tl.replace("\u2212", "-")) == tl:
                             label = tl
                             break
-                    if label is None:
-                        label = _axis_value(axis, kind, pos)
                 elements.append({"label": str(label), "group": _label(c), "value": _num(value)})
         chart["elements"] = elements
         return chart

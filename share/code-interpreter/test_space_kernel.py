@@ -344,6 +344,25 @@ def run_checks(port, took):
                                         {"label": "b", "group": "sold", "value": 5},
                                         {"label": "c", "group": "sold", "value": 2}], "a bar chart", charts[0])
         check(charts[1]["elements"][0]["points"] == [[1, 3], [2, 4]], "a scatter chart", charts[1])
+        r = k.execute("import matplotlib.pyplot as plt\n"
+                      "plt.boxplot([[1, 2, 3, 4, 10], [2, 3, 4, 5, 6]], labels=['A', 'B'])\nplt.title('Box')\n"
+                      "plt.show()\nplt.pie([1, 3], labels=['p', 'q'])\nplt.show()")
+        charts = [m.get("chart", {}) for m in r.others]
+        check(len(charts) == 2 and charts[0].get("type") == "box_and_whisker" and charts[0]["title"] == "Box",
+              "a box plot", charts)
+        check(charts[0]["elements"][0] == {"label": "A", "min": 1, "first_quartile": 2, "median": 3,
+                                           "third_quartile": 4, "max": 4, "outliers": [10]}, "a box's numbers",
+              charts[0]["elements"])
+        check(charts[1].get("type") == "pie" and [e["label"] for e in charts[1]["elements"]] == ["p", "q"]
+              and [e["angle"] for e in charts[1]["elements"]] == [90, 270], "a pie chart", charts[1])
+        r = k.execute("import matplotlib.pyplot as plt\nfig, axs = plt.subplots(1, 2)\nfig.suptitle('Two')\n"
+                      "axs[0].plot([1, 2])\naxs[1].bar([0, 1], [1, 2])\naxs[1].set_xticks([0, 1], ['Q1', 'Q2'])\nfig")
+        ch = r.main.get("chart", {}) if r.main else {}
+        check(ch.get("type") == "superchart" and ch.get("title") == "Two"
+              and [e["type"] for e in ch["elements"]] == ["line", "bar"], "a figure as the main result: a superchart",
+              r.msgs)
+        check([e["label"] for e in ch["elements"][1]["elements"]] == ["Q1", "Q2"], "bars named by their ticks", ch)
+        check(r.others == [], "a figure shown as the result is not sent again", r.others)
         r = k.execute("import matplotlib.pyplot as plt\nplt.get_fignums()")
         check(r.text == "[]", "figures are closed once sent", r.msgs)
     else:
