@@ -67,6 +67,7 @@ class Worker:
         self.queue = queue.Queue(maxsize=32)
         self.active = False
         self.dead = False
+        self.reader_done = False  # the message socket reached its end
         self.kill_reason = None
         parent, child = socket.socketpair()
         env = dict(os.environ)
@@ -108,6 +109,7 @@ class Worker:
         except OSError:
             pass
         self.dead = True
+        self.reader_done = True
         self._put(("eof", None), always=True)
 
     def _pump(self, pipe, kind):
@@ -220,6 +222,8 @@ class Worker:
                 except queue.Empty:
                     kind, raw = None, None
                 now = time.monotonic()
+                if kind is None and self.reader_done and self.queue.empty():
+                    kind = "eof"  # (its "eof" went with what the last execution left behind)
                 if kind is None:
                     if not left and gone():
                         left = True
@@ -242,7 +246,7 @@ class Worker:
                         return True
                     continue
                 if kind == "eof":
-                    if not left:
+                    if not left and done_at is None:
                         why = self.kill_reason or ("the Python process of this context %s" % self.status())
                         text = ("%s while running this code; the context's state is lost and the next "
                                 "execution starts a fresh process" % why)
@@ -366,7 +370,9 @@ def make_handler(kernel):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "space-kernel"
-        sys_version = ""
+
+        def version_string(self):
+            return self.server_version
 
         def log_message(self, fmt, *args):
             if os.environ.get("SPACE_KERNEL_LOG"):
@@ -545,7 +551,14 @@ def make_handler(kernel):
                     emit(_line({"type": "error", "name": "ContextRemoved",
                                 "value": "the context was removed", "traceback": "ContextRemoved"}))
                 else:
-                    ctx.current().execute(code, env, emit, self.caller_gone, 0 if chunked else KEEPALIVE)
+                    try:
+                        w = ctx.current()
+                    except OSError as e:  # its cwd went away, no memory left, ...
+                        w = None
+                        text = "cannot start the context's Python process: %s" % e
+                        emit(_line({"type": "error", "name": "KernelDied", "value": text, "traceback": text}))
+                    if w is not None:
+                        w.execute(code, env, emit, self.caller_gone, 0 if chunked else KEEPALIVE)
                 if chunked:
                     self.wfile.write(b"0\r\n\r\n")
                     self.wfile.flush()
