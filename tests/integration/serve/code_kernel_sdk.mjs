@@ -15,7 +15,8 @@ assert.ok(kernelPath, 'SPACE_KERNEL_SCRIPT names space_kernel.py')
 
 function startKernel() {
 	const p = spawn(process.env.PYTHON || 'python3', [kernelPath], {
-		env: { ...process.env, SPACE_KERNEL_HOST: '127.0.0.1', SPACE_KERNEL_PORT: '0', SPACE_KERNEL_EXIT_WITH_STDIN: '1' },
+		env: { ...process.env, SPACE_KERNEL_HOST: '127.0.0.1', SPACE_KERNEL_PORT: '0', SPACE_KERNEL_EXIT_WITH_STDIN: '1',
+			SPACE_KERNEL_KEEPALIVE: '1' },
 		stdio: ['pipe', 'inherit', 'pipe'], // the kernel ends when this process does, however it ends
 	})
 	return new Promise((resolve, reject) => {
@@ -30,7 +31,8 @@ function startKernel() {
 }
 
 // A relay in the manner of `space serve`'s port proxy: the request goes on as HTTP/1.0 with Connection: close;
-// the answer comes back byte for byte and ends when the kernel closes.
+// the answer comes back byte for byte and ends when the kernel closes. Like that proxy, it notices a caller
+// that left only when it has something to write to it (the kernel's keepalive lines).
 function startRelay(port) {
 	const server = net.createServer((client) => {
 		let head = Buffer.alloc(0)
@@ -48,12 +50,14 @@ function startRelay(port) {
 				upstream.write(`${method} ${path} HTTP/1.0\r\n${kept.join('\r\n')}\r\nConnection: close\r\n\r\n`)
 				upstream.write(rest)
 			})
-			upstream.on('data', (x) => client.write(x))
+			upstream.on('data', (x) => {
+				if (client.destroyed || client.writableEnded) upstream.destroy()
+				else client.write(x)
+			})
 			upstream.on('end', () => client.end())
 			upstream.on('error', () => client.destroy())
-			client.on('close', () => upstream.destroy())
 		})
-		client.on('error', () => upstream && upstream.destroy())
+		client.on('error', () => {}) // (noticed at the next write, as said above)
 	})
 	return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
 }
