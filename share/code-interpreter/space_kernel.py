@@ -173,10 +173,14 @@ class Worker:
         if reason and not self.kill_reason:
             self.kill_reason = reason
         self.dead = True
-        try:
-            self.proc.kill()
+        try:  # the process and what it started (its own process group, unless they left it)
+            import signal
+            os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
-            pass
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
         try:
             import socket
             self.sock.shutdown(socket.SHUT_RDWR)
