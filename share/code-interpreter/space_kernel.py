@@ -855,7 +855,10 @@ def _bundle(obj):
     mimebundle = _method(obj, "_repr_mimebundle_")
     if mimebundle is not None:
         try:
-            data = mimebundle()
+            try:
+                data = mimebundle(include=None, exclude=None)
+            except TypeError:
+                data = mimebundle()
             if isinstance(data, tuple):
                 data = data[0]
             for mime, value in (data or {}).items():

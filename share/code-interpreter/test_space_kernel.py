@@ -244,6 +244,10 @@ def run_checks(port, took):
                   "display(HTML('<p>x</p>'))\nIPython.display.display(Markdown('*m*'))")
     check([(m.get("html"), m.get("markdown")) for m in r.others] == [("<p>x</p>", None), (None, "*m*")],
           "IPython.display", r.msgs)
+    r = k.execute("class M:\n    def _repr_mimebundle_(self, include=None, exclude=None):\n"
+                  "        return {'text/html': '<m/>', 'application/vnd.custom+json': {'a': 1}}\nM()")
+    check(r.main and r.main.get("html") == "<m/>" and r.main.get("application/vnd.custom+json") == {"a": 1},
+          "_repr_mimebundle_", r.msgs)
     r = k.execute("class P:\n    def _repr_png_(self):\n        return b'\\x89PNG-ish'\nP()")
     check(base64.b64decode(r.main["png"]) == b"\x89PNG-ish", "_repr_png_ bytes as base64", r.main)
 
