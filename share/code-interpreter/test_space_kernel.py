@@ -128,7 +128,7 @@ def main():
 
 def run_checks(port, took):
     k = Client(port)
-    check(took < 1.0, "the kernel listens within 1 s", took)
+    check(took < 1.5, "the kernel listens within 1.5 s (a loaded host's margin)", took)
     st, _, raw = k.request("GET", "/health")
     check(st == 200 and raw == b"OK", "GET /health", (st, raw))
 
@@ -164,33 +164,34 @@ def run_checks(port, took):
 
     # streaming: the first line arrives while the code still runs (HTTP/1.1 chunked)
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    t0 = time.monotonic()
     c.request("POST", "/execute", body=json.dumps({"code": "import time\nprint('first')\ntime.sleep(1)\n"
                                                            "print('second')"}))
     resp = c.getresponse()
     check(resp.getheader("Transfer-Encoding") == "chunked", "HTTP/1.1: chunked", resp.getheaders())
     first = json.loads(resp.readline())
     first.pop("timestamp", None)
-    t_first = time.monotonic() - t0
+    t_first = time.monotonic()
     check(first == {"type": "stdout", "text": "first\n"}, "the first line", first)
-    check(t_first < 0.7, "the first line comes before the code ends", t_first)
     rest = [json.loads(x) for x in resp.read().splitlines() if x.strip()]
-    check(time.monotonic() - t0 >= 0.9, "the rest comes after the sleep")
+    check(time.monotonic() - t_first >= 0.8, "the first line came before the code ended (1 s later)",
+          time.monotonic() - t_first)
     check(rest[0]["type"] == "stdout" and rest[0]["text"] == "second\n", "the second line", rest)
     c.close()
 
     # HTTP/1.0: no chunks, the body ends with the connection
     s = raw_http(port, "/execute", {"code": "import time\nprint('a')\ntime.sleep(0.6)\n'b'"})
     f = s.makefile("rb")
-    t0 = time.monotonic()
     status, headers = read_head(f)
     check(status.startswith(b"HTTP/1.") and b" 200 " in status, "HTTP/1.0: 200", status)
     check("transfer-encoding" not in headers and "content-length" not in headers, "HTTP/1.0: no length, no chunks",
           headers)
     line = json.loads(f.readline())
+    t_first = time.monotonic()
     line.pop("timestamp", None)
-    check(line == {"type": "stdout", "text": "a\n"} and time.monotonic() - t0 < 0.5, "HTTP/1.0 streams", line)
+    check(line == {"type": "stdout", "text": "a\n"}, "HTTP/1.0: the first line", line)
     body = f.read()  # until the server closes
+    check(time.monotonic() - t_first >= 0.4, "HTTP/1.0 streams: the first line came before the end",
+          time.monotonic() - t_first)
     lines = [json.loads(x) for x in body.splitlines() if x.strip()]
     check(lines[0].get("text") == "'b'" and lines[-1]["type"] == "number_of_executions", "HTTP/1.0 body", lines)
     s.close()
