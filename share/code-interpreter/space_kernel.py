@@ -256,7 +256,7 @@ class Worker:
                                 "execution starts a fresh process" % why)
                         emit(_line({"type": "error", "name": "KernelDied", "value": text,
                                     "traceback": "KernelDied: " + text}))
-                    self.dead = True
+                    self.kill()  # what it started, and its exit status
                     return False
                 if kind == "done":
                     done_at = now
