@@ -355,7 +355,11 @@ static cJSON *sandbox_json(struct serve_req *r, const struct space_sandbox_info 
 	 * contexts send only that one); the same token opens both (serve_ports.c). */
 	if (token)
 		cJSON_AddStringToObject(j, "trafficAccessToken", token);
-	cJSON_AddNullToObject(j, "domain");
+	/* getHost(port) answers PORT-ID.DOMAIN, the Host serve_ports.c routes, when --domain names it. */
+	if (r->srv->domain && *r->srv->domain)
+		cJSON_AddStringToObject(j, "domain", r->srv->domain);
+	else
+		cJSON_AddNullToObject(j, "domain");
 	if (!detail)
 		return j;
 	add_time(j, "startedAt", b->created_ms);

@@ -3,7 +3,9 @@
 # default template code-interpreter-v1 (scripts/make-templates.sh: Debian's python3, numpy, pandas and
 # matplotlib, and our kernel as the template's start command on port 49999), reached through the
 # E2b-Sandbox-Id/E2b-Sandbox-Port routing: code_interpreter_sdk.mjs (state, results, charts, DataFrames,
-# errors, contexts, languages, envs, timeouts) and the shipped examples/code_interpreter.mjs.
+# errors, contexts, languages, envs, timeouts; then servers started by code inside: a Python http.server
+# reached by header routing and by Host routing through getHost, and a WebSocket echo) and the shipped
+# examples/code_interpreter.mjs.
 # Jail isolation. The Debian tree is cached in $SPACE_CACHE (default /var/cache/space), the SDK in
 # /var/cache/space/npm.
 SERVE_POOL_SIZE=8G
@@ -34,7 +36,9 @@ echo "template code-interpreter-v1 ready in $(( $(date +%s) - t0 )) s"
 expect_rc 0 "$SPACE" template ls --json --state "$STATE"
 grep -qE '"wait_port":[[:space:]]*49999' <<<"$out" || fail "code-interpreter-v1 has no start command on port 49999: $out"
 
-start_server
+# --domain: getHost(port) answers PORT-ID.DOMAIN, which the server routes by Host.
+export SPACE_TEST_DOMAIN=sandbox.test
+start_server --domain "$SPACE_TEST_DOMAIN"
 for name in code_interpreter_sdk code_interpreter; do
 	script="$SDK/space-$name-$$.mjs"
 	src="$(dirname "$0")/$name.mjs"

@@ -4,6 +4,8 @@
 // and timeouts; and the sandbox's port needing its access token.
 import { Sandbox } from '@e2b/code-interpreter'
 import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
+import http from 'node:http'
 
 let checks = 0
 const check = async (name, fn) => {
@@ -128,6 +130,110 @@ await check('the port needs the access token', async () => {
 	})
 	assert.equal(res.status, 401)
 })
+
+// Ports: servers started inside by code (a Python http.server and a WebSocket echo, in a context of their
+// own), reached through space serve by header routing, by Host routing (getHost) and as a WebSocket.
+const serve = new URL(process.env.E2B_SANDBOX_URL)
+const token = sbx.trafficAccessToken
+const get = (headers) => new Promise((resolve, reject) => {
+	const req = http.request({ host: serve.hostname, port: serve.port, path: '/hello.txt', headers }, (res) => {
+		let body = ''
+		res.on('data', (d) => { body += d })
+		res.on('end', () => resolve([res.statusCode, body]))
+	})
+	req.on('error', reject)
+	req.end()
+})
+const servers = await sbx.createCodeContext()
+await check('servers started by code', async () => {
+	const e = await sbx.runCode(`
+import base64, hashlib, http.server, os, socket, struct, threading
+os.makedirs('/srv', exist_ok=True)
+open('/srv/hello.txt', 'w').write('hello from python\\n')
+class Files(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *a, **k): super().__init__(*a, directory='/srv', **k)
+    def log_message(self, *a): pass
+files = http.server.ThreadingHTTPServer(('127.0.0.1', 8000), Files)
+threading.Thread(target=files.serve_forever, daemon=True).start()
+def ws_conn(c):
+    f = c.makefile('rb')
+    key = ''
+    while True:
+        line = f.readline().decode()
+        if line in ('\\r\\n', ''): break
+        if line.lower().startswith('sec-websocket-key:'): key = line.split(':', 1)[1].strip()
+    accept = base64.b64encode(hashlib.sha1((key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').encode()).digest()).decode()
+    c.sendall(('HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n'
+               'Sec-WebSocket-Accept: %s\\r\\n\\r\\n' % accept).encode())
+    while True:
+        h = f.read(2)
+        if len(h) < 2: break
+        op, n = h[0] & 15, h[1] & 127
+        mask = f.read(4)
+        data = bytes(b ^ mask[i % 4] for i, b in enumerate(f.read(n)))
+        if op == 8: break
+        c.sendall(bytes([0x80 | op, len(data)]) + data)
+    c.close()
+def ws_serve(ls):
+    while True:
+        c, _ = ls.accept()
+        threading.Thread(target=ws_conn, args=(c,), daemon=True).start()
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(('127.0.0.1', 8001))
+ls.listen()
+threading.Thread(target=ws_serve, args=(ls,), daemon=True).start()
+"listening"`, { context: servers })
+	assert.equal(e.error, undefined, JSON.stringify(e.error))
+	assert.equal(e.text, "'listening'")
+})
+
+await check('a Python http.server by header routing', async () => {
+	const [status, body] = await get({ 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000', 'X-Access-Token': token })
+	assert.equal(status, 200)
+	assert.equal(body, 'hello from python\n')
+	const [denied] = await get({ 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' })
+	assert.equal(denied, 401)
+})
+
+await check('getHost and Host routing', async () => {
+	const host = sbx.getHost(8000)
+	assert.equal(host, `8000-${sbx.sandboxId}.${process.env.SPACE_TEST_DOMAIN}`)
+	const [status, body] = await get({ Host: host, 'X-Access-Token': token })
+	assert.equal(status, 200)
+	assert.equal(body, 'hello from python\n')
+})
+
+await check('a WebSocket echo', async () => {
+	const key = crypto.randomBytes(16).toString('base64')
+	const want = crypto.createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64')
+	const echoed = await new Promise((resolve, reject) => {
+		const req = http.request({ host: serve.hostname, port: serve.port, path: '/', headers: {
+			Connection: 'Upgrade', Upgrade: 'websocket', 'Sec-WebSocket-Key': key, 'Sec-WebSocket-Version': '13',
+			'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8001', 'X-Access-Token': token } })
+		req.on('response', (res) => reject(new Error(`no upgrade: ${res.statusCode}`)))
+		req.on('error', reject)
+		req.on('upgrade', (res, socket, head) => {
+			if (res.headers['sec-websocket-accept'] !== want) return reject(new Error('bad Sec-WebSocket-Accept'))
+			const text = Buffer.from('ping over a websocket')
+			const mask = crypto.randomBytes(4)
+			const frame = Buffer.concat([Buffer.from([0x81, 0x80 | text.length]), mask,
+				Buffer.from(text.map((b, i) => b ^ mask[i % 4]))])
+			let got = head
+			socket.on('data', (d) => {
+				got = Buffer.concat([got, d])
+				if (got.length >= 2 && got.length >= 2 + (got[1] & 127)) {
+					socket.end(Buffer.from([0x88, 0x80, 0, 0, 0, 0]))
+					resolve([got[0], got.subarray(2, 2 + (got[1] & 127)).toString()])
+				}
+			})
+			socket.write(frame)
+		})
+		req.end()
+	})
+	assert.deepEqual(echoed, [0x81, 'ping over a websocket'])
+})
+await sbx.removeCodeContext(servers)
 
 await sbx.kill()
 console.log(`code_interpreter_sdk: ${checks} checks passed`)
