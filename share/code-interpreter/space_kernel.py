@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """space_kernel: the code-interpreter server of a sandbox (what the E2B code-interpreter SDKs call on port 49999).
 
