@@ -147,7 +147,9 @@ fi
 if [ -z '$tree' ]; then
 	SP exec "\$id" -- sh -c 'mkdir -p /srv && echo vm-port-ok > /srv/p.txt && cd /srv &&
 		setsid python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 < /dev/null &' > $work/port-exec.log 2>&1
-	SP port "\$id" 8000 --listen 127.0.0.1:0 --json > $work/port.out 2> $work/port.err &
+	ip link set lo up # the forward listens on this VM's loopback, which nested-kvm leaves down
+	# Not through SP: \$! must be the forward itself, not a subshell around it (killed below).
+	'$space' --state "\$S" port "\$id" 8000 --listen 127.0.0.1:0 --json > $work/port.out 2> $work/port.err &
 	fwd=\$!
 	got=
 	deadline=\$((\$(date +%s) + 150)) # the guest's python starts slowly under nested emulation
@@ -171,8 +173,14 @@ set -- \$(usage)
 disk0=\${5:-0}
 SP exec "\$id" -- sh -c 'dd if=/dev/urandom of=/root/big bs=1M count=20 2>/dev/null; sync' >/dev/null 2>&1
 set -- \$(usage)
-[ "\${5:-0}" -ge \$((disk0 + 16 * 1048576)) ] && pass "VM disk used grows after a 20 MiB file (\$disk0 -> \${5:-})" ||
-	fail "VM disk used after a 20 MiB file: \$disk0 -> '\${5:-}'"
+# Used is the image's allocated blocks: an image already fully allocated (a copy that was not kept
+# sparse) cannot show the growth.
+if [ "\$disk0" -ge "\${6:-0}" ]; then
+	echo "SKIP: VM disk growth: the image is fully allocated (\$disk0 of \${6:-?} bytes)" >> \$res
+else
+	[ "\${5:-0}" -ge \$((disk0 + 16 * 1048576)) ] && pass "VM disk used grows after a 20 MiB file (\$disk0 -> \${5:-})" ||
+		fail "VM disk used after a 20 MiB file: \$disk0 -> '\${5:-}'"
+fi
 
 # 4. the space-vmm process: jailed and filtered.
 pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")
