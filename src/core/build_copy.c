@@ -307,7 +307,7 @@ static int context_path(space_ctx *ctx, const char *src, char *out, size_t len)
 {
 	char copy[TAR_PATH_MAX + 1];
 	snprintf(copy, sizeof(copy), "%s", src);
-	int r = tar_path_resolve(copy, out, len);
+	int r = tar_path_resolve(copy, out, len, false);
 	if (r == -EPERM) {
 		_cleanup_free_ char *safe = util_escape_dup(src, 0);
 		return ctx_error_msg(ctx, -EPERM, "COPY %s: outside the build context", safe ? safe : "?");

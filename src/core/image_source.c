@@ -110,7 +110,7 @@ static char *link_target(const char *name, const char *target)
 		snprintf(joined, sizeof(joined), "%.*s%s%s", slash ? (int)(slash - name) : 0, name, slash ? "/" : "",
 			 target);
 	/* ".." resolved inside the archive (tar_path_normalize refuses it, an archive's own links may use it). */
-	if (tar_path_resolve(joined, out, sizeof(out)) < 0 || !out[0])
+	if (tar_path_resolve(joined, out, sizeof(out), false) < 0 || !out[0])
 		return NULL;
 	return strdup(out);
 }

@@ -577,14 +577,14 @@ int64_t tar_read(struct tar_reader *t, void *buf, size_t len)
 	return k;
 }
 
-int tar_path_resolve(char *scratch, char *out, size_t len)
+int tar_path_resolve(char *scratch, char *out, size_t len, bool clamp)
 {
 	size_t n = 0;
 	for (char *save, *c = strtok_r(scratch, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
 		if (!strcmp(c, "."))
 			continue;
 		if (!strcmp(c, "..")) {
-			if (!n)
+			if (!n && !clamp)
 				return -EPERM;
 			while (n && out[n - 1] != '/')
 				n--;

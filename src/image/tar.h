@@ -109,6 +109,7 @@ int tar_path_normalize(const char *name, char *buf, size_t len);
  * A path with its ".." components resolved inside it (for what may legitimately use them: a COPY source in
  * a build context, an archive's own symlink targets): "." and empty components dropped, each ".." taking
  * back the component before it, into out ("" for the root). scratch is the path and is consumed (split in
- * place). 0; -EPERM when a ".." would climb above the start; -ENAMETOOLONG when out (len) is too short.
+ * place). 0; -EPERM when a ".." would climb above the start (with clamp: it stays at the start, as a symlink
+ * target inside an image root does); -ENAMETOOLONG when out (len) is too short.
  */
-int tar_path_resolve(char *scratch, char *out, size_t len);
+int tar_path_resolve(char *scratch, char *out, size_t len, bool clamp);

@@ -430,27 +430,7 @@ static int join_clamped(const char *dir, const char *target, const char *rest, c
 	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s/%s", target[0] == '/' ? "" : dir, target, rest) >=
 	    sizeof(joined))
 		return -ENAMETOOLONG;
-	size_t n = 0;
-	for (char *save, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		if (!strcmp(c, "."))
-			continue;
-		if (!strcmp(c, "..")) {
-			while (n && out[n - 1] != '/')
-				n--;
-			if (n)
-				n--;
-			continue;
-		}
-		size_t cl = strlen(c);
-		if (n + cl + 2 > len)
-			return -ENAMETOOLONG;
-		if (n)
-			out[n++] = '/';
-		memcpy(out + n, c, cl);
-		n += cl;
-	}
-	out[n] = '\0';
-	return 0;
+	return tar_path_resolve(joined, out, len, true);
 }
 
 /*
