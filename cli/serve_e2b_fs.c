@@ -339,7 +339,7 @@ static space_sandbox *rpc_target(struct serve_req *r, const cJSON *j, const char
 	char err[256];
 	int e = e2b_request_user(r, sb, &user, err, sizeof(err));
 	if (e < 0) {
-		e2b_rpc_error(r, e == -EINVAL ? "invalid_argument" : e2b_rpc_code(e), "%s", err);
+		e2b_rpc_error(r, e2b_rpc_code(e), "%s", err);
 		return NULL;
 	}
 	const cJSON *p = cJSON_GetObjectItemCaseSensitive(j, member);

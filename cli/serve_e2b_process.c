@@ -130,7 +130,7 @@ enum MHD_Result e2b_proc_start(struct serve_req *r)
 	int e = e2b_request_user(r, sb, &u, uerr, sizeof(uerr));
 	if (e < 0) {
 		cJSON_Delete(j);
-		return e2b_stream_error(r, e == -EINVAL ? "invalid_argument" : e2b_rpc_code(e), "%s", uerr);
+		return e2b_stream_error(r, e2b_rpc_code(e), "%s", uerr);
 	}
 	struct e2b_exec *x = calloc(1, sizeof(*x));
 	if (!x) {

@@ -449,7 +449,7 @@ enum MHD_Result e2b_fs_watch_dir(struct serve_req *r)
 	int ue = e2b_request_user(r, sb, &user, uerr, sizeof(uerr));
 	if (ue < 0) {
 		free(w);
-		return e2b_stream_error(r, ue == -EINVAL ? "invalid_argument" : e2b_rpc_code(ue), "%s", uerr);
+		return e2b_stream_error(r, e2b_rpc_code(ue), "%s", uerr);
 	}
 	if (!watch_req_parse(j, user.home, &w->req, &why)) {
 		free(w);
@@ -576,7 +576,7 @@ enum MHD_Result e2b_fs_create_watcher(struct serve_req *r)
 	char uerr[256];
 	int ue = e2b_request_user(r, sb, &user, uerr, sizeof(uerr));
 	if (ue < 0)
-		return e2b_rpc_error(r, ue == -EINVAL ? "invalid_argument" : e2b_rpc_code(ue), "%s", uerr);
+		return e2b_rpc_error(r, e2b_rpc_code(ue), "%s", uerr);
 	if (!watch_req_parse(j, user.home, &w->req, &why))
 		return e2b_rpc_error(r, "invalid_argument", "%s", why);
 	char msg[WATCH_PATH_MAX + 256];
