@@ -18,6 +18,21 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 need_btrfs() { grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || skip "no btrfs in this kernel"; command -v mkfs.btrfs >/dev/null || skip "mkfs.btrfs missing (btrfs-progs)"; }
 need_loop() { [ -e /dev/loop-control ] || skip "no /dev/loop-control"; }
+# need_sdk PACKAGE@RANGE...: the npm packages (an SDK), installed once into $SDK
+# (${SPACE_E2B_SDK_DIR:-/var/cache/space/npm/sdk}; another directory tries other versions). Skips when node,
+# or npm for an install, is missing, or the registry cannot be reached. Sets SDK.
+need_sdk() {
+	command -v node >/dev/null || skip "node missing"
+	SDK=${SPACE_E2B_SDK_DIR:-/var/cache/space/npm/sdk}
+	local req= p
+	for p in "$@"; do req="$req require('${p%@*}');"; done
+	(cd "$SDK" 2>/dev/null && node -e "$req" 2>/dev/null) && return 0
+	command -v npm >/dev/null || skip "npm missing"
+	mkdir -p "$SDK" || skip "cannot create $SDK"
+	[ -f "$SDK/package.json" ] || echo '{"name":"space-e2b-sdk-cache","private":true}' >"$SDK/package.json"
+	(cd "$SDK" && timeout 300 npm install --no-audit --no-fund --cache /var/cache/space/npm/cache "$@") \
+		>/dev/null 2>&1 || skip "cannot install $* with npm (registry unreachable?)"
+}
 # need_built PATH WHAT [VAR]: a program of ours the test needs (VAR: the variable that names it). Skips are
 # for what the host lacks; a missing build product is a broken build, and fails.
 need_built() { [ -x "$1" ] || fail "$2 not built (${3:+$3=}${1:-unset}): a missing build product fails the test"; }

@@ -10,17 +10,8 @@
 # /var/cache/space/npm.
 SERVE_POOL_SIZE=8G
 . "$(dirname "$0")/e2b_lib.sh"
-command -v node >/dev/null || skip "node missing"
-command -v npm >/dev/null || skip "npm missing"
 command -v mmdebstrap >/dev/null || skip "mmdebstrap missing"
-SDK=${SPACE_E2B_SDK_DIR:-/var/cache/space/npm/sdk}
-if ! (cd "$SDK" 2>/dev/null && node -e 'require("e2b"); require("@e2b/code-interpreter")' 2>/dev/null); then
-	mkdir -p "$SDK" || skip "cannot create $SDK"
-	[ -f "$SDK/package.json" ] || echo '{"name":"space-e2b-sdk-cache","private":true}' >"$SDK/package.json"
-	(cd "$SDK" && timeout 300 npm install --no-audit --no-fund --cache /var/cache/space/npm/cache 'e2b@2' \
-		'@e2b/code-interpreter@2') >/dev/null 2>&1 ||
-		skip "cannot install @e2b/code-interpreter with npm (registry unreachable?)"
-fi
+need_sdk 'e2b@2' '@e2b/code-interpreter@2'
 echo "@e2b/code-interpreter $(cd "$SDK" && node -p 'require("@e2b/code-interpreter/package.json").version')"
 
 t0=$(date +%s)
@@ -40,14 +31,7 @@ grep -qE '"wait_port":[[:space:]]*49999' <<<"$out" || fail "code-interpreter-v1 
 export SPACE_TEST_DOMAIN=sandbox.test
 start_server --domain "$SPACE_TEST_DOMAIN"
 for name in code_interpreter_sdk code_interpreter; do
-	script="$SDK/space-$name-$$.mjs"
-	src="$(dirname "$0")/$name.mjs"
-	[ -f "$src" ] || src="${SPACE_SOURCE_DIR:?}/examples/$name.mjs"
-	cp "$src" "$script"
-	on_exit "rm -f '$script'"
-	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 600 node "$script" \
-		>"$WORK/$name.out" 2>&1 || fail "$name failed: $(tail -30 "$WORK/$name.out") ($(e2b_log))"
-	cat "$WORK/$name.out"
+	run_sdk "$name" 600
 done
 grep -qE '^code_interpreter_sdk: [0-9]+ checks passed$' "$WORK/code_interpreter_sdk.out" ||
 	fail "code_interpreter_sdk.mjs did not finish: $(tail -5 "$WORK/code_interpreter_sdk.out")"

@@ -16,3 +16,16 @@ e2b_stop() {
 		fail "sanitizer report in the server log"
 	fi
 }
+
+# run_sdk NAME [TIMEOUT_S]: runs NAME.mjs (beside this script, else the shipped examples/NAME.mjs) next to
+# $SDK's node_modules against the server; its output goes to $WORK/NAME.out and is shown, and the test
+# fails with its last lines when it fails.
+run_sdk() {
+	local name=$1 script="$SDK/space-$1-$$.mjs" src="$(dirname "$0")/$1.mjs"
+	[ -f "$src" ] || src="${SPACE_SOURCE_DIR:?}/examples/$name.mjs"
+	cp "$src" "$script"
+	on_exit "rm -f '$script'"
+	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout "${2:-300}" node "$script" \
+		>"$WORK/$name.out" 2>&1 || fail "the E2B SDK scenario $name failed: $(tail -30 "$WORK/$name.out") ($(e2b_log))"
+	cat "$WORK/$name.out"
+}

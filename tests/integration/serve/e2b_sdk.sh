@@ -7,29 +7,13 @@
 # (e2b_sdk_calls.mjs). The scripts with counted checks print how many passed.
 # Jail isolation (a weaker boundary than a VM). The SDK is installed once into /var/cache/space/npm.
 . "$(dirname "$0")/e2b_lib.sh"
-command -v node >/dev/null || skip "node missing"
-command -v npm >/dev/null || skip "npm missing"
-SDK=${SPACE_E2B_SDK_DIR:-/var/cache/space/npm/sdk}   # another directory tries another SDK version
-if ! (cd "$SDK" 2>/dev/null && node -e 'require("e2b")' 2>/dev/null); then
-	mkdir -p "$SDK" || skip "cannot create $SDK"
-	[ -f "$SDK/package.json" ] || echo '{"name":"space-e2b-sdk-cache","private":true}' >"$SDK/package.json"
-	(cd "$SDK" && timeout 300 npm install --no-audit --no-fund --cache /var/cache/space/npm/cache 'e2b@2') \
-		>/dev/null 2>&1 || skip "cannot install the e2b SDK with npm (registry unreachable?)"
-fi
+need_sdk 'e2b@2'
 echo "e2b SDK $(cd "$SDK" && node -p 'require("e2b/package.json").version')"
 start_server
-# The script must sit next to node_modules to import the SDK.
 # Also examples/e2b_quickstart.mjs, the example of moving E2B code over, exactly as shipped.
 # e2b_sdk_calls last: it leaves a background process running, which the server's stop must end.
 for name in e2b_sdk e2b_sdk_lifecycle e2b_sdk_watch e2b_quickstart e2b_sdk_calls; do
-	script="$SDK/space-$name-$$.mjs"
-	src="$(dirname "$0")/$name.mjs"
-	[ -f "$src" ] || src="${SPACE_SOURCE_DIR:?}/examples/$name.mjs"
-	cp "$src" "$script"
-	on_exit "rm -f '$script'"
-	E2B_API_KEY=$SERVE_KEY E2B_API_URL=$SERVE_URL E2B_SANDBOX_URL=$SERVE_URL timeout 300 node "$script" \
-		>"$WORK/$name.out" 2>&1 || fail "the E2B SDK scenario $name failed: $(tail -15 "$WORK/$name.out") ($(e2b_log))"
-	cat "$WORK/$name.out"
+	run_sdk "$name"
 done
 # The watch scenario counts its checks: all of them ran.
 grep -Eq '^e2b_sdk_watch: [0-9]+ checks passed$' "$WORK/e2b_sdk_watch.out" ||
