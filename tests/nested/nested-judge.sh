@@ -67,7 +67,24 @@ nested_run_stop() {
 		wait "$_nr_pid"
 	fi
 	[ -n "${_nr_dog:-}" ] && kill_tree "$_nr_dog"
-	rm -f "$_nr_dir/.nested-wrapper.sh"
+	rm -f "$_nr_dir/.nested-wrapper.sh" "$_nr_dir/.nested-diagnose.sh"
+}
+
+# nested_diagnose_script: a script that prints what the nested VM is doing, for a run about to time out:
+# its processes (state, wait channel, CPU time), memory, the kernel's last messages and the end of every
+# sandbox's log in the state directories the scripts make under /tmp.
+nested_diagnose_script() {
+	cat <<'DIAG'
+echo "=== nested watchdog at $(date -u +%T), uptime $(cut -d' ' -f1 /proc/uptime) s"
+ps -eo pid,ppid,stat,etime,time,wchan:22,args 2>/dev/null | grep -v ' \[.*\]$' | cut -c1-200
+echo "=== memory"; free -m 2>/dev/null
+echo "=== kernel"; dmesg 2>/dev/null | tail -n 25
+for f in /tmp/*/run/*/sandbox.log; do
+	[ -f "$f" ] || continue
+	echo "=== $f"
+	tail -n 15 "$f" | cut -c1-200
+done
+DIAG
 }
 
 # nested_run WORKDIR SCRIPT [nested-kvm options...]: runs `sh SCRIPT` inside nested-kvm with WORKDIR written
@@ -86,8 +103,21 @@ nested_run() {
 		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc" "$_nr_dir/result.txt"
 		# The wrapper marks the start, then records the script's own status, so that nested-kvm's 75
 		# and 125 can be told apart from the script's.
-		printf 'touch "%s/.nested-started"\nsh "%s"\nrc=$?\necho "$rc" > "%s/.nested-rc"\nexit "$rc"\n' \
-			"$_nr_dir" "$_nr_script" "$_nr_dir" > "$_nr_dir/.nested-wrapper.sh"
+		# Its watchdog writes what the VM was doing (nested_diagnose_script) 40 s before the run's timeout,
+		# so that a run that hangs says where.
+		rm -f "$_nr_dir/nested-watchdog.txt"
+		nested_diagnose_script > "$_nr_dir/.nested-diagnose.sh"
+		{
+			printf 'touch "%s/.nested-started"\n' "$_nr_dir"
+			# (it ends within 1 s of the wrapper, however the wrapper ends)
+			printf '( w=$$ t=0; while [ $t -lt %s ]; do sleep 1; t=$((t + 1)); kill -0 $w || exit 0; done\n' \
+				"$((${NESTED_RUN_TIMEOUT:-1200} - 40))"
+			printf '  sh "%s/.nested-diagnose.sh" > "%s/nested-watchdog.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &\n' \
+				"$_nr_dir" "$_nr_dir"
+			printf 'dog=$!\nsh "%s"\nrc=$?\n' "$_nr_script"
+			printf 'kill $(cat /proc/$dog/task/$dog/children 2>/dev/null) $dog 2>/dev/null\n'
+			printf 'echo "$rc" > "%s/.nested-rc"\nexit "$rc"\n' "$_nr_dir"
+		} > "$_nr_dir/.nested-wrapper.sh"
 		# This test killed (meson's timeout, ^C): the VM goes too, through nested-kvm, which cleans up. Set
 		# before anything starts, so a signal at any moment finds it; it stays after the run (harmless
 		# then; its exit still runs the caller's EXIT trap).
@@ -109,7 +139,7 @@ nested_run() {
 		nested_kill_below "$_nr_dog" KILL
 		kill -KILL "$_nr_dog" 2>/dev/null
 		wait "$_nr_dog" 2>/dev/null
-		rm -f "$_nr_dir/.nested-wrapper.sh"
+		rm -f "$_nr_dir/.nested-wrapper.sh" "$_nr_dir/.nested-diagnose.sh"
 		_nr_why=$(nested_retry_reason "$_nr_dir" "$_nr_rc")
 		if [ -n "$_nr_why" ] && [ "$_nr_attempt" -le "$_nr_retries" ]; then
 			if [ -e "$_nr_dir/result.txt" ]; then
@@ -146,6 +176,10 @@ nested_run() {
 nested_judge() {
 	_nj_res=$1/result.txt _nj_ok=0
 	[ -s "$1/nested-run.txt" ] && cat "$1/nested-run.txt"
+	if [ -s "$1/nested-watchdog.txt" ]; then
+		echo "nested-kvm: the run neared its timeout; what the VM was doing 40 s before it:"
+		head -n 120 "$1/nested-watchdog.txt"
+	fi
 	if [ "$2" != 0 ]; then
 		echo "FAIL: the nested run ended with status $2"
 		_nj_ok=1
