@@ -355,6 +355,9 @@ static int stager_main(struct jail_plan *p, pid_t caller, int out)
 
 	if ((r = set_rlimits(p)) < 0)
 		return jail_send_done(out, r, "rlimits");
+	/* Under host memory pressure the kernel kills in a sandbox first; PID 1 and all below inherit it. */
+	if ((r = util_oom_prefer_self()) < 0)
+		return jail_send_done(out, r, "oom_score_adj");
 	bool in_cgroup;
 	pid_t pid = spawn_pid1(p, &pa, &go, &errfd, &stack, &in_cgroup);
 	if (pid < 0)

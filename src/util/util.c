@@ -124,6 +124,18 @@ int util_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
+int util_oom_prefer_self(void)
+{
+	char v[16];
+	int n = snprintf(v, sizeof(v), "%d\n", UTIL_SANDBOX_OOM_SCORE_ADJ);
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = util_write_all(fd, v, (size_t)n);
+	close(fd);
+	return r;
+}
+
 int util_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;

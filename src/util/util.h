@@ -84,5 +84,14 @@ bool util_name_valid(const char *name);
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int util_write_all(int fd, const void *buf, size_t len);
 
+/*
+ * The host's out-of-memory killer takes a sandbox before the host's own processes: the calling process's
+ * oom_score_adj becomes UTIL_SANDBOX_OOM_SCORE_ADJ, inherited by everything it starts. A process without
+ * CAP_SYS_RESOURCE on the host (every sandbox process) may lower its own value to 0, the host processes'
+ * default, never below. Returns 0 or -errno.
+ */
+#define UTIL_SANDBOX_OOM_SCORE_ADJ 500
+int util_oom_prefer_self(void);
+
 /* Reads exactly len bytes; -EPIPE on early EOF. */
 int util_read_exact(int fd, void *buf, size_t len);

@@ -183,6 +183,10 @@ int vmm_jail_enter(const struct vmm_jail_cfg *cfg, char *err, size_t errlen)
 	int r = util_mkdir_p(cfg->root_dir, 0755);
 	if (r < 0)
 		return util_errf(err, errlen, r, "cannot create %s: %s", cfg->root_dir, strerror(-r));
+	/* Under host memory pressure the kernel kills a VM (the guest's memory is ours) before host processes.
+	 * The guest cannot reach the value; this process, once jailed, can only lower it to 0. */
+	if ((r = util_oom_prefer_self()) < 0)
+		return util_errf(err, errlen, r, "oom_score_adj: %s", strerror(-r));
 	int flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | (cfg->new_netns ? CLONE_NEWNET : 0);
 	if (unshare(flags) < 0)
 		return util_errf(err, errlen, -errno, "unshare: %s", strerror(errno));

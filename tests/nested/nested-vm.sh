@@ -5,7 +5,7 @@
 #   space run --isolation vm -- uname -a            prints the guest's uname (the template's kernel)
 #   space run --isolation vm -- python3 -c ...       prints 42 (base template only)
 #   space create --isolation vm, cp in and out, exec
-#   /proc/<space-vmm pid>/status: Seccomp 2, NoNewPrivs 1, CapEff 0, non-root uid, own namespaces
+#   /proc/<space-vmm pid>/status: Seccomp 2, NoNewPrivs 1, CapEff 0, non-root uid, own namespaces, oom_score_adj 500
 #   space pause / resume, exec after resume
 #   SIGKILL of space-vmm: `space ls` shows the sandbox failed, with a reason
 #   space rm: no process, mount, loop device, cgroup or runtime directory left
@@ -191,6 +191,9 @@ if [ -r "\$st" ]; then
 	grep -q '^CapEff:[[:space:]]*0000000000000000' \$st && pass "space-vmm CapEff 0" || fail "space-vmm \$(grep CapEff \$st)"
 	uid=\$(awk '/^Uid:/ {print \$2}' \$st)
 	[ "\$uid" != 0 ] && pass "space-vmm runs as uid \$uid" || fail "space-vmm runs as root"
+	adj=\$(cat /proc/\$pid/oom_score_adj)
+	[ "\$adj" = 500 ] && pass "space-vmm is the host OOM killer's first choice (oom_score_adj 500)" ||
+		fail "space-vmm oom_score_adj is '\$adj', not 500"
 	for ns in mnt net pid; do
 		[ "\$(readlink /proc/\$pid/ns/\$ns)" != "\$(readlink /proc/self/ns/\$ns)" ] && pass "space-vmm has its own \$ns namespace" ||
 			fail "space-vmm shares the host's \$ns namespace"

@@ -6,6 +6,7 @@
 #    with the range, and the longest lifetime is one limit (366d) named in the refusal;
 #  - `space ls` shows the time left (EXPIRES) and --json carries expires_ms;
 #  - --cpus N makes `nproc` inside a jail say N;
+#  - a jail's processes are the host OOM killer's first choice (oom_score_adj 500, never below 0 from inside);
 #  - `run --help` says the default isolation is the state directory's; `logs --help` says what it shows.
 . "$(dirname "$0")/../../lib.sh"
 need_root; need_btrfs; need_loop
@@ -98,6 +99,14 @@ fi
 # A sandbox may ask for more CPUs than the host has: then it sees them all.
 expect_rc 0 "$SPACE" "${R[@]}" --cpus 64 -- nproc
 [ "$out" = "$(nproc)" ] || fail "nproc with --cpus 64 says '$out', host $(nproc)"
+ok
+
+# ---- under host memory pressure a sandbox dies before the host's processes: its processes start at
+# oom_score_adj 500; root inside may lower that to the host's default (0), never below ----
+expect_rc 0 "$SPACE" "${R[@]}" -- sh -c 'cat /proc/self/oom_score_adj; echo -1 > /proc/self/oom_score_adj 2>/dev/null && echo BELOW; cat /proc/self/oom_score_adj'
+[ "$(echo "$out" | head -n 1)" = 500 ] || fail "oom_score_adj inside a jail is '$(echo "$out" | head -n 1)', not 500"
+echo "$out" | grep -q BELOW && fail "root in the jail set its oom_score_adj below the host's default: $out"
+[ "$(echo "$out" | tail -n 1)" = 500 ] || fail "oom_score_adj after the attempt to lower it below 0: $out"
 ok
 
 # ---- help texts that said the wrong thing ----
