@@ -164,7 +164,7 @@ if [ -z '$tree' ]; then
 		fail "space port into the VM: '\$got' \$(tail -n 3 $work/port.err) \$(tail -n 2 $work/port-client.err)"
 fi
 
-# 3d. what the VM uses (space_sandbox_get_usage through `space stats`): its space-vmm's cgroup, its disk
+# 3d. what the VM uses (space_sandbox_get_usage through space stats): its space-vmm's cgroup, its disk
 # image as the host sees it, which grows when the guest writes.
 usage() { SP --json stats "\$id" | python3 -c "import json,sys; u=json.load(sys.stdin); print(u['cpus'], u['cpu_ns'], u['memory_bytes'], u['memory_limit_bytes'], u['disk_used_bytes'], u['disk_total_bytes'])"; }
 set -- \$(usage)
