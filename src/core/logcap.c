@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "util/caplog.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
+#include "util/procstat.h"
 #include "util/spawn.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
@@ -96,8 +98,35 @@ void logcap_release(space_ctx *ctx, const char *sandbox_id)
 			sandbox_id, strerror(-r));
 }
 
-int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
-		 int *ret_status_fd)
+/* Records the writer's pid and start time in runtime_dir, for logcap_dead(). */
+static void record_pid(space_ctx *ctx, const char *runtime_dir, const struct util_child *child)
+{
+	char path[PATH_MAX], line[64];
+	snprintf(path, sizeof(path), "%s/" LOGCAP_PID, runtime_dir);
+	int n = snprintf(line, sizeof(line), "%d %llu\n", (int)child->pid, (unsigned long long)child->start_time);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || util_write_all(fd, line, (size_t)n) < 0)
+		ctx_log(ctx, SPACE_LOG_WARNING, "record the log writer's pid in %s: %s", path, strerror(errno));
+}
+
+/* Opens the reading end of runtime_dir's log FIFO (blocking reads; never blocks in the open). */
+static int open_fifo_reader(space_ctx *ctx, const char *fifo)
+{
+	int fd = open(fifo, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return ctx_error(ctx, -errno, "open %s", fifo);
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+	if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+		close(fd);
+		return ctx_error(ctx, -EINVAL, "%s is not the log's FIFO", fifo);
+	}
+	return fd;
+}
+
+/* Starts space-logcap on the reading end lread; its status pipe into *ret_status_fd. */
+static int spawn_writer(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int lread,
+			int *ret_status_fd)
 {
 	char path[PATH_MAX], owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
 	int r = ctx_helper_path(ctx, "space-logcap", path, sizeof(path));
@@ -124,10 +153,7 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	if ((r = take_uid(ctx, owner, fresh, &uid)) < 0)
 		return r;
 
-	int lp[2], sp[2];
-	if (pipe2(lp, O_CLOEXEC) < 0)
-		return ctx_error(ctx, -errno, "pipe");
-	_cleanup_close_ int lread = lp[0], lwrite = lp[1];
+	int sp[2];
 	if (pipe2(sp, O_CLOEXEC) < 0)
 		return ctx_error(ctx, -errno, "pipe");
 	_cleanup_close_ int sread = sp[0], swrite = sp[1];
@@ -146,12 +172,71 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 		return ctx_error(ctx, r, "start %s", path);
 	if (child.pidfd >= 0)
 		close(child.pidfd);
-	/* Ours go now: the pipe's read end lives only in the writer; its status pipe reaches EOF if it dies. */
-	close(TAKE_FD(lread));
+	record_pid(ctx, runtime_dir, &child);
+	/* Ours goes now: its status pipe reaches EOF if it dies. */
 	close(TAKE_FD(swrite));
-	*ret_fd = TAKE_FD(lwrite);
 	*ret_status_fd = TAKE_FD(sread);
 	return 0;
+}
+
+int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
+		 int *ret_status_fd)
+{
+	char fifo[PATH_MAX];
+	if ((size_t)snprintf(fifo, sizeof(fifo), "%s/" LOGCAP_FIFO, runtime_dir) >= sizeof(fifo))
+		return ctx_error(ctx, -ENAMETOOLONG, "log of %s", sandbox_id);
+	/* A new FIFO for every start of the jail: nothing of an earlier one is left in it. */
+	if (unlink(fifo) < 0 && errno != ENOENT)
+		return ctx_error(ctx, -errno, "remove %s", fifo);
+	if (mkfifo(fifo, 0600) < 0)
+		return ctx_error(ctx, -errno, "mkfifo %s", fifo);
+	/* The reader first (an open for writing needs one), then the writer, kept by the jail alone. */
+	_cleanup_close_ int lread = open_fifo_reader(ctx, fifo);
+	if (lread < 0)
+		return lread;
+	_cleanup_close_ int lwrite = open(fifo, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	int fl = lwrite < 0 ? -1 : fcntl(lwrite, F_GETFL);
+	if (fl < 0 || fcntl(lwrite, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return ctx_error(ctx, -errno, "open %s for writing", fifo);
+	int r = spawn_writer(ctx, sandbox_id, runtime_dir, fresh, lread, ret_status_fd);
+	if (r < 0)
+		return r;
+	*ret_fd = TAKE_FD(lwrite);
+	return 0;
+}
+
+int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir)
+{
+	char fifo[PATH_MAX];
+	if ((size_t)snprintf(fifo, sizeof(fifo), "%s/" LOGCAP_FIFO, runtime_dir) >= sizeof(fifo))
+		return ctx_error(ctx, -ENAMETOOLONG, "log of %s", sandbox_id);
+	_cleanup_close_ int lread = open_fifo_reader(ctx, fifo);
+	if (lread < 0)
+		return lread;
+	_cleanup_close_ int status = -1;
+	int r = spawn_writer(ctx, sandbox_id, runtime_dir, false, lread, &status);
+	if (r < 0)
+		return r;
+	close(TAKE_FD(lread));
+	return logcap_wait_ready(ctx, status);
+}
+
+int logcap_dead(const char *runtime_dir)
+{
+	char path[PATH_MAX], line[64];
+	snprintf(path, sizeof(path), "%s/" LOGCAP_PID, runtime_dir);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0; /* no log writer of ours (a VM, or a jail started before this version) */
+	ssize_t n = read(fd, line, sizeof(line) - 1);
+	if (n <= 0)
+		return 0;
+	line[n] = '\0';
+	int pid;
+	unsigned long long start;
+	if (sscanf(line, "%d %llu", &pid, &start) != 2 || pid <= 0)
+		return 0;
+	return util_proc_alive(pid, start) ? 0 : 1;
 }
 
 int logcap_wait_ready(space_ctx *ctx, int status_fd)

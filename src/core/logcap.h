@@ -16,10 +16,13 @@
 
 #define LOGCAP_LOG "sandbox.log"
 #define LOGCAP_LOG_OLD "sandbox.log.1"
+#define LOGCAP_FIFO "log.fifo" /* the jail's end of it is its only way to the log */
+#define LOGCAP_PID "logcap.pid" /* "PID START-TIME" of the running writer */
 
 /*
  * Starts the log writer of sandbox_id on runtime_dir's log files (created 0600 if missing, kept
- * otherwise) and returns the write end of its pipe in *ret_fd (close-on-exec; the caller hands it to
+ * otherwise) and returns the write end of its pipe (a FIFO in runtime_dir, made anew, which only root
+ * reaches on the host, so that a new writer can take over the jail's end: logcap_restart) in *ret_fd (close-on-exec; the caller hands it to
  * jail_config.log_fd and closes it once the jail started: EOF, which ends the writer, comes when the last
  * holder is gone) and its status pipe in *ret_status_fd. Returns without waiting for the writer, so the
  * jail can start meanwhile: the writer reads the pipe only once confined, and logcap_wait_ready() must say
@@ -29,6 +32,15 @@
  */
 int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
 		 int *ret_status_fd);
+
+/* A new log writer for a running jail whose writer died (a kill -9, an OOM kill): it reads the FIFO the
+ * jail still writes to. What the jail wrote while there was none is lost (its writes failed at once:
+ * the agent ignores SIGPIPE). Waits until it is confined; -errno with ctx's last error otherwise. */
+int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir);
+
+/* 1 when runtime_dir's log writer (recorded by logcap_start/restart) is gone, 0 when it runs or none was
+ * recorded (a VM). */
+int logcap_dead(const char *runtime_dir);
 
 /* Waits (up to a few seconds) for the writer started by logcap_start to report that it is confined, then
  * the caller closes status_fd. -errno with ctx's last error when it did not. */

@@ -4,15 +4,18 @@
  * Its sandbox goes on without it (egress fails closed: the veth pair went with the gateway's namespace;
  * snapshots stop), so the next reap starts a new one, under the sandbox's lock, and records it in the
  * event log ("helper"). The jail's PID 1 dying is not a helper's death: the reap records that sandbox
- * failed (sandbox_list.c). The log writer (space-logcap) is not started again: the agent ignores SIGPIPE
- * and its writes fail at once, so nothing blocks, but the sandbox's log stops growing until a restart.
+ * failed (sandbox_list.c). A jail's log writer (space-logcap) too: the jail writes to a FIFO in its
+ * runtime directory, which a new writer opens (core/logcap.h); while there is none, the agent's writes fail
+ * at once (it ignores SIGPIPE), so nothing blocks, and only those lines are lost.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/autosnap.h"
 #include "core/backend.h"
+#include "core/logcap.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "net/net.h"
@@ -54,6 +57,15 @@ static int revive_one(space_ctx *ctx, const char *id)
 		note(ctx, id, "its egress gateway", r);
 		done += r == 0;
 	}
+	struct sandbox_row row;
+	if (sandbox_row_load(ctx, id, &row) == 0) {
+		if (logcap_dead(row.runtime_dir) == 1) {
+			int r = logcap_restart(ctx, id, row.runtime_dir);
+			note(ctx, id, "its log writer (space-logcap)", r);
+			done += r == 0;
+		}
+		sandbox_row_clear(&row);
+	}
 	if (now.helper.pid > 0 &&
 	    util_proc_liveness(now.helper.pid, now.helper.start_time, now.helper.pidns) == UTIL_PROC_DEAD) {
 		int r = autosnap_started(ctx, id, NULL, NULL);
@@ -83,7 +95,9 @@ int sandbox_revive_helpers(space_ctx *ctx)
 			continue;
 		bool snapd_dead = w->helper.pid > 0 &&
 				  util_proc_liveness(w->helper.pid, w->helper.start_time, w->helper.pidns) == UTIL_PROC_DEAD;
-		if (!snapd_dead && net_gateway_dead(ctx, w->id) != 1)
+		char rundir[PATH_MAX];
+		snprintf(rundir, sizeof(rundir), "%s/run/%s", ctx->state_dir, w->id);
+		if (!snapd_dead && logcap_dead(rundir) != 1 && net_gateway_dead(ctx, w->id) != 1)
 			continue;
 		/* Not while an operation holds it: a rollback or destroy settles its helpers itself. */
 		int lock = store_lock_take(ctx->state_dir, w->id, 0);

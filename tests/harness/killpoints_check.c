@@ -24,8 +24,8 @@
  *                                plus "serve PID COMM -" from the pid file $KILLPOINTS_SERVE_PID if set.
  *   killpoints_check --after     for the victim $KILLPOINTS_VICTIM: within 10 s, after a reap, its sandbox
  *                                converges: gone (a worker destroyed it), failed with a reason, or running
- *                                with an agent that runs a command and, for a killed gateway or snapshot
- *                                helper, a new one running (the reap starts it). Exit 0 if so.
+ *                                with an agent that runs a command and, for a killed gateway, snapshot
+ *                                helper or log writer, a new one running (the reap starts it). Exit 0 if so.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -339,8 +339,8 @@ static int list_victims(const char *state)
 	return 0;
 }
 
-/* After the reap, a running sandbox whose gateway or snapshot helper was killed has a new one (2), or
- * not yet (0); 1 for the other victims. */
+/* After the reap, a running sandbox whose gateway, snapshot helper or log writer was killed has a new one
+ * (2), or not yet (0); 1 for the other victims. */
 static int helper_after(space_ctx *ctx, const char *state, const char *label, const char *id, int killed)
 {
 	int now = -1;
@@ -351,6 +351,10 @@ static int helper_after(space_ctx *ctx, const char *state, const char *label, co
 	} else if (!strcmp(label, "snapd")) {
 		struct space_snapshot_policy p = SPACE_SNAPSHOT_POLICY_INIT;
 		now = space_sandbox_get_snapshot_policy(ctx, id, &p) == 0 ? p.pid : 0;
+	} else if (!strcmp(label, "logcap")) {
+		char path[4200];
+		snprintf(path, sizeof(path), "%s/run/%s/logcap.pid", state, id);
+		now = read_pidfile(path);
 	}
 	if (now < 0)
 		return 1;

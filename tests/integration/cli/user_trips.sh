@@ -6,6 +6,7 @@
 #    with the range, and the longest lifetime is one limit (366d) named in the refusal;
 #  - `space ls` shows the time left (EXPIRES) and --json carries expires_ms;
 #  - --cpus N makes `nproc` inside a jail say N;
+#  - a killed log writer (space-logcap) is replaced by the next reap, and the log grows again;
 #  - a jail's processes are the host OOM killer's first choice (oom_score_adj 500, never below 0 from inside);
 #  - `run --help` says the default isolation is the state directory's; `logs --help` says what it shows.
 . "$(dirname "$0")/../../lib.sh"
@@ -107,6 +108,28 @@ expect_rc 0 "$SPACE" "${R[@]}" -- sh -c 'cat /proc/self/oom_score_adj; echo -1 >
 [ "$(echo "$out" | head -n 1)" = 500 ] || fail "oom_score_adj inside a jail is '$(echo "$out" | head -n 1)', not 500"
 echo "$out" | grep -q BELOW && fail "root in the jail set its oom_score_adj below the host's default: $out"
 [ "$(echo "$out" | tail -n 1)" = 500 ] || fail "oom_score_adj after the attempt to lower it below 0: $out"
+ok
+
+# ---- a jail's log writer killed: the next reap starts a new one, and the log grows again ----
+expect_rc 0 "$SPACE" create --template tiny --isolation jail "${S[@]}"
+lid=$out
+lc=$(cut -d' ' -f1 "$STATE/run/$lid/logcap.pid" 2>/dev/null)
+[ -n "$lc" ] && [ "$(cat /proc/"$lc"/comm 2>/dev/null)" = space-logcap ] || fail "no space-logcap recorded for $lid: '$lc'"
+kill -KILL "$lc"
+for _ in $(seq 50); do [ -d /proc/"$lc" ] || break; sleep 0.1; done
+expect_rc 0 "$SPACE" ls "${S[@]}" # the reap
+lc2=$(cut -d' ' -f1 "$STATE/run/$lid/logcap.pid")
+[ "$lc2" != "$lc" ] && [ "$(cat /proc/"$lc2"/comm 2>/dev/null)" = space-logcap ] ||
+	fail "after the reap, the log writer is '$lc2' (killed: $lc)"
+expect_rc 0 "$SPACE" events "$lid" "${S[@]}"
+echo "$out" | grep -q "its log writer (space-logcap) died; a new one started" || fail "no helper event: $out"
+# The agent's own line at the end of its lifetime goes to the new writer.
+lpid=$("$SPACE" ls --json "${S[@]}" | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='$lid'][0])")
+expect_rc 0 "$SPACE" timeout "$lid" 1 "${S[@]}"
+for _ in $(seq 100); do kill -0 "$lpid" 2>/dev/null || break; sleep 0.1; done
+expect_rc 0 "$SPACE" logs "$lid" "${S[@]}"
+echo "$out" | grep -q "lifetime has ended" || fail "the log did not grow after the new writer started: $out"
+"$SPACE" rm -f "$lid" "${S[@]}" >/dev/null 2>&1
 ok
 
 # ---- help texts that said the wrong thing ----
