@@ -200,15 +200,17 @@ procs() { ls -d /proc/[0-9]* 2>/dev/null | wc -l; }
 base=$(procs)
 # The agent keeps answering while thousands of the sandbox's processes compete for its CPU and die into
 # it as orphans: the exec timeout (12 s) ends the bomb well before its `sleep 20` would (exit 124).
+# Memory enough that the pids limit binds first (4096 shells would pass the default 512 MiB, and the
+# memory limit's OOM kill of the bomb's first shell would end it early, with 137).
 t0=$(date +%s)
-"$SPACE" "${R[@]}" --exec-timeout 12 -- sh -c 'b() { b | b & }; b; sleep 20' >/dev/null 2>&1 &
+"$SPACE" "${R[@]}" --memory 2048 --exec-timeout 12 -- sh -c 'b() { b | b & }; b; sleep 20' >/dev/null 2>"$WORK/bomb.err" &
 bomb=$!
 peak=$base
 while kill -0 "$bomb" 2>/dev/null; do n=$(procs); [ "$n" -gt "$peak" ] && peak=$n; sleep 0.3; done
 wait "$bomb"
 bomb_rc=$? bomb_s=$(($(date +%s) - t0))
 [ "$bomb_rc" = 124 ] ||
-	fail "the fork bomb's 12 s exec timeout: space run exited $bomb_rc after $bomb_s s (expected 124: killed before the bomb's sleep 20 ended)"
+	fail "the fork bomb's 12 s exec timeout: space run exited $bomb_rc after $bomb_s s (expected 124: killed before the bomb's sleep 20 ended): $(tail -c 300 "$WORK/bomb.err")"
 true && /bin/true || fail "the host cannot fork after the fork bomb"
 grown=$((peak - base))
 if [ "$grown" -gt 20000 ]; then escaped "fork bomb" "the host gained $grown processes"
