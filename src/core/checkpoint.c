@@ -28,6 +28,7 @@
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/backend.h"
+#include "core/vm_backend.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "store/checkpoints.h"
@@ -71,6 +72,16 @@ static int set_paused(space_sandbox *sb, bool pause)
 	if (r < 0)
 		return r;
 	enum space_sandbox_status want = pause ? SPACE_SANDBOX_PAUSED : SPACE_SANDBOX_RUNNING;
+	/* A VM stalled on a full pool (core/sandbox_revive.c) goes on by itself once there is room; until
+	 * then its VMM can be neither paused nor resumed. */
+	if (row.info.status == SPACE_SANDBOX_PAUSED && !strncmp(row.info.reason, SANDBOX_POOL_FULL_REASON,
+								  strlen(SANDBOX_POOL_FULL_REASON)) &&
+	    (pause || vm_backend_disk_full(row.runtime_dir) != 0)) {
+		r = ctx_error_msg(ctx, -ENOSPC, "cannot %s sandbox %s: %s", pause ? "pause" : "resume", row.info.id,
+				  row.info.reason);
+		sandbox_row_clear(&row);
+		return r;
+	}
 	if (row.info.status != want) {
 		r = ops->pause(ctx, &row, pause);
 		if (r == 0 && (r = core_sandbox_set_status(ctx, row.info.id, want, NULL)) < 0)

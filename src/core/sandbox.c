@@ -502,6 +502,8 @@ SPACE_API int space_sandbox_reap(space_ctx *ctx)
 	(void)core_sandbox_reap_dead(ctx);
 	/* Running ones whose gateway or snapshot helper died get a new one (core/sandbox_revive.c). */
 	(void)sandbox_revive_helpers(ctx);
+	/* VMs stalled on a full pool are shown paused, "pool full", and running again once it has room. */
+	sandbox_sync_pool_full(ctx);
 	int done = 0;
 	for (int i = 0; i < n; i++) {
 		if (destroy_locked(ctx, ids[i], "lifetime expired", false, true, NULL) == 0) {

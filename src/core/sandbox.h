@@ -151,3 +151,8 @@ int sandbox_net_reattach(space_ctx *ctx, const struct backend_ops *ops, const st
 /* The next reap's care of a running sandbox's helpers that died (sandbox_revive.c): a new egress gateway
  * or snapshot helper, each recorded as an event. Returns how many were started again; never fails. */
 int sandbox_revive_helpers(space_ctx *ctx);
+/* VMs whose disk waits for room in a full pool: shown paused, "pool full", until it has room
+ * (core/sandbox_revive.c). */
+void sandbox_sync_pool_full(space_ctx *ctx);
+/* How such a sandbox's reason begins. */
+#define SANDBOX_POOL_FULL_REASON "pool full"

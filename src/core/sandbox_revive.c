@@ -12,16 +12,19 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "core/autosnap.h"
 #include "core/backend.h"
 #include "core/logcap.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
+#include "core/vm_backend.h"
 #include "net/net.h"
 #include "store/lock.h"
 #include "store/sandboxes.h"
 #include "util/procstat.h"
+#include "util/util.h"
 
 static void note(space_ctx *ctx, const char *id, const char *what, int r)
 {
@@ -108,4 +111,58 @@ int sandbox_revive_helpers(space_ctx *ctx)
 	}
 	store_sandbox_list_free(rows, n);
 	return done;
+}
+
+/*
+ * VMs whose disk writes wait for room in a full pool (docs/vmm.md, "A full pool") are shown paused with the
+ * reason SANDBOX_POOL_FULL_REASON (a status change, so an event), and running again once their VMM says the
+ * writes went through. Asked of every live VM at each reap, under its lock (busy ones: the next reap).
+ */
+
+static void pool_full_one(space_ctx *ctx, const struct store_sandbox *w)
+{
+	bool marked = w->status == STORE_PAUSED && !strncmp(w->reason, SANDBOX_POOL_FULL_REASON, strlen(SANDBOX_POOL_FULL_REASON));
+	if (w->status == STORE_PAUSED && !marked)
+		return; /* paused by a caller: its VMM writes nothing */
+	int full = vm_backend_disk_full(w->runtime_dir);
+	if (full < 0 || (full == 1) == marked)
+		return;
+	int lock = store_lock_take(ctx->state_dir, w->id, 0);
+	if (lock < 0)
+		return;
+	if (full) {
+		char reason[256], fb[32] = "?";
+		struct statvfs sv;
+		if (statvfs(w->path, &sv) == 0)
+			util_format_size((uint64_t)sv.f_bavail * sv.f_frsize, fb, sizeof(fb));
+		snprintf(reason, sizeof(reason),
+			 SANDBOX_POOL_FULL_REASON " (%s free): its disk writes wait for room; free space in the pool (space rm, "
+			 "or a bigger pool) and it goes on by itself", fb);
+		if (core_sandbox_transition(ctx, w->id, STORE_ST(STORE_RUNNING), SPACE_SANDBOX_PAUSED, reason) == 0)
+			ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: %s", w->id, reason);
+	} else if (core_sandbox_transition(ctx, w->id, STORE_ST(STORE_PAUSED), SPACE_SANDBOX_RUNNING,
+					   "the pool has room again: its disk writes went through") == 0) {
+		ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s: running again, the pool has room", w->id);
+	}
+	store_lock_release(lock);
+}
+
+void sandbox_sync_pool_full(space_ctx *ctx)
+{
+	struct store *s;
+	if (ctx_store(ctx, &s) < 0)
+		return;
+	struct store_sandbox_filter f = { .statuses = STORE_ST(STORE_RUNNING) | STORE_ST(STORE_PAUSED) };
+	struct store_sandbox *rows = NULL;
+	size_t n = 0;
+	if (store_sandbox_list(s, &f, &rows, &n) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_sandbox *w = &rows[i];
+		if (strcmp(w->isolation, "vm") ||
+		    util_proc_liveness(w->proc.pid, w->proc.start_time, w->proc.pidns) != UTIL_PROC_ALIVE)
+			continue;
+		pool_full_one(ctx, w);
+	}
+	store_sandbox_list_free(rows, n);
 }

@@ -213,6 +213,19 @@ static int control_request(const char *runtime_dir, const char *req, char *reply
 	return control_request_fd(runtime_dir, req, -1, VM_CTL_TIMEOUT_MS, reply, len);
 }
 
+#define VM_STATUS_TIMEOUT_MS 500 /* a reap asks every VM: a VMM that does not answer soon is not waited for */
+
+int vm_backend_disk_full(const char *runtime_dir)
+{
+	char reply[256];
+	int r = control_request_fd(runtime_dir, "status", -1, VM_STATUS_TIMEOUT_MS, reply, sizeof(reply));
+	if (r < 0 && r != -EIO) /* -EIO: a reply that is not "ok ...", as status's is */
+		return r;
+	if (strncmp(reply, "running ", 8) && strncmp(reply, "paused ", 7))
+		return -EPROTO;
+	return strstr(reply, " disk=pool-full") != NULL;
+}
+
 int vm_backend_snapshot(space_ctx *ctx, const struct sandbox_row *row, const char *path)
 {
 	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);

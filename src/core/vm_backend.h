@@ -82,3 +82,7 @@ void vm_backend_agent_addr(const char *runtime_dir, char *buf, size_t len);
  * log (e.g. "space-vmm: triple fault on vCPU 0", a seccomp violation), else a generic sentence.
  */
 void vm_backend_death_reason(const char *runtime_dir, int pid, char *buf, size_t len);
+
+/* 1 when the VMM in runtime_dir says a disk write waits for room in the pool (docs/vmm.md, "A full
+ * pool"), 0 when not, -errno when it did not answer within a short while. */
+int vm_backend_disk_full(const char *runtime_dir);

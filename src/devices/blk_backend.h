@@ -22,11 +22,25 @@ struct blk_backend_ops {
 	void (*close)(void *b);
 };
 
+/* What the front-end tells wait_space (below). */
+enum blk_space_event {
+	BLK_SPACE_WAIT, /* a write or flush found no room: wait a while; true to try it again */
+	BLK_SPACE_BACK, /* the one that waited went through (the return value is ignored) */
+};
+
 struct blk_backend {
 	const struct blk_backend_ops *ops;
 	void *b;
 	uint64_t size;  /* bytes */
 	bool read_only;
+	/*
+	 * A write or flush that the host's file system has no room for (ENOSPC, EDQUOT): without this hook
+	 * the guest gets an I/O error, which its file system takes for a broken disk (ext4 remounts itself
+	 * read-only). With it the request waits, as long as the hook says (it sleeps, then returns true to
+	 * try again), and goes through once there is room: the guest sees a slow disk. NULL: fail.
+	 */
+	bool (*wait_space)(void *opaque, enum blk_space_event ev);
+	void *wait_opaque;
 };
 
 /*

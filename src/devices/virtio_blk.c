@@ -90,6 +90,24 @@ static bool range_ok(const struct virtio_blk *b, uint64_t sector, uint64_t bytes
 	return bytes % SECTOR == 0 && sector <= cap && bytes / SECTOR <= cap - sector;
 }
 
+static bool no_room(int r)
+{
+	return r == -ENOSPC || r == -EDQUOT;
+}
+
+/* A write or flush (op's result r) that found no room waits and is tried again while be.wait_space says so
+ * (blk_backend.h). Returns the last result. */
+static int retry_for_space(struct virtio_blk *b, int r, const struct blk_req_hdr *h, int n)
+{
+	if (!no_room(r) || !b->be.wait_space)
+		return r;
+	while (no_room(r) && b->be.wait_space(b->be.wait_opaque, BLK_SPACE_WAIT))
+		r = h ? b->be.ops->writev(b->be.b, b->data, n, h->sector * SECTOR) : b->be.ops->flush(b->be.b);
+	if (!no_room(r))
+		(void)b->be.wait_space(b->be.wait_opaque, BLK_SPACE_BACK);
+	return r;
+}
+
 static uint8_t do_rw(struct virtio_blk *b, const struct virtq_chain *c, const struct blk_req_hdr *h,
 		     bool write, uint64_t data_len, uint32_t *written)
 {
@@ -103,6 +121,8 @@ static uint8_t do_rw(struct virtio_blk *b, const struct virtq_chain *c, const st
 	uint64_t off = h->sector * SECTOR;
 	int r = write ? b->be.ops->writev(b->be.b, b->data, n, off)
 		      : b->be.ops->readv(b->be.b, b->data, n, off);
+	if (write)
+		r = retry_for_space(b, r, h, n);
 	if (r < 0)
 		return VIRTIO_BLK_S_IOERR;
 	if (!write)
@@ -178,8 +198,9 @@ static int64_t blk_handle(struct virtio_blk *b, const struct virtq_chain *c)
 			s = do_rw(b, c, &h, true, out_data, &written);
 			break;
 		case VIRTIO_BLK_T_FLUSH:
-			s = b->be.read_only || b->be.ops->flush(b->be.b) == 0 ? VIRTIO_BLK_S_OK
-									      : VIRTIO_BLK_S_IOERR;
+			s = b->be.read_only || retry_for_space(b, b->be.ops->flush(b->be.b), NULL, 0) == 0
+				    ? VIRTIO_BLK_S_OK
+				    : VIRTIO_BLK_S_IOERR;
 			break;
 		case VIRTIO_BLK_T_GET_ID:
 			s = do_get_id(b, c, in_data, &written);
@@ -286,6 +307,8 @@ int virtio_blk_create(const struct virtio_blk_config *cfg, const struct guest_me
 	int r = blk_backend_open_file(cfg->path, cfg->read_only, &be);
 	if (r < 0)
 		return r;
+	be.wait_space = cfg->wait_space;
+	be.wait_opaque = cfg->wait_opaque;
 	r = virtio_blk_create_backend(&be, cfg->serial ? cfg->serial : serial, mem, irq, ret);
 	if (r < 0)
 		blk_backend_close(&be);

@@ -11,6 +11,9 @@ struct virtio_blk_config {
 	const char *path;    /* backing file (raw image), opened by virtio_blk_create */
 	bool read_only;      /* VIRTIO_BLK_F_RO; writes fail with VIRTIO_BLK_S_IOERR */
 	const char *serial;  /* GET_ID string, at most 20 bytes; NULL = derived from the path */
+	/* Writes that find the host's file system full wait while this says so (blk_backend.h); NULL: IOERR. */
+	bool (*wait_space)(void *opaque, enum blk_space_event ev);
+	void *wait_opaque;
 };
 
 /*

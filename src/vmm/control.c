@@ -24,6 +24,8 @@
 
 #define CTL_LINE_MAX 128
 #define CTL_READ_TIMEOUT_MS 1000
+/* Why a VM whose disk waits for room cannot be paused or saved: a request is half done in its vCPU. */
+#define DISK_FULL_TEXT "the pool is full and the VM's disk writes wait for room; free space in the pool first"
 
 int vmm_control_listen(const char *path)
 {
@@ -108,6 +110,10 @@ static void control_snapshot(struct vmm_control *d, int file_fd, char *reply, si
 		snprintf(reply, len, "error snapshot-fd: no file descriptor came with the request\n");
 		return;
 	}
+	if (vm_disk_full(d->vm)) {
+		snprintf(reply, len, "error snapshot-fd: " DISK_FULL_TEXT "\n");
+		return;
+	}
 	if (!was_paused && (r = vm_pause(d->vm)) < 0) {
 		snprintf(reply, len, "error snapshot-fd: cannot pause: %s\n", strerror(-r));
 		return;
@@ -131,10 +137,13 @@ static void control_serve(struct vmm_control *d, int fd)
 	if (r < 0) {
 		snprintf(reply, sizeof(reply), "error bad request: %s\n", strerror(-r));
 	} else if (!strcmp(req, "status")) {
-		snprintf(reply, sizeof(reply), "%s pid=%d cpus=%llu memory_mib=%llu uptime_ms=%llu\n",
+		snprintf(reply, sizeof(reply), "%s pid=%d cpus=%llu memory_mib=%llu uptime_ms=%llu%s\n",
 			 vm_paused(d->vm) ? "paused" : "running", (int)getpid(), (unsigned long long)d->cpus,
 			 (unsigned long long)d->mem_mib,
-			 (unsigned long long)((util_now_ns() - d->started_ns) / 1000000ull));
+			 (unsigned long long)((util_now_ns() - d->started_ns) / 1000000ull),
+			 vm_disk_full(d->vm) ? " disk=pool-full" : "");
+	} else if (!strcmp(req, "pause") && vm_disk_full(d->vm)) {
+		snprintf(reply, sizeof(reply), "error pause: " DISK_FULL_TEXT "\n");
 	} else if (!strcmp(req, "pause") || !strcmp(req, "resume")) {
 		bool pause = req[0] == 'p';
 		r = pause ? vm_pause(d->vm) : vm_resume(d->vm);
@@ -150,7 +159,9 @@ static void control_serve(struct vmm_control *d, int fd)
 		/* snapshot /ABS/PATH: like snapshot-fd with a file the VMM opens itself, which only an
 		 * unjailed VMM without seccomp (--no-seccomp) can do. */
 		bool was_paused = vm_paused(d->vm);
-		if (d->seccomp) {
+		if (vm_disk_full(d->vm)) {
+			snprintf(reply, sizeof(reply), "error snapshot: " DISK_FULL_TEXT "\n");
+		} else if (d->seccomp) {
 			snprintf(reply, sizeof(reply), "error snapshot: needs --no-seccomp; use snapshot-fd\n");
 		} else if (!was_paused && (r = vm_pause(d->vm)) < 0) {
 			snprintf(reply, sizeof(reply), "error snapshot: cannot pause: %s\n", strerror(-r));

@@ -293,10 +293,49 @@ static int create_disk(const void *arg, const struct guest_mem *mem, struct mmio
 }
 #endif
 
+#ifdef SPACE_HAVE_VIRTIO_BLK
+static void deadline_in(struct timespec *ts, long ms);
+
+#define DISK_SPACE_RETRY_MS 1000
+
+/*
+ * A disk write found the host's file system full (the sandbox pool): the vCPU that made it waits here, a
+ * second at a time, and the write is tried again, until it goes through or the VM stops. Said once in the
+ * log each way; `status` on the control socket says "disk=pool-full" meanwhile, which the library shows as
+ * the sandbox paused, "pool full".
+ */
+static bool vm_disk_wait_space(void *opaque, enum blk_space_event ev)
+{
+	struct vm *vm = opaque;
+	if (ev == BLK_SPACE_BACK) {
+		if (atomic_exchange(&vm->disk_full, false))
+			fprintf(stderr, "space-vmm: resumed: the pool has room for the disk's writes again\n");
+		return false;
+	}
+	if (!atomic_exchange(&vm->disk_full, true))
+		fprintf(stderr, "space-vmm: paused: the pool is full; the disk's writes wait for room (they go on by "
+				"themselves once space is freed)\n");
+	pthread_mutex_lock(&vm->pause_lock);
+	if (!atomic_load(&vm->stopping)) {
+		struct timespec ts;
+		deadline_in(&ts, DISK_SPACE_RETRY_MS);
+		pthread_cond_timedwait(&vm->pause_cond, &vm->pause_lock, &ts);
+	}
+	pthread_mutex_unlock(&vm->pause_lock);
+	return !atomic_load(&vm->stopping);
+}
+#endif
+
+bool vm_disk_full(struct vm *vm)
+{
+	return atomic_load(&vm->disk_full);
+}
+
 int vm_add_disk(struct vm *vm, const char *path, bool read_only)
 {
 #ifdef SPACE_HAVE_VIRTIO_BLK
-	struct virtio_blk_config bc = { .path = path, .read_only = read_only, .serial = NULL };
+	struct virtio_blk_config bc = { .path = path, .read_only = read_only, .serial = NULL,
+					.wait_space = vm_disk_wait_space, .wait_opaque = vm };
 	return add_mmio_dev(vm, create_disk, &bc, path);
 #else
 	(void)path;

@@ -53,6 +53,8 @@ struct vm {
 	pthread_cond_t pause_cond;
 	atomic_bool pause_req;
 	unsigned parked;
+	/* A disk write waits for room in the host's file system (vm_disk_wait_space, in vm.c). */
+	atomic_bool disk_full;
 	char err[256];
 };
 

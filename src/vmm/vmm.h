@@ -127,6 +127,10 @@ int vm_resume(struct vm *vm);
 /* True while paused (after vm_pause(), before vm_resume()). */
 bool vm_paused(struct vm *vm);
 
+/* Whether a disk write waits for room in the host's file system (the pool is full): the guest is stalled
+ * on its disk until there is, and it cannot be paused or snapshotted meanwhile (a request is half done). */
+bool vm_disk_full(struct vm *vm);
+
 /* Ends a running VM from outside (e.g. a control request): vm_run() returns with reason and detail. */
 void vm_request_stop(struct vm *vm, enum vm_exit_reason reason, const char *detail);
 

@@ -103,15 +103,17 @@ nested_run() {
 		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc" "$_nr_dir/result.txt"
 		# The wrapper marks the start, then records the script's own status, so that nested-kvm's 75
 		# and 125 can be told apart from the script's.
-		# Its watchdog writes what the VM was doing (nested_diagnose_script) 40 s before the run's timeout,
-		# so that a run that hangs says where.
+		# Its watchdog writes what the VM was doing (nested_diagnose_script) 60 s before the run's timeout,
+		# so that a run that hangs says where. The deadline is the host's clock (the VM's starts from it);
+		# in the VM the time is counted on its uptime, read without a process (under emulation each sleep
+		# and fork takes far longer than it says); the watchdog ends within 2 s of the wrapper.
 		rm -f "$_nr_dir/nested-watchdog.txt"
 		nested_diagnose_script > "$_nr_dir/.nested-diagnose.sh"
 		{
 			printf 'touch "%s/.nested-started"\n' "$_nr_dir"
-			# (it ends within 1 s of the wrapper, however the wrapper ends)
-			printf '( w=$$ t=0; while [ $t -lt %s ]; do sleep 1; t=$((t + 1)); kill -0 $w || exit 0; done\n' \
-				"$((${NESTED_RUN_TIMEOUT:-1200} - 40))"
+			printf '( w=$$ d=%s now=$(date +%%s); read t0 _ < /proc/uptime; t0=${t0%%%%.*}; t=$t0\n' \
+				"$(($(date +%s) + ${NESTED_RUN_TIMEOUT:-1200} - 60))"
+			printf '  while [ $((now + t - t0)) -lt $d ]; do sleep 2; kill -0 $w || exit 0; read t _ < /proc/uptime; t=${t%%%%.*}; done\n'
 			printf '  sh "%s/.nested-diagnose.sh" > "%s/nested-watchdog.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &\n' \
 				"$_nr_dir" "$_nr_dir"
 			printf 'dog=$!\nsh "%s"\nrc=$?\n' "$_nr_script"
@@ -177,7 +179,7 @@ nested_judge() {
 	_nj_res=$1/result.txt _nj_ok=0
 	[ -s "$1/nested-run.txt" ] && cat "$1/nested-run.txt"
 	if [ -s "$1/nested-watchdog.txt" ]; then
-		echo "nested-kvm: the run neared its timeout; what the VM was doing 40 s before it:"
+		echo "nested-kvm: the run neared its timeout; what the VM was doing 60 s before it:"
 		head -n 120 "$1/nested-watchdog.txt"
 	fi
 	if [ "$2" != 0 ]; then

@@ -182,6 +182,42 @@ else
 		fail "VM disk used after a 20 MiB file: \$disk0 -> '\${5:-}'"
 fi
 
+# 3e. A full pool: the VM's disk writes wait for room (no I/O error, no read-only remount in the guest);
+# the sandbox is shown paused, "pool full", with an event, and goes on by itself once space is freed.
+pool=\$S/pool
+avail=\$(df -k --output=avail "\$pool" | tail -n 1)
+fallocate -l \$(( (avail - 8192) * 1024 )) "\$pool/filler" 2>/dev/null
+dd if=/dev/zero of="\$pool/filler2" bs=1M > /dev/null 2>&1 # what btrfs still had
+sync
+SP exec "\$id" -- sh -c 'dd if=/dev/urandom of=/root/full bs=1M count=48 conv=fsync 2>&1 | tail -n 1; awk "\\\$2 == \"/\" { print \\\$4 }" /proc/mounts' > $work/full.out 2> $work/full.err &
+wpid=\$!
+vmstate() { SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$id'][0]; print(s['status'] + '|' + (s.get('reason') or ''))"; }
+st=
+for i in \$(seq 60); do
+	st=\$(vmstate)
+	case "\$st" in paused\|pool\ full*) break ;; esac
+	sleep 2
+done
+case "\$st" in
+paused\|pool\ full*) pass "a VM whose disk writes find the pool full is shown paused: \$st" ;;
+*) fail "a full pool: the VM is '\$st', not paused, pool full (pool: \$(df -k --output=avail "\$pool" | tail -n 1) KiB free)" ;;
+esac
+SP events "\$id" > $work/full-events.txt 2>&1
+grep -q "pool full" $work/full-events.txt && pass "an event says the pool is full" ||
+	fail "no pool-full event: \$(tail -n 3 $work/full-events.txt)"
+rm -f "\$pool/filler" "\$pool/filler2"
+sync
+for i in \$(seq 90); do kill -0 \$wpid 2>/dev/null || break; sleep 2; done
+wait \$wpid
+rc=\$?
+st=\$(vmstate)
+case "\$rc|\$st|\$(cat $work/full.out | tr '\n' ' ')" in
+"0|running|"*" copied"*" rw,"*) pass "space freed: the waiting writes went through and the guest's root stayed rw (\$(head -n 1 $work/full.out))" ;;
+*) fail "after space was freed: exec rc \$rc, status '\$st', guest: \$(cat $work/full.out $work/full.err | tr '\n' ' ')" ;;
+esac
+cat "\$S/run/\$id/sandbox.log.1" "\$S/run/\$id/sandbox.log" 2>/dev/null | grep -q "space-vmm: paused: the pool is full" &&
+	pass "space-vmm's log says the pool was full" || fail "space-vmm's log does not say the pool was full"
+
 # 4. the space-vmm process: jailed and filtered.
 pid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$id'][0])")
 st=/proc/\$pid/status

@@ -216,15 +216,15 @@ for _ in $(seq 50); do
 done
 check "...and the stub nested-kvm and the watchdog are gone: '$gone'" $([ -z "$gone" ]; echo $?)
 
-# ---- the in-VM watchdog: a script still running 40 s before the run's timeout leaves what the VM was
+# ---- the in-VM watchdog: a script still running 60 s before the run's timeout leaves what the VM was
 # doing, which the judge prints; a script that ends in time leaves nothing, and no watchdog behind ----
 make_script() { { echo 'sleep 4'; echo "echo 'PASS: slow' >> '$tmp/w/result.txt'"; echo "echo 'DONE checks=1' >> '$tmp/w/result.txt'"; } > "$tmp/w/inside.sh"; }
-NESTED_RUN_TIMEOUT=42 run_with run
+NESTED_RUN_TIMEOUT=62 run_with run
 judged 0
 check "a run near its timeout leaves the watchdog's report, and the judge prints it" \
 	$(grep -q '^=== nested watchdog' "$tmp/w/nested-watchdog.txt" 2>/dev/null && grep -q 'what the VM was doing' "$tmp/verdict"; echo $?)
 make_script() { good; }
-NESTED_RUN_TIMEOUT=42 run_with run
+NESTED_RUN_TIMEOUT=62 run_with run
 sleep 3
 check "a run that ends in time leaves no watchdog report" $([ ! -e "$tmp/w/nested-watchdog.txt" ]; echo $?)
 dogs=$(pgrep -f "$tmp/w/.nested-diagnose.sh" || true)

@@ -2,7 +2,8 @@
 /*
  * virtio-mmio + virtio-blk driven by a C "guest driver" over fake guest RAM: registers, feature
  * negotiation, reads and writes checked against the backing file, flush, get-id, discard, read-only
- * refusal, range checks, indirect chains, interrupt suppression, reset, and back-end I/O errors.
+ * refusal, range checks, indirect chains, interrupt suppression, reset, back-end I/O errors, and writes
+ * that wait for room in a full host file system.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -443,6 +444,77 @@ static void test_backend_errors(void)
 	vdrv_done(&d);
 }
 
+/* A back-end with no room for its first writes and flushes (ENOSPC, then EDQUOT), then room. */
+static int nospace_left; /* failures still to come */
+static int nospace_writes;
+static uint8_t nospace_data[512];
+static int nospace_rw(void *b, const struct iovec *iov, int n, uint64_t off)
+{
+	(void)b;
+	nospace_writes++;
+	if (nospace_left > 0)
+		return nospace_left-- % 2 ? -ENOSPC : -EDQUOT;
+	if (n == 1 && off == 0 && iov[0].iov_len == sizeof(nospace_data))
+		memcpy(nospace_data, iov[0].iov_base, sizeof(nospace_data));
+	return 0;
+}
+static int nospace_flush(void *b)
+{
+	(void)b;
+	return nospace_left > 0 ? (nospace_left--, -ENOSPC) : 0;
+}
+static const struct blk_backend_ops nospace_ops = {
+	.readv = eio_rw, .writev = nospace_rw, .flush = nospace_flush, .close = eio_close,
+};
+static int waits, backs, wait_budget;
+static bool wait_space(void *opaque, enum blk_space_event ev)
+{
+	(void)opaque;
+	if (ev == BLK_SPACE_BACK) {
+		backs++;
+		return false;
+	}
+	waits++;
+	return wait_budget-- > 0;
+}
+
+/* A write or flush with no room waits (the hook's word) and goes through once there is: the guest sees OK,
+ * with its data written; without the hook, or when the hook gives up (the VM stops), IOERR. */
+static void test_no_room_waits(void)
+{
+	struct vdrv d;
+	CHECK(vdrv_init(&d) == 0);
+	struct blk_backend be = { .ops = &nospace_ops, .size = 64 * 512, .wait_space = wait_space };
+	CHECK(virtio_blk_create_backend(&be, NULL, &d.mem, vdrv_irq(&d), &d.dev) == 0);
+	CHECK(vdrv_setup(&d, ALL_FEATURES, 16) == 0x0f);
+	uint64_t buf = vdrv_alloc(&d, 512);
+	memset(vdrv_host(&d, buf), 0x5a, 512);
+	nospace_left = 3, wait_budget = 100, waits = backs = nospace_writes = 0;
+	CHECK(vdrv_blk_req(&d, VIRTIO_BLK_T_OUT, 0, buf, 512, false, false, NULL) == VIRTIO_BLK_S_OK);
+	CHECK(waits == 3 && backs == 1 && nospace_writes == 4);
+	CHECK(nospace_data[0] == 0x5a && nospace_data[511] == 0x5a);
+	nospace_left = 2, waits = backs = 0;
+	CHECK(vdrv_blk_req(&d, VIRTIO_BLK_T_FLUSH, 0, 0, 0, false, false, NULL) == VIRTIO_BLK_S_OK);
+	CHECK(waits == 2 && backs == 1);
+	/* The hook gives up (the VM is stopping): the request fails, and nothing says it went through. */
+	nospace_left = 10, wait_budget = 2, waits = backs = 0;
+	CHECK(vdrv_blk_req(&d, VIRTIO_BLK_T_OUT, 0, buf, 512, false, false, NULL) == VIRTIO_BLK_S_IOERR);
+	CHECK(waits == 3 && backs == 0);
+	CHECK(!vdrv_needs_reset(&d));
+	vdrv_done(&d);
+
+	/* No hook: IOERR at once, as before. */
+	CHECK(vdrv_init(&d) == 0);
+	be = (struct blk_backend){ .ops = &nospace_ops, .size = 64 * 512 };
+	CHECK(virtio_blk_create_backend(&be, NULL, &d.mem, vdrv_irq(&d), &d.dev) == 0);
+	CHECK(vdrv_setup(&d, ALL_FEATURES, 16) == 0x0f);
+	buf = vdrv_alloc(&d, 512);
+	nospace_left = 1, nospace_writes = 0;
+	CHECK(vdrv_blk_req(&d, VIRTIO_BLK_T_OUT, 0, buf, 512, false, false, NULL) == VIRTIO_BLK_S_IOERR);
+	CHECK(nospace_writes == 1);
+	vdrv_done(&d);
+}
+
 /* The backing file shrinks under a running device: reads past its new end fail, the rest works. */
 static void test_file_shrinks(void)
 {
@@ -495,6 +567,7 @@ int main(void)
 	RUN(test_reset_and_reuse);
 	RUN(test_concurrent_vcpus);
 	RUN(test_backend_errors);
+	RUN(test_no_room_waits);
 	RUN(test_file_shrinks);
 	RUN(test_create_errors);
 	unlink(disk);
