@@ -109,6 +109,10 @@ struct backend_ops {
 	int (*oom_kills)(const struct sandbox_row *row, uint64_t *ret_count);
 	/* The sandbox's disk: bytes used and its size (space_sandbox_usage's disk figures). No context. */
 	int (*disk_usage)(const struct sandbox_row *row, uint64_t *ret_used, uint64_t *ret_total);
+	/* 1 when the sandbox's disk writes wait for room in a full pool (the VM's space-vmm holds them:
+	 * docs/vmm.md, "A full pool"), 0 when not, -errno when it cannot tell soon. NULL: never (a jail's
+	 * disk fails instead). Asked at every reap: fast. */
+	int (*disk_full)(const char *runtime_dir);
 };
 
 /* The host's view of a sandbox's disk image (row->info.path/rootfs.ext4): blocks allocated, apparent size. */

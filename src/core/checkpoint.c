@@ -28,7 +28,6 @@
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/backend.h"
-#include "core/vm_backend.h"
 #include "proto/agent_client.h"
 #include "store/btrfs.h"
 #include "store/checkpoints.h"
@@ -76,7 +75,7 @@ static int set_paused(space_sandbox *sb, bool pause)
 	 * then its VMM can be neither paused nor resumed. */
 	if (row.info.status == SPACE_SANDBOX_PAUSED && !strncmp(row.info.reason, SANDBOX_POOL_FULL_REASON,
 								  strlen(SANDBOX_POOL_FULL_REASON)) &&
-	    (pause || vm_backend_disk_full(row.runtime_dir) != 0)) {
+	    (pause || !ops->disk_full || ops->disk_full(row.runtime_dir) != 0)) {
 		r = ctx_error_msg(ctx, -ENOSPC, "cannot %s sandbox %s: %s", pause ? "pause" : "resume", row.info.id,
 				  row.info.reason);
 		sandbox_row_clear(&row);

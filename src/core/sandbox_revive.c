@@ -19,7 +19,6 @@
 #include "core/logcap.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
-#include "core/vm_backend.h"
 #include "net/net.h"
 #include "store/lock.h"
 #include "store/sandboxes.h"
@@ -114,17 +113,17 @@ int sandbox_revive_helpers(space_ctx *ctx)
 }
 
 /*
- * VMs whose disk writes wait for room in a full pool (docs/vmm.md, "A full pool") are shown paused with the
- * reason SANDBOX_POOL_FULL_REASON (a status change, so an event), and running again once their VMM says the
+ * Sandboxes whose disk writes wait for room in a full pool (backend_ops.disk_full: a VM's, docs/vmm.md, "A
+ * full pool") are shown paused with the reason SANDBOX_POOL_FULL_REASON (a status change, so an event), and running again once their VMM says the
  * writes went through. Asked of every live VM at each reap, under its lock (busy ones: the next reap).
  */
 
-static void pool_full_one(space_ctx *ctx, const struct store_sandbox *w)
+static void pool_full_one(space_ctx *ctx, const struct store_sandbox *w, int (*disk_full)(const char *))
 {
 	bool marked = w->status == STORE_PAUSED && !strncmp(w->reason, SANDBOX_POOL_FULL_REASON, strlen(SANDBOX_POOL_FULL_REASON));
 	if (w->status == STORE_PAUSED && !marked)
 		return; /* paused by a caller: its VMM writes nothing */
-	int full = vm_backend_disk_full(w->runtime_dir);
+	int full = disk_full(w->runtime_dir);
 	if (full < 0 || (full == 1) == marked)
 		return;
 	int lock = store_lock_take(ctx->state_dir, w->id, 0);
@@ -159,10 +158,14 @@ void sandbox_sync_pool_full(space_ctx *ctx)
 		return;
 	for (size_t i = 0; i < n; i++) {
 		const struct store_sandbox *w = &rows[i];
-		if (strcmp(w->isolation, "vm") ||
+		enum backend_kind kind;
+		if (backend_kind_parse(w->isolation, &kind) < 0)
+			continue;
+		const struct backend_ops *ops = backend_of(kind);
+		if (!ops->disk_full ||
 		    util_proc_liveness(w->proc.pid, w->proc.start_time, w->proc.pidns) != UTIL_PROC_ALIVE)
 			continue;
-		pool_full_one(ctx, w);
+		pool_full_one(ctx, w, ops->disk_full);
 	}
 	store_sandbox_list_free(rows, n);
 }

@@ -695,6 +695,7 @@ const struct backend_ops backend_vm_ops = {
 	.start = vm_backend_start,
 	.stop = vm_backend_kill,
 	.pause = vm_backend_pause,
+	.disk_full = vm_backend_disk_full,
 	.alive = vm_ops_alive,
 	.snapshot = vm_ops_snapshot,
 	.snapshot_find = vm_backend_snapshot_find,
