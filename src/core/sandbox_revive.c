@@ -114,13 +114,14 @@ int sandbox_revive_helpers(space_ctx *ctx)
 
 /*
  * Sandboxes whose disk writes wait for room in a full pool (backend_ops.disk_full: a VM's, docs/vmm.md, "A
- * full pool") are shown paused with the reason SANDBOX_POOL_FULL_REASON (a status change, so an event), and running again once their VMM says the
- * writes went through. Asked of every live VM at each reap, under its lock (busy ones: the next reap).
+ * full pool") are shown paused with the reason SANDBOX_POOL_FULL_REASON (a status change, so an event),
+ * and running again once their VMM says the writes went through. Asked of every live one at each reap,
+ * under its lock (busy ones: the next reap).
  */
-
 static void pool_full_one(space_ctx *ctx, const struct store_sandbox *w, int (*disk_full)(const char *))
 {
-	bool marked = w->status == STORE_PAUSED && !strncmp(w->reason, SANDBOX_POOL_FULL_REASON, strlen(SANDBOX_POOL_FULL_REASON));
+	bool marked = w->status == STORE_PAUSED &&
+		      !strncmp(w->reason, SANDBOX_POOL_FULL_REASON, strlen(SANDBOX_POOL_FULL_REASON));
 	if (w->status == STORE_PAUSED && !marked)
 		return; /* paused by a caller: its VMM writes nothing */
 	int full = disk_full(w->runtime_dir);
@@ -135,8 +136,9 @@ static void pool_full_one(space_ctx *ctx, const struct store_sandbox *w, int (*d
 		if (statvfs(w->path, &sv) == 0)
 			util_format_size((uint64_t)sv.f_bavail * sv.f_frsize, fb, sizeof(fb));
 		snprintf(reason, sizeof(reason),
-			 SANDBOX_POOL_FULL_REASON " (%s free): its disk writes wait for room; free space in the pool (space rm, "
-			 "or a bigger pool) and it goes on by itself", fb);
+			 SANDBOX_POOL_FULL_REASON " (%s free): its disk writes wait for room; free space in the pool "
+						  "(space rm, or a bigger pool) and it goes on by itself",
+			 fb);
 		if (core_sandbox_transition(ctx, w->id, STORE_ST(STORE_RUNNING), SPACE_SANDBOX_PAUSED, reason) == 0)
 			ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: %s", w->id, reason);
 	} else if (core_sandbox_transition(ctx, w->id, STORE_ST(STORE_PAUSED), SPACE_SANDBOX_RUNNING,
