@@ -73,8 +73,7 @@ static int set_paused(space_sandbox *sb, bool pause)
 	enum space_sandbox_status want = pause ? SPACE_SANDBOX_PAUSED : SPACE_SANDBOX_RUNNING;
 	/* A VM stalled on a full pool (core/sandbox_revive.c) goes on by itself once there is room; until
 	 * then its VMM can be neither paused nor resumed. */
-	if (row.info.status == SPACE_SANDBOX_PAUSED && !strncmp(row.info.reason, SANDBOX_POOL_FULL_REASON,
-								  strlen(SANDBOX_POOL_FULL_REASON)) &&
+	if (row.info.status == SPACE_SANDBOX_PAUSED && sandbox_reason_pool_full(row.info.reason) &&
 	    (pause || !ops->disk_full || ops->disk_full(row.runtime_dir) != 0)) {
 		r = ctx_error_msg(ctx, -ENOSPC, "cannot %s sandbox %s: %s", pause ? "pause" : "resume", row.info.id,
 				  row.info.reason);

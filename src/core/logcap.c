@@ -109,10 +109,11 @@ static void record_pid(space_ctx *ctx, const char *runtime_dir, const struct uti
 		ctx_log(ctx, SPACE_LOG_WARNING, "record the log writer's pid in %s: %s", path, strerror(errno));
 }
 
-/* Opens the reading end of runtime_dir's log FIFO (blocking reads; never blocks in the open). */
-static int open_fifo_reader(space_ctx *ctx, const char *fifo)
+/* Opens one end of the log FIFO (flags: O_RDONLY or O_WRONLY) without blocking in the open (a reader is
+ * never waited for; a writer needs one already there), then makes its reads or writes blocking. */
+static int open_fifo_end(space_ctx *ctx, const char *fifo, int flags)
 {
-	int fd = open(fifo, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(fifo, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return ctx_error(ctx, -errno, "open %s", fifo);
 	struct stat st;
@@ -191,13 +192,12 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	if (mkfifo(fifo, 0600) < 0)
 		return ctx_error(ctx, -errno, "mkfifo %s", fifo);
 	/* The reader first (an open for writing needs one), then the writer, kept by the jail alone. */
-	_cleanup_close_ int lread = open_fifo_reader(ctx, fifo);
+	_cleanup_close_ int lread = open_fifo_end(ctx, fifo, O_RDONLY);
 	if (lread < 0)
 		return lread;
-	_cleanup_close_ int lwrite = open(fifo, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-	int fl = lwrite < 0 ? -1 : fcntl(lwrite, F_GETFL);
-	if (fl < 0 || fcntl(lwrite, F_SETFL, fl & ~O_NONBLOCK) < 0)
-		return ctx_error(ctx, -errno, "open %s for writing", fifo);
+	_cleanup_close_ int lwrite = open_fifo_end(ctx, fifo, O_WRONLY);
+	if (lwrite < 0)
+		return lwrite;
 	int r = spawn_writer(ctx, sandbox_id, runtime_dir, fresh, lread, ret_status_fd);
 	if (r < 0)
 		return r;
@@ -210,7 +210,7 @@ int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_d
 	char fifo[PATH_MAX];
 	if ((size_t)snprintf(fifo, sizeof(fifo), "%s/" LOGCAP_FIFO, runtime_dir) >= sizeof(fifo))
 		return ctx_error(ctx, -ENAMETOOLONG, "log of %s", sandbox_id);
-	_cleanup_close_ int lread = open_fifo_reader(ctx, fifo);
+	_cleanup_close_ int lread = open_fifo_end(ctx, fifo, O_RDONLY);
 	if (lread < 0)
 		return lread;
 	_cleanup_close_ int status = -1;

@@ -154,5 +154,6 @@ int sandbox_revive_helpers(space_ctx *ctx);
 /* VMs whose disk waits for room in a full pool: shown paused, "pool full", until it has room
  * (core/sandbox_revive.c). */
 void sandbox_sync_pool_full(space_ctx *ctx);
-/* How such a sandbox's reason begins. */
+/* How such a sandbox's reason begins, and whether a paused sandbox's reason is that one. */
 #define SANDBOX_POOL_FULL_REASON "pool full"
+bool sandbox_reason_pool_full(const char *reason);

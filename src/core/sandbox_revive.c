@@ -9,7 +9,6 @@
  * at once (it ignores SIGPIPE), so nothing blocks, and only those lines are lost.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -59,14 +58,10 @@ static int revive_one(space_ctx *ctx, const char *id)
 		note(ctx, id, "its egress gateway", r);
 		done += r == 0;
 	}
-	struct sandbox_row row;
-	if (sandbox_row_load(ctx, id, &row) == 0) {
-		if (logcap_dead(row.runtime_dir) == 1) {
-			int r = logcap_restart(ctx, id, row.runtime_dir);
-			note(ctx, id, "its log writer (space-logcap)", r);
-			done += r == 0;
-		}
-		sandbox_row_clear(&row);
+	if (logcap_dead(now.runtime_dir) == 1) {
+		int r = logcap_restart(ctx, id, now.runtime_dir);
+		note(ctx, id, "its log writer (space-logcap)", r);
+		done += r == 0;
 	}
 	if (now.helper.pid > 0 &&
 	    util_proc_liveness(now.helper.pid, now.helper.start_time, now.helper.pidns) == UTIL_PROC_DEAD) {
@@ -97,9 +92,7 @@ int sandbox_revive_helpers(space_ctx *ctx)
 			continue;
 		bool snapd_dead = w->helper.pid > 0 &&
 				  util_proc_liveness(w->helper.pid, w->helper.start_time, w->helper.pidns) == UTIL_PROC_DEAD;
-		char rundir[PATH_MAX];
-		snprintf(rundir, sizeof(rundir), "%s/run/%s", ctx->state_dir, w->id);
-		if (!snapd_dead && logcap_dead(rundir) != 1 && net_gateway_dead(ctx, w->id) != 1)
+		if (!snapd_dead && logcap_dead(w->runtime_dir) != 1 && net_gateway_dead(ctx, w->id) != 1)
 			continue;
 		/* Not while an operation holds it: a rollback or destroy settles its helpers itself. */
 		int lock = store_lock_take(ctx->state_dir, w->id, 0);
@@ -118,10 +111,14 @@ int sandbox_revive_helpers(space_ctx *ctx)
  * and running again once their VMM says the writes went through. Asked of every live one at each reap,
  * under its lock (busy ones: the next reap).
  */
+bool sandbox_reason_pool_full(const char *reason)
+{
+	return !strncmp(reason, SANDBOX_POOL_FULL_REASON, sizeof(SANDBOX_POOL_FULL_REASON) - 1);
+}
+
 static void pool_full_one(space_ctx *ctx, const struct store_sandbox *w, int (*disk_full)(const char *))
 {
-	bool marked = w->status == STORE_PAUSED &&
-		      !strncmp(w->reason, SANDBOX_POOL_FULL_REASON, strlen(SANDBOX_POOL_FULL_REASON));
+	bool marked = w->status == STORE_PAUSED && sandbox_reason_pool_full(w->reason);
 	if (w->status == STORE_PAUSED && !marked)
 		return; /* paused by a caller: its VMM writes nothing */
 	int full = disk_full(w->runtime_dir);
