@@ -17,7 +17,7 @@ pkgs=(
 	btrfs-progs e2fsprogs tar gzip xz-utils zstd busybox-static mmdebstrap iproute2 kmod cpio
 	debian-archive-keyring
 	# tests and benchmarks
-	acpica-tools qemu-system-x86 bubblewrap file procps psmisc util-linux python3 openssl ca-certificates
+	acpica-tools qemu-system-x86 bubblewrap file procps psmisc util-linux python3 openssl ca-certificates strace
 	python3-pytest
 	# Debian packages (debian/, tests/packaging)
 	dpkg-dev debhelper dh-python lintian

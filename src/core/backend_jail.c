@@ -109,11 +109,9 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	if (lfd < 0)
 		return ctx_error(ctx, lfd, "listen on %s", sock);
 	/* Output goes through a pipe to the capping log writer: no host file is open inside (core/logcap.h). */
-	_cleanup_close_ int logfd = -1, logstatus = -1;
-	if ((r = logcap_start(ctx, b->id, row->runtime_dir, b->status == SPACE_SANDBOX_CREATING, &logfd,
-			      &logstatus)) < 0)
+	_cleanup_close_ int logfd = -1, logread = -1, logstatus = -1;
+	if ((r = logcap_open(ctx, b->id, row->runtime_dir, &logfd, &logread)) < 0)
 		return r;
-	trace_mark(row->trace, "logcap");
 	/* The agent ends the sandbox at its deadline by itself; a later library call reclaims the disk. */
 	char life_arg[24], cpus_arg[16], nice_arg[16];
 	snprintf(life_arg, sizeof(life_arg), "%u", lifetime_s);
@@ -145,6 +143,17 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	struct jail_info ji;
 	r = jail_start(&jc, &ji, why, sizeof(why));
 	trace_mark(row->trace, "jail");
+	/*
+	 * The log writer starts once the jail runs (its start lines wait in the pipe): on a cgroup v1 host both
+	 * join cgroups by migration, and the first migration waits for an RCU grace period (5-20 ms measured
+	 * on a 2-core host) that the ones soon after it do not, so the writer's join now rides on PID 1's. A
+	 * jail that did not start gets its writer too: what it said before it failed reaches its log.
+	 */
+	close(TAKE_FD(logfd));
+	int rl = logcap_spawn(ctx, b->id, row->runtime_dir, b->status == SPACE_SANDBOX_CREATING, logread, &logstatus);
+	close(TAKE_FD(logread));
+	if (r < 0 && rl == 0)
+		(void)logcap_wait_ready(ctx, logstatus); /* it takes over the pipe before we say why */
 	if (r == -EOPNOTSUPP)
 		return ctx_error_msg(ctx, r, "start jail: %s. This kernel cannot idmap the sandbox's rootfs; the operator "
 					     "may allow that weaker mode for a state directory: `space init "
@@ -159,9 +168,13 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 		ctx_log(ctx, SPACE_LOG_WARNING, "state directory %s allows the identity uid map and sandbox %s uses it: "
 						"idmapped mounts failed, root inside is host uid 0 (a weaker boundary; "
 						"see its log)", ctx->state_dir, b->id);
-	/* The agent holds its own copies of the listening socket and the log pipe. */
+	/* The agent holds its own copy of the listening socket. */
 	close(TAKE_FD(lfd));
-	close(TAKE_FD(logfd));
+	if (rl < 0) {
+		(void)jail_kill(&ji, KILL_TIMEOUT_MS);
+		return rl;
+	}
+	trace_mark(row->trace, "logcap");
 	/* Which loop device holds its disk, so the stop waits for that one alone (a hint: without it every
 	 * loop device of the host is looked at). */
 	char loopf[PATH_MAX];

@@ -180,8 +180,7 @@ static int spawn_writer(space_ctx *ctx, const char *sandbox_id, const char *runt
 	return 0;
 }
 
-int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
-		 int *ret_status_fd)
+int logcap_open(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd, int *ret_read_fd)
 {
 	char fifo[PATH_MAX];
 	if ((size_t)snprintf(fifo, sizeof(fifo), "%s/" LOGCAP_FIFO, runtime_dir) >= sizeof(fifo))
@@ -195,14 +194,18 @@ int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	_cleanup_close_ int lread = open_fifo_end(ctx, fifo, O_RDONLY);
 	if (lread < 0)
 		return lread;
-	_cleanup_close_ int lwrite = open_fifo_end(ctx, fifo, O_WRONLY);
+	int lwrite = open_fifo_end(ctx, fifo, O_WRONLY);
 	if (lwrite < 0)
 		return lwrite;
-	int r = spawn_writer(ctx, sandbox_id, runtime_dir, fresh, lread, ret_status_fd);
-	if (r < 0)
-		return r;
-	*ret_fd = TAKE_FD(lwrite);
+	*ret_fd = lwrite;
+	*ret_read_fd = TAKE_FD(lread);
 	return 0;
+}
+
+int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int read_fd,
+		 int *ret_status_fd)
+{
+	return spawn_writer(ctx, sandbox_id, runtime_dir, fresh, read_fd, ret_status_fd);
 }
 
 int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir)

@@ -20,17 +20,23 @@
 #define LOGCAP_PID "logcap.pid" /* "PID START-TIME" of the running writer */
 
 /*
- * Starts the log writer of sandbox_id on runtime_dir's log files (created 0600 if missing, kept
- * otherwise) and returns the write end of its pipe (a FIFO in runtime_dir, made anew, which only root
- * reaches on the host, so that a new writer can take over the jail's end: logcap_restart) in *ret_fd (close-on-exec; the caller hands it to
- * jail_config.log_fd and closes it once the jail started: EOF, which ends the writer, comes when the last
- * holder is gone) and its status pipe in *ret_status_fd. Returns without waiting for the writer, so the
- * jail can start meanwhile: the writer reads the pipe only once confined, and logcap_wait_ready() must say
- * so before the sandbox counts as started (else the jail is stopped: fail closed). fresh: a sandbox being
- * created, whose writer holds no uid yet (a restart reuses the one it holds). On failure nothing runs and
- * ctx's last error says why.
+ * The pipe of sandbox_id's log: a FIFO in runtime_dir, made anew, which only root reaches on the host (so
+ * that a new writer can take over the jail's end: logcap_restart). Its write end in *ret_fd (close-on-exec;
+ * the caller hands it to jail_config.log_fd and closes it once the jail started: EOF, which ends the writer,
+ * comes when the last holder is gone), its read end in *ret_read_fd, for logcap_spawn(). What the jail writes
+ * before the writer runs waits in the pipe.
  */
-int logcap_start(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int *ret_fd,
+int logcap_open(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd, int *ret_read_fd);
+
+/*
+ * Starts the log writer of sandbox_id on runtime_dir's log files (created 0600 if missing, kept otherwise),
+ * reading read_fd (the caller closes its copy), and returns its status pipe in *ret_status_fd, without
+ * waiting: the writer reads the pipe only once confined, and logcap_wait_ready() must say so before the
+ * sandbox counts as started (else the jail is stopped: fail closed). fresh: a sandbox being created, whose
+ * writer holds no uid yet (a restart reuses the one it holds). On failure nothing runs and ctx's last error
+ * says why.
+ */
+int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int read_fd,
 		 int *ret_status_fd);
 
 /* A new log writer for a running jail whose writer died (a kill -9, an OOM kill): it reads the FIFO the

@@ -46,6 +46,7 @@
 #include "jail/jail.h"
 #include "jail/jail_internal.h"
 #include "util/cleanup.h"
+#include "util/clone3.h"
 #include "util/loop.h"
 #include "util/procstat.h"
 #include "util/uidalloc.h"
@@ -181,35 +182,6 @@ static void *child_stack(void)
  * PID 1 has exec'd or died) and *a must stay valid as long. It waits for a byte on *ret_go and reports
  * failures on *ret_err.
  */
-/*
- * clone3(2) for a child that runs fn(arg) on the stack args->stack (glibc has no wrapper): the kernel starts
- * the child on that stack, where no C frame of ours exists, so the call is made from assembly. With
- * CLONE_VM the child shares our memory, as clone(2)'s children above do. Returns the pid or -errno.
- */
-static pid_t clone3_call(struct clone_args *args, int (*fn)(void *), void *arg)
-{
-	register void *r12 __asm__("r12") = (void *)fn;
-	register void *r13 __asm__("r13") = arg;
-	long ret;
-	__asm__ volatile("syscall\n\t"
-			 "test %%rax, %%rax\n\t"
-			 "jnz 1f\n\t"
-			 /* the child: a frame-less start on its own stack; its return value is its exit status */
-			 "xor %%ebp, %%ebp\n\t"
-			 "mov %%r13, %%rdi\n\t"
-			 "call *%%r12\n\t"
-			 "mov %%eax, %%edi\n\t"
-			 "mov %[sys_exit], %%eax\n\t"
-			 "syscall\n\t"
-			 "hlt\n\t"
-			 "1:"
-			 : "=a"(ret)
-			 : "0"((long)SYS_clone3), "D"(args), "S"(sizeof(*args)), "r"(r12), "r"(r13),
-			   [sys_exit] "i"(SYS_exit)
-			 : "rcx", "r11", "memory");
-	return (pid_t)ret; /* a pid, or -errno */
-}
-
 /* PID 1 born in the jail's cgroup (v2: CLONE_INTO_CGROUP), so nothing is ever migrated into it: a migration
  * waits for an RCU grace period (10-16 ms measured on a 2-core host) on the creation's critical path.
  * -ENOSYS, -E2BIG or -EINVAL: the kernel lacks clone3 or CLONE_INTO_CGROUP (then PID 1 is moved). */
@@ -222,7 +194,7 @@ static pid_t clone_into_cgroup(int cgroup_fd, void *stack, struct pid1_args *a)
 		.stack_size = JAIL_CLONE_VM ? CHILD_STACK : 0,
 		.cgroup = (uint64_t)cgroup_fd,
 	};
-	return clone3_call(&ca, pid1_entry, a);
+	return util_clone3(&ca, pid1_entry, a);
 }
 
 static pid_t spawn_pid1(const struct jail_plan *p, struct pid1_args *a, int *ret_go, int *ret_err, void **ret_stack,

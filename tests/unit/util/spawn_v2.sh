@@ -1,0 +1,33 @@
+#!/bin/sh
+# util_spawn on a cgroup v2 host: a helper is born in its cgroup (clone3 CLONE_INTO_CGROUP), no migration.
+# Where /sys/fs/cgroup is v1 (or hybrid) but the kernel has cgroup2, the test runs in a private mount
+# namespace with cgroup2 mounted over /sys/fs/cgroup; where it is v2 already, the plain util_spawn test is
+# this test. Checks that the helper is a member of its cgroup before it runs, and that the spawn used
+# clone3 with CLONE_INTO_CGROUP (strace), then removes what it made.
+set -u
+T=$1
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
+if [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ]; then
+	echo "SKIP: /sys/fs/cgroup is cgroup v2 already: the util_spawn test covers it"
+	exit 77
+fi
+grep -qw cgroup2 /proc/filesystems || { echo "SKIP: the kernel has no cgroup2"; exit 77; }
+command -v strace >/dev/null || { echo "SKIP: strace missing"; exit 77; }
+command -v unshare >/dev/null || { echo "SKIP: unshare missing"; exit 77; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# Inside: the shared parent is left in place by design; where the test made it, the test removes it.
+unshare -m sh -c "mount -t cgroup2 none /sys/fs/cgroup || exit 90
+	had=no; [ -d /sys/fs/cgroup/space-helpers.slice ] && had=yes
+	strace -f -qq -e trace=clone3 -o '$out' '$T'; rc=\$?
+	[ \$had = no ] && rmdir /sys/fs/cgroup/space-helpers.slice
+	exit \$rc"
+rc=$?
+[ $rc = 90 ] && { echo "SKIP: cgroup2 cannot be mounted here"; exit 77; }
+n=$(grep -c 'CLONE_INTO_CGROUP' "$out" 2>/dev/null)
+fails=0
+[ $rc = 0 ] || { echo "FAIL: util_spawn under cgroup v2 exited $rc"; fails=$((fails + 1)); }
+if [ "$n" -ge 1 ]; then echo "ok: $n spawn(s) born in their cgroup (clone3 CLONE_INTO_CGROUP)"
+else echo "FAIL: no spawn used CLONE_INTO_CGROUP"; fails=$((fails + 1)); fi
+echo "spawn_v2: 2 checks, $fails failed"
+[ $fails = 0 ]
