@@ -254,6 +254,26 @@ static int mark_pooled(space_ctx *ctx, const char *id, const char *tname)
 	return ctx_store_finish(ctx, s, r, id, "pool.fill", tname);
 }
 
+/*
+ * A pooled sandbox runs one process before it is paused: `sh -c :`, found through PATH as any command is.
+ * That reads from its fresh clone what nearly every first command needs (the directories of PATH, the shell,
+ * the C library and the dynamic loader), which a clone's page cache never shares with its template's or its
+ * siblings': the first command of a sandbox handed out then finds them in memory (7 ms of a 9 ms time to
+ * interactive from the pool, measured on a 2-core host, went to these reads). Best effort: a template
+ * without a shell is pooled all the same.
+ */
+static void warm_up(space_sandbox *sb)
+{
+	static const char *const argv[] = { "sh", "-c", ":", NULL };
+	struct space_exec_options eo = SPACE_EXEC_OPTIONS_INIT;
+	struct space_exec_result res = SPACE_EXEC_RESULT_INIT;
+	eo.argv = argv;
+	eo.timeout_ms = 10000;
+	if (space_sandbox_exec(sb, &eo, &res) < 0 || !res.exited || res.exit_code != 0)
+		ctx_log(sandbox_ctx(sb), SPACE_LOG_DEBUG, "sandbox %s: warm-up `sh -c :` did not run cleanly (%s)",
+			space_sandbox_id(sb), sandbox_ctx(sb)->last_error);
+}
+
 static int fill_one_template(space_ctx *ctx, const char *tname, uint32_t size)
 {
 	int live = prune(ctx, tname, size);
@@ -269,6 +289,7 @@ static int fill_one_template(space_ctx *ctx, const char *tname, uint32_t size)
 			r = template_start_or_destroy(ctx, &sb, tname);
 		if (r < 0)
 			return r;
+		warm_up(sb);
 		r = space_sandbox_pause(sb);
 		if (r == 0)
 			r = mark_pooled(ctx, space_sandbox_id(sb), tname);
