@@ -344,6 +344,29 @@ static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok
 		  over ? "remove sandboxes (`space rm`), or grow the pool; a full pool fails sandboxes' writes" : NULL);
 }
 
+/* Whether a cgroup hierarchy is mounted with favordynmods: the kernel then keeps the lock a move into a
+ * cgroup takes in the mode that needs no RCU grace period, for every hierarchy (and until reboot). */
+static bool cgroup_favordynmods(void)
+{
+	_cleanup_free_ char *m = NULL;
+	if (util_read_file("/proc/self/mounts", 4 << 20, &m, NULL) < 0)
+		return false;
+	for (char *line = m; line && *line;) {
+		char *eol = strchr(line, '\n');
+		if (eol)
+			*eol = '\0';
+		char dev[64], dir[256], type[32], opts[512];
+		if (sscanf(line, "%63s %255s %31s %511s", dev, dir, type, opts) == 4 && !strncmp(type, "cgroup", 6)) {
+			char *save = NULL;
+			for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+				if (!strcmp(o, "favordynmods"))
+					return true;
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	return false;
+}
+
 static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 {
 	char buf[256];
@@ -412,13 +435,22 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 		add_check(checks, "cgroups", LVL_FAIL, "neither a cgroup v2 tree nor v1 pids+freezer hierarchies",
 			  "mount cgroup2 at /sys/fs/cgroup (or v1 pids, freezer, memory, cpu)");
 		*jail_ok = false;
+	} else if (cg == 2) {
+		add_check(checks, "cgroups", LVL_OK,
+			  "cgroup v2 (unified): a sandbox's first process and its helpers are created in their cgroups",
+			  NULL);
+	} else if (cgroup_favordynmods()) {
+		add_check(checks, "cgroups", LVL_OK,
+			  "cgroup v1 hierarchies, favordynmods on: a sandbox's processes are moved into their cgroups "
+			  "without waiting for a kernel RCU grace period", NULL);
 	} else {
-		snprintf(buf, sizeof(buf), "cgroup %s", cg == 2 ? "v2 (unified): a sandbox's first process is created in its "
-							     "cgroup" :
-							     "v1 hierarchies: a sandbox's first process is moved into its "
-							     "cgroups, which waits for a kernel RCU grace period (about 10 "
-							     "ms of every start)");
-		add_check(checks, "cgroups", LVL_OK, buf, NULL);
+		/* Measured on a 2-core host: a move 5-20 ms spaced out, 0.6 ms with favordynmods. */
+		add_check(checks, "cgroups", LVL_WARN,
+			  "cgroup v1 hierarchies: a sandbox's first process is moved into its cgroups, which waits for a "
+			  "kernel RCU grace period (5-20 ms of every start)",
+			  "boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or mount a cgroup hierarchy with "
+			  "favordynmods (`mount -o remount,favordynmods /sys/fs/cgroup/unified`: moves stop waiting, forks "
+			  "and exits get slightly slower, and it stays on until reboot)");
 	}
 	if (geteuid() != 0) {
 		add_check(checks, "root", LVL_FAIL, "not running as root", "run space as root");

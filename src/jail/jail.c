@@ -294,6 +294,58 @@ static void boost_pid1(const struct jail_plan *p, pid_t pid)
 		log_line(p->log_fd, "space-jail: cannot raise PID 1's priority: %s\n", strerror(errno));
 }
 
+/*
+ * cgroup v1 (no CLONE_INTO_CGROUP): the stager joins the jail's cgroups itself, through a short-lived child
+ * that writes its pid while it goes on with its namespaces and the rootfs mount, so that PID 1, cloned
+ * after the join, is born in them. A migration waits for an RCU grace period (5-20 ms measured on a 2-core
+ * host); here it overlaps the mounts instead of following them. The child shares our memory (no
+ * allocation: util_cgroup_attach is child-safe) and runs on a stack of its own.
+ */
+#define JOIN_STACK (64 * 1024)
+
+struct joiner {
+	const struct jail_plan *p;
+	pid_t target, pid;
+	void *stack;
+};
+
+static int join_entry(void *arg)
+{
+	const struct joiner *j = arg;
+	return util_cgroup_attach(j->p->cgroup, j->target) < 0 ? 1 : 0;
+}
+
+static void join_start(const struct jail_plan *p, struct joiner *j)
+{
+	*j = (struct joiner){ .p = p, .target = (pid_t)syscall(SYS_getpid), .pid = -1 };
+	if (p->cgroup_fd >= 0)
+		return; /* v2: PID 1 is created in the cgroup */
+	void *st = mmap(NULL, JOIN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (st == MAP_FAILED)
+		return;
+	j->pid = clone(join_entry, (char *)st + JOIN_STACK, JAIL_CLONE_VM | SIGCHLD, j);
+	if (j->pid < 0)
+		munmap(st, JOIN_STACK);
+	else
+		j->stack = st;
+}
+
+/* True when the stager is in the jail's cgroups now (else PID 1 is moved into them the usual way). */
+static bool join_wait(struct joiner *j)
+{
+	if (j->pid <= 0)
+		return false;
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(j->pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	munmap(j->stack, JOIN_STACK);
+	j->pid = -1;
+	return w > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static int stager_prepare(struct jail_plan *p, int out, char *loop, size_t looplen, int *ret_mfd);
+
 static int stager_main(struct jail_plan *p, pid_t caller, int out)
 {
 	char loop[64], path[64];
@@ -308,32 +360,19 @@ static int stager_main(struct jail_plan *p, pid_t caller, int out)
 	if (getppid() != caller)
 		_exit(1); /* the caller died before the death signal was armed */
 
-	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return jail_send_done(out, -errno, "private mount namespace");
-	/* The jail's network namespace, owned by the host's user namespace (see the top of this file). */
-	if (unshare(CLONE_NEWNET) < 0)
-		return jail_send_done(out, -errno, "network namespace");
-	if ((r = jail_net_lo_up()) < 0)
-		return jail_send_done(out, r, "bring up lo");
-	stager_net_sysctls(p);
-
-	int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, sizeof(loop));
-	if (lfd < 0)
-		return jail_send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
-	r = jail_rootfs_open(loop, &mfd, &step);
-	close(lfd); /* the mount (if any) keeps the device; otherwise it auto-clears now */
-	if (r < 0)
-		return jail_send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
-
-	if ((r = set_rlimits(p)) < 0)
-		return jail_send_done(out, r, "rlimits");
-	/* Under host memory pressure the kernel kills in a sandbox first; PID 1 and all below inherit it. */
-	if ((r = util_oom_prefer_self()) < 0)
-		return jail_send_done(out, r, "oom_score_adj");
+	struct joiner jn;
+	join_start(p, &jn);
+	r = stager_prepare(p, out, loop, sizeof(loop), &mfd);
+	bool joined = join_wait(&jn);
+	if (r != 0)
+		return r;
 	bool in_cgroup;
 	pid_t pid = spawn_pid1(p, &pa, &go, &errfd, &stack, &in_cgroup);
-	if (pid < 0)
+	if (pid < 0) {
+		close(mfd);
 		return jail_send_done(out, pid, "clone namespaces");
+	}
+	in_cgroup = in_cgroup || joined;
 	boost_pid1(p, pid);
 
 	if (p->uid_base) {
@@ -435,6 +474,43 @@ fail:
 	reap(pid);
 	munmap(stack, CHILD_STACK);
 	return -1;
+}
+
+/* The stager's namespaces and the rootfs's detached mount (*ret_mfd), its limits. 0, or what
+ * jail_send_done() returned after it reported the failure. */
+static int stager_prepare(struct jail_plan *p, int out, char *loop, size_t looplen, int *ret_mfd)
+{
+	const char *step = "";
+	int r;
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return jail_send_done(out, -errno, "private mount namespace");
+	/* The jail's network namespace, owned by the host's user namespace (see the top of this file). */
+	if (unshare(CLONE_NEWNET) < 0)
+		return jail_send_done(out, -errno, "network namespace");
+	if ((r = jail_net_lo_up()) < 0)
+		return jail_send_done(out, r, "bring up lo");
+	stager_net_sysctls(p);
+
+	int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, looplen);
+	if (lfd < 0)
+		return jail_send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
+	int mfd = -1;
+	r = jail_rootfs_open(loop, &mfd, &step);
+	close(lfd); /* the mount (if any) keeps the device; otherwise it auto-clears now */
+	if (r < 0)
+		return jail_send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
+
+	if ((r = set_rlimits(p)) < 0) {
+		close(mfd);
+		return jail_send_done(out, r, "rlimits");
+	}
+	/* Under host memory pressure the kernel kills in a sandbox first; PID 1 and all below inherit it. */
+	if ((r = util_oom_prefer_self()) < 0) {
+		close(mfd);
+		return jail_send_done(out, r, "oom_score_adj");
+	}
+	*ret_mfd = mfd;
+	return 0;
 }
 
 struct stager_args {
