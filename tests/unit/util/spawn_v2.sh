@@ -14,12 +14,18 @@ fi
 grep -qw cgroup2 /proc/filesystems || { echo "SKIP: the kernel has no cgroup2"; exit 77; }
 command -v strace >/dev/null || { echo "SKIP: strace missing"; exit 77; }
 command -v unshare >/dev/null || { echo "SKIP: unshare missing"; exit 77; }
+# Sanitizer builds spawn by fork and join by a write, by design (a raw clone3 would pass by the sanitizer's
+# fork handling), and LeakSanitizer cannot run under ptrace: there the test checks membership only.
+sanitized=no
+grep -q __asan_init "$T" 2>/dev/null && sanitized=yes
 out=$(mktemp)
+run="strace -f -qq -e trace=clone3 -o '$out' '$T'"
+[ $sanitized = yes ] && run="'$T'"
 trap 'rm -f "$out"' EXIT
 # Inside: the shared parent is left in place by design; where the test made it, the test removes it.
 unshare -m sh -c "mount -t cgroup2 none /sys/fs/cgroup || exit 90
 	had=no; [ -d /sys/fs/cgroup/space-helpers.slice ] && had=yes
-	strace -f -qq -e trace=clone3 -o '$out' '$T'; rc=\$?
+	$run; rc=\$?
 	[ \$had = no ] && rmdir /sys/fs/cgroup/space-helpers.slice
 	exit \$rc"
 rc=$?
@@ -27,7 +33,8 @@ rc=$?
 n=$(grep -c 'CLONE_INTO_CGROUP' "$out" 2>/dev/null)
 fails=0
 [ $rc = 0 ] || { echo "FAIL: util_spawn under cgroup v2 exited $rc"; fails=$((fails + 1)); }
-if [ "$n" -ge 1 ]; then echo "ok: $n spawn(s) born in their cgroup (clone3 CLONE_INTO_CGROUP)"
+if [ $sanitized = yes ]; then echo "ok: sanitizer build: its spawns join by a write, by design (membership checked above)"
+elif [ "${n:-0}" -ge 1 ]; then echo "ok: $n spawn(s) born in their cgroup (clone3 CLONE_INTO_CGROUP)"
 else echo "FAIL: no spawn used CLONE_INTO_CGROUP"; fails=$((fails + 1)); fi
 echo "spawn_v2: 2 checks, $fails failed"
 [ $fails = 0 ]
