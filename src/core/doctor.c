@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <mntent.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,23 +349,16 @@ static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok
  * cgroup takes in the mode that needs no RCU grace period, for every hierarchy (and until reboot). */
 static bool cgroup_favordynmods(void)
 {
-	_cleanup_free_ char *m = NULL;
-	if (util_read_file("/proc/self/mounts", 4 << 20, &m, NULL) < 0)
+	FILE *f = setmntent("/proc/self/mounts", "re");
+	if (!f)
 		return false;
-	for (char *line = m; line && *line;) {
-		char *eol = strchr(line, '\n');
-		if (eol)
-			*eol = '\0';
-		char dev[64], dir[256], type[32], opts[512];
-		if (sscanf(line, "%63s %255s %31s %511s", dev, dir, type, opts) == 4 && !strncmp(type, "cgroup", 6)) {
-			char *save = NULL;
-			for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
-				if (!strcmp(o, "favordynmods"))
-					return true;
-		}
-		line = eol ? eol + 1 : NULL;
-	}
-	return false;
+	struct mntent me;
+	char buf[4096];
+	bool on = false;
+	while (!on && getmntent_r(f, &me, buf, sizeof(buf)))
+		on = !strncmp(me.mnt_type, "cgroup", 6) && hasmntopt(&me, "favordynmods");
+	endmntent(f);
+	return on;
 }
 
 static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)

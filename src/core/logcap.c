@@ -125,9 +125,8 @@ static int open_fifo_end(space_ctx *ctx, const char *fifo, int flags)
 	return fd;
 }
 
-/* Starts space-logcap on the reading end lread; its status pipe into *ret_status_fd. */
-static int spawn_writer(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int lread,
-			int *ret_status_fd)
+int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int lread,
+		 int *ret_status_fd)
 {
 	char path[PATH_MAX], owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
 	int r = ctx_helper_path(ctx, "space-logcap", path, sizeof(path));
@@ -202,12 +201,6 @@ int logcap_open(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir,
 	return 0;
 }
 
-int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int read_fd,
-		 int *ret_status_fd)
-{
-	return spawn_writer(ctx, sandbox_id, runtime_dir, fresh, read_fd, ret_status_fd);
-}
-
 int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir)
 {
 	char fifo[PATH_MAX];
@@ -217,7 +210,7 @@ int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_d
 	if (lread < 0)
 		return lread;
 	_cleanup_close_ int status = -1;
-	int r = spawn_writer(ctx, sandbox_id, runtime_dir, false, lread, &status);
+	int r = logcap_spawn(ctx, sandbox_id, runtime_dir, false, lread, &status);
 	if (r < 0)
 		return r;
 	close(TAKE_FD(lread));

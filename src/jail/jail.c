@@ -176,12 +176,6 @@ static void *child_stack(void)
 	return st == MAP_FAILED ? NULL : st;
 }
 
-/*
- * Creates PID 1 in new user, pid, ipc and uts namespaces (in the stager's network namespace). It shares our memory (CLONE_VM) until its
- * exec, so no page tables of a possibly large caller are copied; its stack is *ret_stack (unmap it once
- * PID 1 has exec'd or died) and *a must stay valid as long. It waits for a byte on *ret_go and reports
- * failures on *ret_err.
- */
 /* PID 1 born in the jail's cgroup (v2: CLONE_INTO_CGROUP), so nothing is ever migrated into it: a migration
  * waits for an RCU grace period (10-16 ms measured on a 2-core host) on the creation's critical path.
  * -ENOSYS, -E2BIG or -EINVAL: the kernel lacks clone3 or CLONE_INTO_CGROUP (then PID 1 is moved). */
@@ -197,6 +191,12 @@ static pid_t clone_into_cgroup(int cgroup_fd, void *stack, struct pid1_args *a)
 	return util_clone3(&ca, pid1_entry, a);
 }
 
+/*
+ * Creates PID 1 in new user, pid, ipc and uts namespaces (in the stager's network namespace). It shares our memory (CLONE_VM) until its
+ * exec, so no page tables of a possibly large caller are copied; its stack is *ret_stack (unmap it once
+ * PID 1 has exec'd or died) and *a must stay valid as long. It waits for a byte on *ret_go and reports
+ * failures on *ret_err.
+ */
 static pid_t spawn_pid1(const struct jail_plan *p, struct pid1_args *a, int *ret_go, int *ret_err, void **ret_stack,
 			bool *ret_in_cgroup)
 {
@@ -217,7 +217,7 @@ static pid_t spawn_pid1(const struct jail_plan *p, struct pid1_args *a, int *ret
 		pid = clone_into_cgroup(p->cgroup_fd, stack, a);
 		*ret_in_cgroup = pid > 0;
 	}
-	if (stack && (p->cgroup_fd < 0 || pid == -ENOSYS || pid == -E2BIG || pid == -EINVAL)) {
+	if (stack && (p->cgroup_fd < 0 || util_clone3_unsupported(pid))) {
 		pid = clone(pid1_entry, (char *)stack + CHILD_STACK,
 		            JAIL_CLONE_VM | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD,
 		            a);

@@ -127,11 +127,6 @@ static pid_t start_in_cgroup(struct spawn_args *a, int (*fn)(void *), void *stac
 		a->born_in = false;
 	return pid;
 }
-
-static bool clone3_unsupported(pid_t r)
-{
-	return r == -ENOSYS || r == -E2BIG || r == -EINVAL;
-}
 #endif
 
 static pid_t start(struct spawn_args *a, int *ret_errno)
@@ -153,7 +148,7 @@ static pid_t start(struct spawn_args *a, int *ret_errno)
 		pid = start_in_cgroup(a, fn, stack);
 		*ret_errno = pid < 0 ? -pid : 0;
 	}
-	if (a->cgroup_fd < 0 || clone3_unsupported(pid)) {
+	if (a->cgroup_fd < 0 || util_clone3_unsupported(pid)) {
 		pid = clone(fn, (char *)stack + SPAWN_STACK,
 			    CLONE_VM | CLONE_VFORK | SIGCHLD | (a->o->detach ? CLONE_FILES : 0), a);
 		*ret_errno = errno;
