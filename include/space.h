@@ -556,9 +556,11 @@ struct space_sandbox_usage {
 	                             guest touched it, and the VMM's own) */
 	uint64_t memory_cache_bytes; /* the reclaimable page cache charged to it besides */
 	uint64_t memory_limit_bytes; /* its memory (space_sandbox_info.memory_mib) */
-	uint64_t disk_used_bytes; /* its disk: a jail's, as its file system counts it (statvfs); a VM's, what its
-	                             disk image takes on the host (blocks allocated), which does not shrink when
-	                             the guest deletes files */
+	uint64_t disk_used_bytes; /* its disk: a jail's on a directory tree, what it wrote itself (its btrfs quota's
+	                             count, as of the pool's last commit: up to 30 s late); a jail's on an image,
+	                             as its file system counts it (statvfs); a VM's, what its disk image takes on
+	                             the host (blocks allocated), which does not shrink when the guest deletes
+	                             files */
 	uint64_t disk_total_bytes; /* the size of its disk */
 	int64_t time_ms;          /* when it was read: wall clock, milliseconds since the epoch */
 };

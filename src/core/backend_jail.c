@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "core/backend.h"
+#include "core/disk_tree.h"
 #include "core/logcap.h"
 #include "core/sandbox.h"
 #include "core/trace.h"
@@ -32,6 +33,7 @@
 #include "net/net.h"
 #include "proto/agent_client.h"
 #include "proto/proto.h"
+#include "store/btrfs.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/loop.h"
@@ -102,6 +104,23 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	snprintf(sock, sizeof(sock), "%s/agent.sock", row->runtime_dir);
 	snprintf(image, sizeof(image), "%s/rootfs.ext4", b->path);
 	snprintf(logp, sizeof(logp), "%s/sandbox.log", row->runtime_dir);
+	/* Its disk: the tree its template gave it (core/disk_tree.h), capped at the image's size, or the image. */
+	char tree[PATH_MAX];
+	int has_tree = disk_tree_of(b->path, tree, sizeof(tree));
+	if (has_tree < 0)
+		return ctx_error(ctx, has_tree, "%s", tree);
+	if (has_tree) {
+		struct stat ist;
+		if (stat(image, &ist) < 0)
+			return ctx_error(ctx, -errno, "stat %s", image);
+		/* Fail closed: without its quota a sandbox could fill the pool for everyone. */
+		if ((r = store_btrfs_qgroup_limit(b->path, (uint64_t)ist.st_size)) < 0)
+			return ctx_error_msg(ctx, r, "cap the disk of sandbox %s at %lld bytes: %s%s", b->id,
+					     (long long)ist.st_size, space_strerror(r),
+					     r == -ENOTCONN ? " (the pool's btrfs has no quotas: turn them on with `btrfs "
+							      "quota enable --simple`)"
+							    : "");
+	}
 	r = util_mkdir_p(row->runtime_dir, 0700);
 	if (r < 0)
 		return ctx_error(ctx, r, "create %s", row->runtime_dir);
@@ -127,7 +146,8 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 				     lifetime_s ? "--lifetime" : NULL, life_arg, NULL };
 	struct jail_config jc = {
 		.id = b->id,
-		.rootfs_image = image,
+		.rootfs_image = has_tree ? NULL : image,
+		.rootfs_tree = has_tree ? tree : NULL,
 		.agent_path = agent,
 		.hostname = hostname,
 		.listen_fd = lfd,
@@ -181,7 +201,7 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 	snprintf(loopf, sizeof(loopf), "%s/" LOOP_HINT, row->runtime_dir);
 	_cleanup_close_ int hfd = open(loopf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (hfd >= 0)
-		(void)util_write_all(hfd, ji.loop, strlen(ji.loop));
+		(void)util_write_all(hfd, has_tree ? DISK_TREE : ji.loop, strlen(has_tree ? DISK_TREE : ji.loop));
 
 	char addr[PATH_MAX + 16];
 	snprintf(addr, sizeof(addr), "unix:%s", sock);
@@ -248,6 +268,8 @@ static int jail_ops_stop(space_ctx *ctx, const struct sandbox_row *row)
 	_cleanup_close_ int hfd = row->runtime_dir[0] ? open(hint, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	ssize_t n = hfd >= 0 ? read(hfd, dev, sizeof(dev) - 1) : -1;
 	dev[n > 0 ? n : 0] = '\0';
+	if (!strcmp(dev, DISK_TREE))
+		return 0; /* no loop device: its disk is a tree on the pool */
 	if (util_loop_wait_released_dev(image, dev[0] ? dev : NULL, KILL_TIMEOUT_MS) < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "loop device of %s still attached", image);
 	return 0;
@@ -306,9 +328,18 @@ static int jail_ops_oom_kills(const struct sandbox_row *row, uint64_t *ret_count
 	return row->cgroup[0] ? util_cgroup_oom_kills(row->cgroup, ret_count) : -EOPNOTSUPP;
 }
 
-/* The file system of the jail's root as it counts itself: its PID 1's root is the disk's mount. */
+/* A tree's: what the sandbox wrote itself, against its cap (its quota group, as of the pool's last commit).
+ * An image's: the file system of the jail's root as it counts itself (its PID 1's root is the disk's
+ * mount). */
 static int jail_ops_disk_usage(const struct sandbox_row *row, uint64_t *ret_used, uint64_t *ret_total)
 {
+	char tree[PATH_MAX];
+	uint64_t cap = 0;
+	if (disk_tree_of(row->info.path, tree, sizeof(tree)) > 0 &&
+	    store_btrfs_qgroup_usage(row->info.path, ret_used, &cap) == 0 && cap) {
+		*ret_total = cap;
+		return 0;
+	}
 	char root[64];
 	struct statvfs sv;
 	snprintf(root, sizeof(root), "/proc/%d/root/", (int)row->info.pid);

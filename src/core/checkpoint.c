@@ -18,10 +18,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "core/autosnap.h"
@@ -326,6 +328,11 @@ static int checkpoint_disk(space_ctx *ctx, space_sandbox *sb, const struct backe
 	char proot[64];
 	snprintf(proot, sizeof(proot), "/proc/%d/root", row->info.pid);
 	_cleanup_close_ int rootfd = row->info.pid > 0 ? open(proot, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	/* A jail on a directory tree is on the pool's btrfs itself: a freeze would stop every sandbox of the
+	 * pool, and the snapshot alone is consistent (btrfs writes the subvolume's pending data into it). */
+	struct statfs sf;
+	if (rootfd >= 0 && fstatfs(rootfd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC)
+		close(TAKE_FD(rootfd));
 	if (running) {
 		/* Flush what the processes wrote before they stop; the freeze below makes it consistent. */
 		struct agent_error aerr = { 0 };

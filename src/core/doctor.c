@@ -27,6 +27,7 @@
 #include "config.h"
 #include "core/doctor.h"
 #include "core/internal.h"
+#include "store/btrfs.h"
 #include "util/cgroup.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -343,6 +344,27 @@ static void check_pool(space_ctx *ctx, cJSON *checks, bool *vm_ok, bool *jail_ok
 		 over ? ": the disks can fill the pool" : "");
 	add_check(checks, "pool-space", over ? LVL_WARN : LVL_OK, buf,
 		  over ? "remove sandboxes (`space rm`), or grow the pool; a full pool fails sandboxes' writes" : NULL);
+	/* A jail's disk (core/disk_tree.h): a tree on the pool where it has quotas, else an ext4 image. */
+	int q = store_btrfs_quota_mode(pi.path);
+	if (q == STORE_QUOTA_SIMPLE || q == STORE_QUOTA_FULL)
+		add_check(checks, "jail-disks", LVL_OK,
+			  q == STORE_QUOTA_SIMPLE
+				  ? "directory trees on the pool, capped by btrfs simple quotas: a full pool or disk is "
+				    "ENOSPC or EDQUOT inside, and the rest stays writable"
+				  : "directory trees on the pool, capped by btrfs qgroups (full accounting: simple quotas "
+				    "make snapshots cheaper)",
+			  NULL);
+	else if (pi.loop_image[0])
+		add_check(checks, "jail-disks", LVL_OK,
+			  "ext4 images until the next template import turns btrfs simple quotas on in the loop pool "
+			  "(templates imported after it give jails directory trees)",
+			  NULL);
+	else
+		add_check(checks, "jail-disks", LVL_WARN,
+			  "ext4 images on loop devices: the pool's btrfs has no quotas, and a full pool turns a jail's "
+			  "disk read-only",
+			  "turn simple quotas on (`btrfs quota enable --simple POOL`, Linux 6.7 or later), then import "
+			  "templates again");
 }
 
 /* Whether a cgroup hierarchy is mounted with favordynmods: the kernel then keeps the lock a move into a

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "core/disk_tree.h"
 #include "core/image_source.h"
 #include "core/initramfs.h"
 #include "core/internal.h"
@@ -360,8 +361,12 @@ int template_commit(space_ctx *ctx, const struct space_template_import_options *
 	struct stat st;
 	if (stat(image, &st) < 0)
 		return ctx_error(ctx, -errno, "stat %s", image);
+	/* Its jails' disk: the same files as a directory tree (core/disk_tree.h). */
+	int r = disk_tree_add(ctx, root, tmp);
+	if (r < 0)
+		return r;
 	/* The row and the final name appear together: insert in a transaction, rename, then commit. */
-	int r = store_begin(s);
+	r = store_begin(s);
 	if (r < 0)
 		return ctx_error(ctx, r, "store: %s", store_errmsg(s));
 	if (store_template_exists(s, o->name) != 0) {

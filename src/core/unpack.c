@@ -4,12 +4,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -22,6 +25,7 @@
 #include "core/uids.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
+#include "util/loop.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -584,4 +588,201 @@ int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, 
 	}
 	extra[n] = NULL;
 	return run_over(ctx, "add", image, extra, fds, req->n_layers, false, ret);
+}
+
+/* ---- copy: an image's tree into a directory ---- */
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+	p[0] = p[1] = -1;
+}
+
+/* A detached read-only mount of the ext4 image (its loop device auto-clears with the mount). */
+static int mount_image_ro(space_ctx *ctx, const char *image, int *ret)
+{
+	char loop[64];
+	_cleanup_close_ int lfd = util_loop_attach(image, true, loop, sizeof(loop));
+	if (lfd < 0)
+		return ctx_error(ctx, lfd, "attach a loop device to %s", image);
+	_cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
+	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "source", loop, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return ctx_error(ctx, -errno, "mount %s", image);
+	int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	if (m < 0)
+		return ctx_error(ctx, -errno, "mount %s", image);
+	*ret = m;
+	return 0;
+}
+
+static int write_file_at(const char *path, const char *text)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return util_write_all(fd, text, strlen(text)) < 0 ? -errno : 0;
+}
+
+/* Maps the child's user namespace onto the range at base and idmaps both mounts to it. */
+static int map_child(pid_t pid, uint32_t base, const int *mounts, size_t n)
+{
+	char p[64], map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", base, (unsigned)UIDALLOC_RANGE_SIZE);
+	snprintf(p, sizeof(p), "/proc/%d/uid_map", (int)pid);
+	int r = write_file_at(p, map);
+	snprintf(p, sizeof(p), "/proc/%d/gid_map", (int)pid);
+	if (r == 0)
+		r = write_file_at(p, map);
+	if (r < 0)
+		return r;
+	snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)pid);
+	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ns };
+		if (mount_setattr(mounts[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Starts `space-unpack copy` as root of a new user namespace mapped onto the range at base: fd 3 src's
+ * root, fd 4 the control socket, fd 5 dst's root (src_m and dst_m: detached mounts, idmapped to it before it
+ * runs). Only async-signal-safe calls in the child.
+ */
+static int spawn_copy(struct helper *h, const char *path, const char *const *argv, int src_m, int dst_m, uint32_t base)
+{
+	int sp[2], up[2] = { -1, -1 }, go[2] = { -1, -1 };
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return ctx_error(h->ctx, -errno, "socketpair");
+	_cleanup_close_ int ctl_child = sp[1];
+	h->ctl = sp[0];
+	_cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	_cleanup_close_ int src = openat(src_m, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dst = openat(dst_m, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (null < 0 || src < 0 || dst < 0 || pipe2(up, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
+		int e = errno;
+		close_pair(up);
+		close_pair(go);
+		return ctx_error(h->ctx, -e, "prepare space-unpack copy");
+	}
+	int want[6] = { null, null, null, src, sp[1], dst };
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(127);
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		char c = 'u';
+		if (unshare(CLONE_NEWUSER) < 0 || write(up[1], &c, 1) != 1 || read(go[0], &c, 1) != 1 || c != 'g')
+			_exit(126);
+		/* Root of the namespace: host uid base, nothing on the host. */
+		if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+			_exit(126);
+		int tmp[6];
+		for (size_t i = 0; i < 6; i++)
+			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 6)) < 0)
+				_exit(127);
+		for (size_t i = 0; i < 6; i++)
+			if (dup2(tmp[i], (int)i) < 0)
+				_exit(127);
+		syscall(SYS_close_range, 6u, ~0U, 0);
+		execv(path, (char *const *)argv);
+		_exit(127);
+	}
+	int e = errno;
+	close(TAKE_FD(up[1]));
+	close(TAKE_FD(go[0]));
+	if (pid < 0) {
+		close_pair(up);
+		close_pair(go);
+		return ctx_error(h->ctx, -e, "fork");
+	}
+	h->pid = pid;
+	char c = 0;
+	ssize_t n;
+	do
+		n = read(up[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	int r = n == 1 && c == 'u' ? 0 : -EPERM;
+	if (r == 0) {
+		const int mounts[] = { src_m, dst_m };
+		r = map_child(pid, base, mounts, ARRAY_SIZE(mounts));
+	}
+	c = 'g';
+	if (r == 0 && write(go[1], &c, 1) != 1)
+		r = -errno;
+	close_pair(up);
+	close_pair(go);
+	if (r < 0)
+		return ctx_error(h->ctx, r, "a user namespace for space-unpack copy");
+	return 0;
+}
+
+int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir)
+{
+	char path[PATH_MAX], bytes_arg[24], entries_arg[24];
+	int r = ctx_helper_path(ctx, "space-unpack", path, sizeof(path));
+	if (r < 0)
+		return r;
+	struct stat st;
+	if (stat(image, &st) < 0)
+		return ctx_error(ctx, -errno, "stat %s", image);
+	if (mkdir(tree_dir, 0700) < 0)
+		return ctx_error(ctx, -errno, "create %s", tree_dir);
+	_cleanup_close_ int src_m = -1;
+	if ((r = mount_image_ro(ctx, image, &src_m)) < 0)
+		return r;
+	_cleanup_close_ int dst_m = open_tree(AT_FDCWD, tree_dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (dst_m < 0)
+		return ctx_error(ctx, -errno, "bind %s", tree_dir);
+	struct helper h = { .ctx = ctx, .ctl = -1 };
+	pid_t me = getpid();
+	snprintf(h.owner, sizeof(h.owner), "pid %d %llu unpack-copy", (int)me,
+		 (unsigned long long)core_process_start_time(me));
+	uint32_t base = 0;
+	r = uidalloc_acquire(UIDALLOC_RANGE, h.owner, &base);
+	if (r == -ENOSPC && uids_reap_stale(ctx) > 0)
+		r = uidalloc_acquire(UIDALLOC_RANGE, h.owner, &base);
+	if (r < 0)
+		return ctx_error(ctx, r, "allocate a host uid range for space-unpack copy (%s)", UIDALLOC_DIR);
+	/* The tree cannot need more than the file system it comes from. */
+	snprintf(bytes_arg, sizeof(bytes_arg), "%llu", (unsigned long long)st.st_size);
+	snprintf(entries_arg, sizeof(entries_arg), "%u", 1u << 24);
+	const char *argv[] = { "space-unpack", "copy", "--max-bytes", bytes_arg, "--max-entries", entries_arg, NULL };
+	r = spawn_copy(&h, path, argv, src_m, dst_m, base);
+	char line[LINE_MAX_BYTES + 1];
+	bool done = false;
+	while (r == 0 && !done) {
+		const char *rest;
+		if ((r = next_line(&h, line, sizeof(line))) < 0)
+			break;
+		if (word(line, "warn", &rest)) {
+			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
+			ctx_log(ctx, SPACE_LOG_WARNING, "space-unpack copy: %s", safe ? safe : "?");
+		} else if (word(line, "error", &rest)) {
+			snprintf(h.error, sizeof(h.error), "%s", rest);
+			r = -EPIPE;
+		} else if (word(line, "done", &rest)) {
+			done = true;
+		}
+	}
+	if (!done) {
+		r = helper_failed(&h, "copy the image's tree", r);
+	} else {
+		int status = reap(&h, false);
+		r = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : ctx_error_msg(ctx, -EIO, "space-unpack copy failed");
+	}
+	(void)reap(&h, true);
+	if (h.ctl >= 0)
+		close(h.ctl);
+	(void)uidalloc_release(UIDALLOC_RANGE, base, h.owner);
+	return r;
 }

@@ -67,3 +67,11 @@ struct unpack_add {
 	const char *user;         /* resolved (ret's uid, gid, home) */
 };
 int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, struct unpack_result *ret);
+
+/*
+ * Copies the tree of the ext4 image at path into tree_dir (an empty directory): the image is mounted
+ * read-only, both sides are idmapped to a user namespace of a fresh host uid range, and space-unpack copies
+ * as root of that namespace (a process that holds no host privilege, under its seccomp filter, chrooted into
+ * tree_dir). Owners stay those of the image (root's files uid 0 on disk).
+ */
+int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The vm isolation back-end: space-vmm daemons started, watched, paused and stopped (see vm_backend.h);
  * its ops table (core/backend.h) at the end. */
+#include "core/disk_tree.h"
 #include "core/vm_backend.h"
 
 #include <cjson/cJSON.h>
@@ -378,6 +379,7 @@ static int prepare(space_ctx *ctx, const struct sandbox_row *row, const char *ho
 	snprintf(s->vsock_arg, sizeof(s->vsock_arg), "%d:%s", VM_GUEST_CID, s->vsock);
 	snprintf(s->root, sizeof(s->root), "%s/root", rd);
 	snprintf(s->disk, sizeof(s->disk), "%s/rootfs.ext4", row->info.path);
+	disk_tree_retire(ctx, row->info.path); /* its disk is the image: a tree beside it would go stale */
 	snprintf(s->cpus, sizeof(s->cpus), "%u", row->info.cpus);
 	snprintf(s->mem, sizeof(s->mem), "%u", row->info.memory_mib);
 	uint64_t log_max;

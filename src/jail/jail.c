@@ -491,14 +491,20 @@ static int stager_prepare(struct jail_plan *p, int out, char *loop, size_t loopl
 		return jail_send_done(out, r, "bring up lo");
 	stager_net_sysctls(p);
 
-	int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, looplen);
-	if (lfd < 0)
-		return jail_send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
 	int mfd = -1;
-	r = jail_rootfs_open(loop, &mfd, &step);
-	close(lfd); /* the mount (if any) keeps the device; otherwise it auto-clears now */
-	if (r < 0)
-		return jail_send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
+	if (p->cfg->rootfs_tree) {
+		loop[0] = 0;
+		if ((r = jail_rootfs_open_tree(p->cfg->rootfs_tree, &mfd, &step)) < 0)
+			return jail_send_done(out, r, "%s %s", step, p->cfg->rootfs_tree);
+	} else {
+		int lfd = util_loop_attach(p->cfg->rootfs_image, false, loop, looplen);
+		if (lfd < 0)
+			return jail_send_done(out, lfd, "attach loop device to %s", p->cfg->rootfs_image);
+		r = jail_rootfs_open(loop, &mfd, &step);
+		close(lfd); /* the mount (if any) keeps the device; otherwise it auto-clears now */
+		if (r < 0)
+			return jail_send_done(out, r, "%s %s", step, p->cfg->rootfs_image);
+	}
 
 	if ((r = set_rlimits(p)) < 0) {
 		close(mfd);
@@ -568,7 +574,8 @@ static void kill_pid1(pid_t pid, uint64_t start, const char *cgroup)
 
 int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbuf, size_t errlen)
 {
-	if (!cfg || !ret || !cfg->id || !util_name_valid(cfg->id) || !cfg->rootfs_image || !cfg->agent_path) {
+	if (!cfg || !ret || !cfg->id || !util_name_valid(cfg->id) || !cfg->rootfs_image == !cfg->rootfs_tree ||
+	    !cfg->agent_path) {
 		jail_set_err(errbuf, errlen, "invalid jail configuration");
 		return -EINVAL;
 	}
@@ -603,11 +610,14 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	const char *argv[] = { "space-agent", "--jail", "--listen-fd", listen_arg, "--hostname", hostname, NULL };
 	p.argv = cfg->argv_override ? cfg->argv_override : argv;
 
-	/* Opened here only for a clear early message; the stager attaches the image to a loop device by path. */
-	_cleanup_close_ int image_fd = open(cfg->rootfs_image, O_RDWR | O_CLOEXEC);
+	/* Opened here only for a clear early message; the stager attaches the image to a loop device (or binds
+	 * the tree) by path. */
+	const char *rootfs = cfg->rootfs_tree ? cfg->rootfs_tree : cfg->rootfs_image;
+	_cleanup_close_ int image_fd = open(rootfs, cfg->rootfs_tree ? O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+								   : O_RDWR | O_CLOEXEC);
 	if (image_fd < 0) {
 		int r = -errno;
-		jail_set_err(errbuf, errlen, "open rootfs %s: %s", cfg->rootfs_image, strerror(-r));
+		jail_set_err(errbuf, errlen, "open rootfs %s: %s", rootfs, strerror(-r));
 		return r;
 	}
 	_cleanup_close_ int agent_fd = open(cfg->agent_path, O_PATH | O_CLOEXEC);

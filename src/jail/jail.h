@@ -38,6 +38,8 @@
 struct jail_config {
 	const char *id;           /* sandbox id, a util_name_valid() name; names the cgroup */
 	const char *rootfs_image; /* ext4 image file; loop-mounted read-write (nodev, nosuid) as / */
+	const char *rootfs_tree;  /* or (instead of the image): a directory tree, bind-mounted read-write
+	                             (nodev, nosuid) as /; its owners are those inside (root's files uid 0) */
 	const char *agent_path;   /* host path of the static space-agent; opened before pivot_root and run with
 	                             execveat(AT_EMPTY_PATH), so no host mount is needed inside */
 	const char *hostname;     /* NULL = id */
@@ -83,8 +85,8 @@ struct jail_info {
 	char cgroup[JAIL_CGROUP_MAX];  /* "v1:<rel>" or "v2:<rel>" (relative to the hierarchy roots) */
 	uint32_t uid_slot;             /* a uid range slot jail_start took itself (cfg uid_base 0), which
 	                                  jail_kill frees; 0 = none */
-	char loop[32];                 /* the loop device its rootfs is mounted from ("/dev/loopN"); it is
-	                                  released once the jail's last process is gone */
+	char loop[32];                 /* the loop device its rootfs is mounted from ("/dev/loopN"; "" for a
+	                                  tree); it is released once the jail's last process is gone */
 };
 
 /*

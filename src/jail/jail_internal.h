@@ -92,6 +92,8 @@ void jail_slot_owner(pid_t pid, uint64_t start_time, char *buf, size_t len);
  * to userns_fd when >= 0. Returns the mount fd. *ret_step names the failing step for messages.
  */
 int jail_rootfs_open(const char *loop_path, int *ret_mfd, const char **ret_step);
+/* The same for a directory tree: a detached bind mount of it (nodev, nosuid). */
+int jail_rootfs_open_tree(const char *tree, int *ret_mfd, const char **ret_step);
 int jail_rootfs_idmap(int mfd, int userns_fd);
 
 /* Attaches mfd at stage and fills stage/dev (tmpfs owned by owner_uid, device binds, symlinks). */

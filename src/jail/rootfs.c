@@ -37,6 +37,41 @@ static int mkdir_nofollow(int dfd, const char *dir, mode_t mode)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
+/* While still unmapped, host root can create the mount points the rootfs lacks (as uid 0 on disk). */
+static int make_mount_points(int mfd, const char **ret_step)
+{
+	static const char *const dirs[][2] = { { "dev", "create /dev in rootfs" },
+		                               { "proc", "create /proc in rootfs" },
+		                               { "sys", "create /sys in rootfs" } };
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		*ret_step = dirs[i][1];
+		int r = mkdir_nofollow(mfd, dirs[i][0], i == 0 ? 0755 : 0555);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int jail_rootfs_open_tree(const char *tree, int *ret_mfd, const char **ret_step)
+{
+	*ret_step = "bind the rootfs tree";
+	/* A detached copy of the one mount (no submounts), so it can be idmapped before anyone sees it. */
+	int mfd = open_tree(AT_FDCWD, tree, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+	if (mfd < 0)
+		return -errno;
+	*ret_step = "set nodev,nosuid on the rootfs tree";
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID };
+	int r = mount_setattr(mfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ? -errno : 0;
+	if (r == 0)
+		r = make_mount_points(mfd, ret_step);
+	if (r < 0) {
+		close(mfd);
+		return r;
+	}
+	*ret_mfd = mfd;
+	return 0;
+}
+
 int jail_rootfs_open(const char *loop_path, int *ret_mfd, const char **ret_step)
 {
 	*ret_step = "fsopen ext4";
@@ -60,17 +95,10 @@ int jail_rootfs_open(const char *loop_path, int *ret_mfd, const char **ret_step)
 	int mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID);
 	if (mfd < 0)
 		return -errno;
-	/* While still unmapped, host root can create the mount points the image lacks (as uid 0 on disk). */
-	static const char *const dirs[][2] = { { "dev", "create /dev in rootfs" },
-		                               { "proc", "create /proc in rootfs" },
-		                               { "sys", "create /sys in rootfs" } };
-	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
-		*ret_step = dirs[i][1];
-		int r = mkdir_nofollow(mfd, dirs[i][0], i == 0 ? 0755 : 0555);
-		if (r < 0) {
-			close(mfd);
-			return r;
-		}
+	int r = make_mount_points(mfd, ret_step);
+	if (r < 0) {
+		close(mfd);
+		return r;
 	}
 	*ret_mfd = mfd;
 	return 0;

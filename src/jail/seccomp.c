@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <linux/audit.h>
+#include <linux/btrfs.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/sched.h>
@@ -137,6 +138,8 @@ struct arg_rule {
 	INET_PROTO(fam, 60, 4), INET_PROTO(fam, 64, 64), INET_PROTO(fam, 128, 128), INET_PROTO(fam, 256, 4),        \
 	INET_PROTO(fam, 260, 2),                                                                                    \
 	{ "socket", EPROTONOSUPPORT, 2, SCMP_CMP_GT, 0, IPPROTO_MPTCP, 0, ALL32, (fam) }
+/* One ioctl request (argument 1). */
+#define BTRFS_IOCTL(req) { "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ, ALL32, (req), 0, 0, 0 }
 /* Socket types (argument 1, without SOCK_NONBLOCK/SOCK_CLOEXEC) other than stream and datagram. */
 #define INET_TYPES(fam)                                                                   \
 	FAMILY_ARG(fam, 1, 0xf, SOCK_RAW, EPERM), FAMILY_ARG(fam, 1, 0xc, 4, ESOCKTNOSUPPORT), \
@@ -152,6 +155,13 @@ static const struct arg_rule arg_rules[] = {
 	{ "unshare", EPERM, 0, SCMP_CMP_MASKED_EQ, CLONE_NEWTIME, CLONE_NEWTIME, 0, 0, 0 },
 	{ "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ, ALL32, TIOCSTI, 0, 0, 0 },   /* faking another session's input */
 	{ "ioctl", EPERM, 1, SCMP_CMP_MASKED_EQ, ALL32, TIOCLINUX, 0, 0, 0 }, /* VT console control */
+	/* btrfs subvolumes, where a jail's disk is a tree on the pool (core/disk_tree.h): a subvolume made inside
+	 * would have a quota group of its own, outside the sandbox's disk cap, and a snapshot or checkpoint of
+	 * the sandbox would not hold it. Creating, snapshotting, removing and flagging them is refused. */
+	BTRFS_IOCTL(BTRFS_IOC_SUBVOL_CREATE), BTRFS_IOCTL(BTRFS_IOC_SUBVOL_CREATE_V2),
+	BTRFS_IOCTL(BTRFS_IOC_SNAP_CREATE), BTRFS_IOCTL(BTRFS_IOC_SNAP_CREATE_V2),
+	BTRFS_IOCTL(BTRFS_IOC_SNAP_DESTROY), BTRFS_IOCTL(BTRFS_IOC_SNAP_DESTROY_V2),
+	BTRFS_IOCTL(BTRFS_IOC_SUBVOL_SETFLAGS), BTRFS_IOCTL(BTRFS_IOC_SET_RECEIVED_SUBVOL),
 	/*
 	 * Socket families: unix, inet, inet6 and netlink only. The others are dozens of rarely used protocol
 	 * stacks (many load a module on first use) or reach beyond the namespace: packet sockets (raw frames),

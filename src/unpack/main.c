@@ -9,6 +9,9 @@
  *     fd 5+ the layers' sources (a blob each, or one image archive holding them at their offsets)
  *   space-unpack check --uid UID       fd 3 an ext4 image, read-only: "shell 1" when /bin/sh is there
  *   space-unpack export --uid UID      fd 3 an ext4 image, read-only; fd 5 its tree as a tar stream
+ *   space-unpack copy --max-bytes N --max-entries N
+ *     fd 3  the source tree's root directory; fd 5 the destination's root directory, empty: both detached,
+ *           idmapped mounts; fd 4 the control socket
  *   space-unpack --describe-sandbox    how it confines itself, as JSON (space doctor --verbose)
  *
  * apply reads every layer twice. The first pass verifies (the blob's digest, the uncompressed tar's diff
@@ -24,14 +27,22 @@
  * no name in a layer can reach the host's file system, and a compromised helper can write only into the
  * one image file it was handed.
  *
- * Status lines on fd 4: "ready", "progress verify|apply LAYER DONE TOTAL", "measure BYTES ENTRIES",
- * "warn TEXT", "user UID GID HOME", "shell 0|1", "image-like NAME", "counts ...", "done", or "error ERRNO TEXT"
- * (then exit 1).
+ * copy (copy.c) runs otherwise: as uid 0 of a user namespace the library made, whose 0..65535 is a host
+ * range of its own, refusing the initial one. It unshares a mount namespace, chroots into the destination
+ * (every path it names is there; the source is only fd 3, a detached mount whose ".." stays at its root),
+ * keeps only the capabilities a file's owner has (chown, DAC override and read-search, fowner, fsetid,
+ * setfcap), no_new_privs, not dumpable, and installs an allowlist of the *at calls the walk makes.
+ *
+ * Status lines on fd 4: "ready", "progress verify|apply LAYER DONE TOTAL", "progress copy ENTRIES BYTES",
+ * "measure BYTES ENTRIES", "warn TEXT", "user UID GID HOME", "shell 0|1", "image-like NAME", "counts ...",
+ * "done", or "error ERRNO TEXT" (then exit 1).
  */
 #include <errno.h>
 #include <et/com_err.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <openssl/evp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -39,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -71,10 +83,21 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(void, seccomp_release)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct applier, applier_free)
 
-enum mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD };
+enum mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD, MODE_COPY };
 
-/* What a rule lets through: any arguments, or a descriptor in its first argument. */
-enum fd_rule { ENOTTY_ANY, ANY, FD_IMAGE, FD_CTL, FD_SOURCES, FD_OUT, NO_EXEC, FSTAT_IMAGE, FSIZE_SELF, GETFD_IMAGE, PRCTL_GET_DUMPABLE };
+/* What a rule lets through: any arguments, a descriptor in its first argument, or the flags named. */
+enum fd_rule {
+	ENOTTY_ANY, ANY, FD_IMAGE, FD_CTL, FD_SOURCES, FD_OUT, NO_EXEC, FSTAT_IMAGE, FSIZE_SELF, GETFD_IMAGE,
+	PRCTL_GET_DUMPABLE,
+	OPEN_NOFOLLOW,   /* openat with O_NOFOLLOW */
+	STAT_NOFOLLOW,   /* newfstatat with exactly AT_SYMLINK_NOFOLLOW */
+	STAT_FD,         /* newfstatat with exactly AT_EMPTY_PATH: glibc's fstat */
+	AT4_NOFOLLOW,    /* the fifth argument (fchownat's flags) exactly AT_SYMLINK_NOFOLLOW */
+	AT4_ZERO,        /* the fifth argument (linkat's flags) 0: neither followed nor by descriptor */
+	TIMES_FD,        /* utimensat on a descriptor: no path, no flags (futimens) */
+	TIMES_NOFOLLOW,  /* utimensat with exactly AT_SYMLINK_NOFOLLOW */
+	MKNOD_FIFO,      /* mknodat of a FIFO only */
+};
 
 static const struct rule {
 	int nr;
@@ -82,12 +105,14 @@ static const struct rule {
 	unsigned modes; /* 1 << enum mode */
 	const char *why;
 } rules[] = {
-#define ALL ((1u << MODE_APPLY) | (1u << MODE_CHECK) | (1u << MODE_EXPORT) | (1u << MODE_ADD))
+#define IMAGE ((1u << MODE_APPLY) | (1u << MODE_CHECK) | (1u << MODE_EXPORT) | (1u << MODE_ADD))
+#define COPY (1u << MODE_COPY)
+#define ALL (IMAGE | COPY)
 #define WRITES ((1u << MODE_APPLY) | (1u << MODE_ADD))
 	{ SCMP_SYS(read), FD_CTL, 1u << MODE_APPLY, "the library's go or stop" },
 	{ SCMP_SYS(write), FD_CTL, ALL, "status lines" },
 	{ SCMP_SYS(write), FD_OUT, 1u << MODE_EXPORT, "the exported tar stream" },
-	{ SCMP_SYS(pread64), FD_IMAGE, ALL, "the image (libext2fs through e2fd.c)" },
+	{ SCMP_SYS(pread64), FD_IMAGE, IMAGE, "the image (libext2fs through e2fd.c)" },
 	{ SCMP_SYS(pread64), FD_SOURCES, WRITES, "the layers' bytes" },
 	{ SCMP_SYS(pwrite64), FD_IMAGE, WRITES, "the image; RLIMIT_FSIZE keeps it at its size" },
 	{ SCMP_SYS(prlimit64), FSIZE_SELF, 1u << MODE_APPLY,
@@ -101,15 +126,44 @@ static const struct rule {
 	{ SCMP_SYS(madvise), ANY, ALL, "the allocator gives memory back" },
 	{ SCMP_SYS(clock_gettime), ANY, ALL, "time stamps of new inodes (where the vDSO cannot answer)" },
 	{ SCMP_SYS(gettimeofday), ANY, ALL, "the same" },
-	{ SCMP_SYS(getuid), ANY, ALL, "libext2fs's safe_getenv asks whether it runs set-id (it does not)" },
-	{ SCMP_SYS(geteuid), ANY, ALL, "the same" },
-	{ SCMP_SYS(getgid), ANY, ALL, "the same" },
-	{ SCMP_SYS(getegid), ANY, ALL, "the same" },
-	{ SCMP_SYS(prctl), PRCTL_GET_DUMPABLE, ALL, "the same: not dumpable, so it reads no environment" },
+	{ SCMP_SYS(getuid), ANY, IMAGE, "libext2fs's safe_getenv asks whether it runs set-id (it does not)" },
+	{ SCMP_SYS(geteuid), ANY, IMAGE, "the same" },
+	{ SCMP_SYS(getgid), ANY, IMAGE, "the same" },
+	{ SCMP_SYS(getegid), ANY, IMAGE, "the same" },
+	{ SCMP_SYS(prctl), PRCTL_GET_DUMPABLE, IMAGE, "the same: not dumpable, so it reads no environment" },
 	{ SCMP_SYS(rt_sigreturn), ANY, ALL, "return from the SIGSYS reporter" },
 	{ SCMP_SYS(exit_group), ANY, ALL, "the end" },
+	/* copy: chrooted into the destination, so a path can name nothing else; the source is fd 3 only. */
+	{ SCMP_SYS(openat), OPEN_NOFOLLOW, COPY,
+	  "an entry of either tree, by its name relative to its directory's descriptor; never through a symlink" },
+	{ SCMP_SYS(newfstatat), STAT_NOFOLLOW, COPY, "an entry's type, owner, mode and times, itself not followed" },
+	{ SCMP_SYS(newfstatat), STAT_FD, COPY, "fstat: an opened entry is the one its stat saw" },
+	{ SCMP_SYS(getdents64), ANY, COPY, "the names in a source directory" },
+	{ SCMP_SYS(close), ANY, COPY, "each directory and file when done with it" },
+	{ SCMP_SYS(copy_file_range), ANY, COPY, "a file's data extents, in the kernel" },
+	{ SCMP_SYS(pread64), ANY, COPY, "the same where copy_file_range cannot (ext4 to btrfs: EXDEV)" },
+	{ SCMP_SYS(pwrite64), ANY, COPY, "the same, into the destination file" },
+	{ SCMP_SYS(lseek), ANY, COPY, "SEEK_DATA and SEEK_HOLE: holes stay holes" },
+	{ SCMP_SYS(ftruncate), ANY, COPY, "a file's size past its last data extent" },
+	{ SCMP_SYS(mkdirat), ANY, COPY, "a directory" },
+	{ SCMP_SYS(readlinkat), ANY, COPY, "a symlink's target, through its O_PATH descriptor" },
+	{ SCMP_SYS(symlinkat), ANY, COPY, "a symlink" },
+	{ SCMP_SYS(linkat), AT4_ZERO, COPY, "a hard link to the first copy, by its path in the destination" },
+	{ SCMP_SYS(mknodat), MKNOD_FIFO, COPY, "a FIFO (device nodes are skipped)" },
+	{ SCMP_SYS(fchown), ANY, COPY, "a file's or directory's owner" },
+	{ SCMP_SYS(fchownat), AT4_NOFOLLOW, COPY, "a symlink's or FIFO's owner, the name not followed" },
+	{ SCMP_SYS(fchmod), ANY, COPY, "a file's or directory's mode, set-id bits included" },
+	{ SCMP_SYS(fchmodat), ANY, COPY,
+	  "a FIFO's mode (the name just made by mknodat, in a directory only this copy writes)" },
+	{ SCMP_SYS(utimensat), TIMES_FD, COPY, "futimens: a file's or directory's atime and mtime" },
+	{ SCMP_SYS(utimensat), TIMES_NOFOLLOW, COPY, "a symlink's or FIFO's, the name not followed" },
+	{ SCMP_SYS(flistxattr), ANY, COPY, "extended attributes, by descriptor" },
+	{ SCMP_SYS(fgetxattr), ANY, COPY, "the same" },
+	{ SCMP_SYS(fsetxattr), ANY, COPY, "the same" },
 #undef ALL
+#undef IMAGE
 #undef WRITES
+#undef COPY
 };
 
 static enum mode run_mode;
@@ -186,6 +240,22 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r)
 	case FSTAT_IMAGE:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2, SCMP_A0(SCMP_CMP_EQ, UNPACK_IMAGE_FD),
 					SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH));
+	case OPEN_NOFOLLOW:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, O_NOFOLLOW, O_NOFOLLOW));
+	case STAT_NOFOLLOW:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A3(SCMP_CMP_EQ, AT_SYMLINK_NOFOLLOW));
+	case STAT_FD:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH));
+	case AT4_NOFOLLOW:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A4(SCMP_CMP_EQ, AT_SYMLINK_NOFOLLOW));
+	case AT4_ZERO:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A4(SCMP_CMP_EQ, 0));
+	case TIMES_FD:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 2, SCMP_A1(SCMP_CMP_EQ, 0), SCMP_A3(SCMP_CMP_EQ, 0));
+	case TIMES_NOFOLLOW:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A3(SCMP_CMP_EQ, AT_SYMLINK_NOFOLLOW));
+	case MKNOD_FIFO:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A2(SCMP_CMP_MASKED_EQ, S_IFMT, S_IFIFO));
 	}
 	return -EINVAL;
 }
@@ -234,10 +304,17 @@ static int describe(void)
 {
 	printf("{\"name\":\"space-unpack\",\"uid\":\"its own (a machine-wide unique uid slot)\",\"capabilities\":[],"
 	       "\"no_new_privs\":true,\"dumpable\":false,\"seccomp\":{\"apply\":%zu,\"add\":%zu,\"check\":%zu,"
-	       "\"export\":%zu},"
+	       "\"export\":%zu,\"copy\":%zu},"
 	       "\"default_action\":\"kill\",\"note\":\"image layers and rootfs tarballs are parsed and applied "
-	       "here, into the image file only; it opens nothing\"}\n",
-	       rule_count(MODE_APPLY), rule_count(MODE_ADD), rule_count(MODE_CHECK), rule_count(MODE_EXPORT));
+	       "here, into the image file only; it opens nothing. copy: root of a user namespace of its own, "
+	       "chrooted into the destination tree\","
+	       "\"copy_note\":\"copy runs as uid 0 of a user namespace the library made (a host uid range of its "
+	       "own; refused in the initial one), in a mount namespace of its own chrooted into the destination, "
+	       "with only CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID and CAP_SETFCAP "
+	       "in that namespace, no_new_privs, not dumpable; the source is reachable only through its descriptor "
+	       "(a detached mount), and every open is O_NOFOLLOW\"}\n",
+	       rule_count(MODE_APPLY), rule_count(MODE_ADD), rule_count(MODE_CHECK), rule_count(MODE_EXPORT),
+	       rule_count(MODE_COPY));
 	return 0;
 }
 
@@ -285,6 +362,122 @@ static void confine(uint32_t uid)
 		die("load the seccomp filter: %s", strerror(-r));
 #endif
 	unpack_status("ready");
+}
+
+/* Whether /proc/self/uid_map is the initial user namespace's ("0 0 4294967295"). */
+static bool initial_userns(void)
+{
+	char map[4096];
+	_cleanup_close_ int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, map, sizeof(map) - 1);
+	if (n < 0)
+		die_err(errno, "read /proc/self/uid_map: %s", strerror(errno));
+	map[n] = '\0';
+	char *save = NULL;
+	for (char *line = strtok_r(map, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long inside, outside, count;
+		if (sscanf(line, "%lu %lu %lu", &inside, &outside, &count) == 3 && !inside && !outside &&
+		    count == 4294967295ul)
+			return true;
+	}
+	return false;
+}
+
+/* copy: uid 0 of a user namespace the library made (its capabilities reach only the inodes whose owners
+ * that namespace maps: the two trees), in a mount namespace of its own chrooted into the destination, with
+ * the capabilities of a file's owner only, then the filter. Fails closed at each step. */
+static void confine_copy(void)
+{
+	char err[256] = "";
+	int r;
+	if (initial_userns())
+		die_err(EPERM, "copy runs only inside a user namespace");
+	if (getuid() != 0 || getgid() != 0)
+		die_err(EPERM, "copy runs as uid 0 and gid 0 of its user namespace (not %u:%u)", getuid(), getgid());
+	struct stat st;
+	if (fstat(COPY_SRC_FD, &st) < 0 || !S_ISDIR(st.st_mode))
+		die_err(ENOTDIR, "fd %d is not the source directory", COPY_SRC_FD);
+	if (fstat(COPY_DST_FD, &st) < 0 || !S_ISDIR(st.st_mode))
+		die_err(ENOTDIR, "fd %d is not the destination directory", COPY_DST_FD);
+	if (syscall(SYS_close_range, (unsigned)COPY_DST_FD + 1, ~0u, 0) < 0)
+		die_err(errno, "close_range: %s", strerror(errno));
+	/* From here on a path, absolute or relative, names something in the destination only. */
+	if (unshare(CLONE_NEWNS) < 0)
+		die_err(errno, "unshare(CLONE_NEWNS): %s", strerror(errno));
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		die_err(errno, "make the mounts private: %s", strerror(errno));
+	if (fchdir(COPY_DST_FD) < 0 || chroot(".") < 0 || chdir("/") < 0)
+		die_err(errno, "chroot into the destination: %s", strerror(errno));
+	/* 2 descriptors a level at COPY_DEPTH_MAX levels, well inside. */
+	if ((r = set_limit(RLIMIT_CORE, 0)) < 0 || (r = set_limit(RLIMIT_NPROC, 0)) < 0 ||
+	    (r = set_limit(RLIMIT_NOFILE, 4096)) < 0)
+		die_err(r, "setrlimit: %s", strerror(-r));
+#ifndef UNPACK_SANITIZED
+	if ((r = set_limit(RLIMIT_AS, AS_LIMIT)) < 0)
+		die_err(r, "setrlimit: %s", strerror(-r));
+#endif
+	static const int keep[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_SETFCAP };
+	uint64_t want = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
+		want |= 1ull << keep[i];
+	for (int cap = 0; cap < 64; cap++) {
+		if ((want >> cap) & 1)
+			continue;
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; /* past the kernel's last capability */
+			die_err(errno, "drop capability %d from the bounding set: %s", cap, strerror(errno));
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		die_err(errno, "clear the ambient capabilities: %s", strerror(errno));
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		d[i].effective = d[i].permitted = (uint32_t)(want >> (32 * i));
+	if (syscall(SYS_capset, &h, d) < 0)
+		die_err(errno, "capset: %s", strerror(errno));
+	/* Check rather than trust. */
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		die_err(errno, "capget: %s", strerror(errno));
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		if (d[i].effective != (uint32_t)(want >> (32 * i)) || d[i].permitted != d[i].effective ||
+		    d[i].inheritable)
+			die_err(EPERM, "capabilities are not the ones kept");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		die_err(errno, "prctl: %s", strerror(errno));
+#ifndef UNPACK_SANITIZED
+	if ((r = confine_sigsys_install(on_sigsys, err, sizeof(err))) < 0)
+		die_err(r, "%s", err);
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	if ((r = build_filter(MODE_COPY, &ctx)) < 0)
+		die_err(r, "seccomp filter: %s", strerror(-r));
+	if ((r = seccomp_load(ctx)) < 0)
+		die_err(r, "load the seccomp filter: %s", strerror(-r));
+#endif
+	(void)err;
+	unpack_status("ready");
+}
+
+static void run_copy(uint64_t max_bytes, uint64_t max_entries)
+{
+	struct copy_counts n;
+	char err[800];
+	int r = copy_tree(COPY_SRC_FD, COPY_DST_FD, max_bytes, max_entries, &n, err, sizeof(err));
+	if (r < 0)
+		die_err(r, "%s", err);
+	if (n.xattrs_failed)
+		unpack_status("warn xattrs: %llu could not be copied (first: %s)", (unsigned long long)n.xattrs_failed,
+			      n.xattr_first);
+	if (n.devices || n.sockets)
+		unpack_status("warn skipped %llu device nodes and %llu sockets", (unsigned long long)n.devices,
+			      (unsigned long long)n.sockets);
+	unpack_status("counts entries=%llu files=%llu dirs=%llu symlinks=%llu hardlinks=%llu bytes=%llu skipped=%llu",
+		      (unsigned long long)n.entries, (unsigned long long)n.files, (unsigned long long)n.dirs,
+		      (unsigned long long)n.symlinks, (unsigned long long)n.hardlinks, (unsigned long long)n.bytes,
+		      (unsigned long long)(n.devices + n.sockets));
+	unpack_status("done");
 }
 
 /* ---- apply ---- */
@@ -570,6 +763,7 @@ static void usage(void)
 	      "                        [--user SPEC]\n"
 	      "       space-unpack check --uid UID [--user SPEC] [--isdir PATH]\n"
 	      "       space-unpack export --uid UID [--path PATH [--as NAME]]\n"
+	      "       space-unpack copy --max-bytes N --max-entries N   (fd 3 source dir, fd 5 destination dir)\n"
 	      "       space-unpack --describe-sandbox\n"
 	      "(fd 3 rootfs.ext4, fd 4 control socket, fd 5+ layer sources or the export's output)\n",
 	      stderr);
@@ -589,21 +783,26 @@ int main(int argc, char **argv)
 		run_mode = MODE_EXPORT;
 	else if (!strcmp(argv[1], "add"))
 		run_mode = MODE_ADD;
+	else if (!strcmp(argv[1], "copy"))
+		run_mode = MODE_COPY;
 	else
 		return usage(), 2;
 	static struct run run;
-	uint64_t uid = 0;
+	uint64_t uid = 0, max_entries = 0;
 	for (int i = 2; i < argc; i += 2) {
 		if (i + 1 >= argc)
 			return usage(), 2;
 		const char *k = argv[i], *v = argv[i + 1];
-		if (!strcmp(k, "--uid")) {
+		if (!strcmp(k, "--uid") && run_mode != MODE_COPY) {
 			if (util_parse_uint(v, 1, UINT32_MAX - 1, &uid) < 0)
 				return usage(), 2;
-		} else if (!strcmp(k, "--max-bytes") && run_mode == MODE_APPLY) {
+		} else if (!strcmp(k, "--max-bytes") && (run_mode == MODE_APPLY || run_mode == MODE_COPY)) {
 			if (util_parse_uint(v, 1, UINT64_MAX, &run.max_bytes) < 0)
 				return usage(), 2;
-		} else if (!strcmp(k, "--user") && run_mode != MODE_EXPORT) {
+		} else if (!strcmp(k, "--max-entries") && run_mode == MODE_COPY) {
+			if (util_parse_uint(v, 1, UINT64_MAX, &max_entries) < 0)
+				return usage(), 2;
+		} else if (!strcmp(k, "--user") && run_mode != MODE_EXPORT && run_mode != MODE_COPY) {
 			run.user = v;
 		} else if (!strcmp(k, "--workdir") && (run_mode == MODE_APPLY || run_mode == MODE_ADD)) {
 			run.workdir = v;
@@ -632,6 +831,13 @@ int main(int argc, char **argv)
 	struct stat st;
 	if (fstat(UNPACK_CTL_FD, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return 2; /* nobody to report to */
+	if (run_mode == MODE_COPY) {
+		if (!run.max_bytes || !max_entries)
+			die("copy needs --max-bytes and --max-entries");
+		confine_copy();
+		run_copy(run.max_bytes, max_entries);
+		syscall(SYS_exit_group, 0);
+	}
 	if (!uid)
 		die("--uid is missing");
 	if (fstat(UNPACK_IMAGE_FD, &st) < 0 || !S_ISREG(st.st_mode))

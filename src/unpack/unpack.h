@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * space-unpack: the confined helper that turns hostile tar streams (image layers, rootfs tarballs) into a
- * template's rootfs.ext4, and a template's image back into a tar stream. Its parts: layer.c (a layer's
- * bytes: decompression and digests), apply.c (tar entries into the ext4 image through libext2fs, with
- * whiteouts, opaque directories, links, xattrs, ownership), users.c (the image's own /etc/passwd, /etc/group
- * and /bin/sh), export.c (the image as a tar stream), main.c (arguments, confinement, the protocol with the
- * library). Private.
+ * template's rootfs.ext4, a template's image back into a tar stream, and copies a root tree between two
+ * directories (a jail's root disk as a plain tree). Its parts: layer.c (a layer's bytes: decompression and
+ * digests), apply.c (tar entries into the ext4 image through libext2fs, with whiteouts, opaque
+ * directories, links, xattrs, ownership), users.c (the image's own /etc/passwd, /etc/group and /bin/sh),
+ * export.c (the image as a tar stream), copy.c (one directory tree into another), main.c (arguments,
+ * confinement, the protocol with the library). Private.
  */
 #pragma once
 
@@ -94,6 +95,41 @@ bool users_has_shell(ext2_filsys fs);
 /* Writes the image's tree as a tar stream (pax, with xattrs) to out_fd; with path (symlinks followed inside
  * the image), only that file or directory, named as (NULL: its own name; "." a directory's contents). */
 int export_tar(ext2_filsys fs, int out_fd, const char *path, const char *as, char *err, size_t errlen);
+
+/* ---- copy.c ---- */
+#define COPY_SRC_FD 3 /* copy mode: the source tree's root directory */
+#define COPY_DST_FD 5 /* copy mode: the destination's root directory, empty */
+#define COPY_DEPTH_MAX 256
+
+struct copy_counts {
+	uint64_t entries;   /* everything below the root, skipped ones too */
+	uint64_t files;     /* regular files copied (hard links not counted again) */
+	uint64_t dirs, symlinks, fifos;
+	uint64_t hardlinks; /* names linked to a file copied before */
+	uint64_t bytes;     /* st_blocks * 512 of the files copied, each inode once */
+	uint64_t devices, sockets; /* skipped */
+	uint64_t xattrs_failed;    /* extended attributes the destination refused */
+	char xattr_first[300];     /* the first of them: "NAME: strerror, at PATH", "" when none */
+};
+
+/*
+ * Copies the tree under the directory src_fd into the empty directory dst_fd: directories, regular files
+ * (holes kept, hard links kept within the tree), symlinks (never followed) and FIFOs, each with its owner,
+ * mode (set-id bits too), extended attributes (files and directories) and atime/mtime; device nodes and
+ * sockets are skipped and counted. The root of dst_fd gets the metadata of src_fd's root. Names come only
+ * from src_fd's directories and are opened only relative to their directory's descriptor; hard links are
+ * made by the path of their first copy, absolute: call it chrooted into the destination (main.c). The
+ * source is hostile: an object that changes type or inode between its stat and its open is an error. A
+ * directory the destination has already (lost+found) is kept and gets the source's metadata.
+ *
+ * Limits: more than max_entries entries, -E2BIG; files needing more than max_bytes (st_blocks), -ENOSPC;
+ * directories deeper than COPY_DEPTH_MAX, -ELOOP. Errors of the destination keep their errno (ENOSPC,
+ * EDQUOT): the library tells a full pool from a broken tree by it. Writes "progress copy ENTRIES BYTES"
+ * status lines as it goes. Returns 0 with *ret filled, or -errno with a message (naming the path relative
+ * to the root) in err; a failed copy leaves a partial tree for the caller to remove.
+ */
+int copy_tree(int src_fd, int dst_fd, uint64_t max_bytes, uint64_t max_entries, struct copy_counts *ret,
+	      char *err, size_t errlen);
 
 /* ---- e2fd.c ---- */
 /* libext2fs I/O over a descriptor named by its number ("3"), with a large write-through read cache. */

@@ -224,18 +224,19 @@ if echo "$out" | grep -q '^ESCAPED'; then escaped "memory bomb" "$(echo "$out" |
 elif ! kill -0 "$victim" 2>/dev/null; then escaped "memory bomb" "a host process died"
 else blocked "memory bomb: 2 GiB under --memory 128 ended with status $rc after $(echo "$out" | grep -c allocated) x 64 MiB"; fi
 
-# ---- 9. disk fill: the sandbox's image fills, not the host's disk; tmpfs fills are memory ----
+# ---- 9. disk fill: the sandbox's disk fills (its quota on a tree: EDQUOT; an image: ENOSPC), not the host's
+# disk; tmpfs fills are memory ----
 # What the host's disk gives this state dir: the pool's loop file (other tests share /tmp's free space).
 pool_kib() { du -k "$STATE/pool.img" | cut -f1; }
 pool_before=$(pool_kib)
 new_sandbox --memory 128
 filler=$sb
-out=$("$SPACE" exec "$filler" "${S[@]}" -- sh -c 'dd if=/dev/zero of=/fill bs=1M 2>&1 | grep -i -m1 "no space"; sync; dd if=/dev/zero of=/dev/shm/fill bs=1M count=1024 2>&1 | tail -1; dd if=/dev/zero of=/tmp/fill bs=1M count=1024 2>&1 | tail -1' 2>&1)
+out=$("$SPACE" exec "$filler" "${S[@]}" -- sh -c 'dd if=/dev/zero of=/fill bs=1M 2>&1 | grep -i -m1 -E "no space|quota exceeded"; sync; dd if=/dev/zero of=/dev/shm/fill bs=1M count=1024 2>&1 | tail -1; dd if=/dev/zero of=/tmp/fill bs=1M count=1024 2>&1 | tail -1' 2>&1)
 sync
 used_mib=$((($(pool_kib) - pool_before) / 1024))
 image_mib=$(($(stat -c %s "$STATE/pool/templates/tiny/rootfs.ext4") >> 20))
-if [ "$used_mib" -gt $((image_mib + 64)) ] || ! echo "$out" | grep -q 'No space left' ; then escaped "disk fill" "the host lost $used_mib MiB (image $image_mib MiB)"
-else blocked "disk fill: ENOSPC at the sandbox's $image_mib MiB image; the pool file grew ${used_mib} MiB"; fi
+if [ "$used_mib" -gt $((image_mib + 64)) ] || ! echo "$out" | grep -q -E 'No space left|Disk quota exceeded'; then escaped "disk fill" "the host lost $used_mib MiB (image $image_mib MiB)"
+else blocked "disk fill: $(echo "$out" | grep -o -m1 -E 'No space left on device|Disk quota exceeded') at the sandbox's $image_mib MiB disk; the pool file grew ${used_mib} MiB"; fi
 if echo "$out" | grep -q '1024+0 records out'; then escaped "tmpfs fill" "1 GiB of tmpfs under a 128 MiB limit"
 else blocked "tmpfs fill (/dev/shm, /tmp) bounded by the memory limit"; fi
 

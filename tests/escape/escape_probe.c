@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
+#include <linux/btrfs.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
@@ -201,6 +203,21 @@ static int attack_mount(void)
 	     EPERM, ENOENT, ENODEV, ENOTBLK);
 	CALL("mount btrfs", mount("/dev/loop0", "/tmp/escape-mnt", "btrfs", 0, NULL), EPERM, ENOENT, ENODEV);
 	CALL("remount /proc/sys read-write", mount(NULL, "/proc/sys", NULL, MS_REMOUNT | MS_BIND, NULL), EPERM);
+	/* A jail's disk is a tree on the pool's btrfs: a subvolume made in it would escape the disk's quota. */
+	int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct btrfs_ioctl_vol_args va;
+	memset(&va, 0, sizeof(va));
+	snprintf(va.name, sizeof(va.name), "escape-subvol");
+	CALL("btrfs subvolume create", ioctl(root, BTRFS_IOC_SUBVOL_CREATE, &va), EPERM, ENOTTY);
+	struct btrfs_ioctl_vol_args_v2 v2;
+	memset(&v2, 0, sizeof(v2));
+	snprintf(v2.name, sizeof(v2.name), "escape-subvol2");
+	CALL("btrfs subvolume create (v2)", ioctl(root, BTRFS_IOC_SUBVOL_CREATE_V2, &v2), EPERM, ENOTTY);
+	v2.fd = root;
+	CALL("btrfs snapshot of /", ioctl(root, BTRFS_IOC_SNAP_CREATE_V2, &v2), EPERM, ENOTTY);
+	CALL("btrfs subvolume delete", ioctl(root, BTRFS_IOC_SNAP_DESTROY, &va), EPERM, ENOTTY);
+	if (root >= 0)
+		close(root);
 	CALL("umount /proc/sys", umount2("/proc/sys", MNT_DETACH), EPERM, EINVAL);
 	CALL("remount /sys read-write", mount(NULL, "/sys", NULL, MS_REMOUNT, NULL), EPERM, EINVAL);
 	return fails;
