@@ -34,14 +34,15 @@ bool disk_tree_pool_ready(space_ctx *ctx, const char *root)
 	return store_btrfs_quota_mode(root) > 0;
 }
 
-int disk_tree_add(space_ctx *ctx, const char *root, const char *subvol)
+int disk_tree_add(space_ctx *ctx, const char *root, const char *subvol, space_progress_fn progress,
+		  void *progress_userdata)
 {
 	if (!disk_tree_pool_ready(ctx, root))
 		return 0;
 	char image[PATH_MAX], tree[PATH_MAX];
 	snprintf(image, sizeof(image), "%s/rootfs.ext4", subvol);
 	snprintf(tree, sizeof(tree), "%s/" DISK_TREE, subvol);
-	return unpack_tree_from_image(ctx, image, tree);
+	return unpack_tree_from_image(ctx, image, tree, progress, progress_userdata);
 }
 
 int disk_tree_of(const char *subvol, char *buf, size_t len)

@@ -28,7 +28,8 @@
 bool disk_tree_pool_ready(space_ctx *ctx, const char *root);
 
 /* Adds <subvol>/tree, copied from <subvol>/rootfs.ext4, when the pool gives jails directory disks. */
-int disk_tree_add(space_ctx *ctx, const char *root, const char *subvol);
+int disk_tree_add(space_ctx *ctx, const char *root, const char *subvol, space_progress_fn progress,
+		  void *progress_userdata);
 
 /* 1 with <subvol>/tree in buf when the subvolume has a tree, 0 when not. */
 int disk_tree_of(const char *subvol, char *buf, size_t len);

@@ -362,7 +362,7 @@ int template_commit(space_ctx *ctx, const struct space_template_import_options *
 	if (stat(image, &st) < 0)
 		return ctx_error(ctx, -errno, "stat %s", image);
 	/* Its jails' disk: the same files as a directory tree (core/disk_tree.h). */
-	int r = disk_tree_add(ctx, root, tmp);
+	int r = disk_tree_add(ctx, root, tmp, o->progress, o->progress_userdata);
 	if (r < 0)
 		return r;
 	/* The row and the final name appear together: insert in a transaction, rename, then commit. */

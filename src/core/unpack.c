@@ -726,7 +726,8 @@ static int spawn_copy(struct helper *h, const char *path, const char *const *arg
 	return 0;
 }
 
-int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir)
+int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir, space_progress_fn progress,
+			   void *progress_userdata)
 {
 	char path[PATH_MAX], bytes_arg[24], entries_arg[24];
 	int r = ctx_helper_path(ctx, "space-unpack", path, sizeof(path));
@@ -764,9 +765,14 @@ int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_d
 		const char *rest;
 		if ((r = next_line(&h, line, sizeof(line))) < 0)
 			break;
+		unsigned long long entries, bytes;
 		if (word(line, "warn", &rest)) {
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_WARNING, "space-unpack copy: %s", safe ? safe : "?");
+		} else if (word(line, "progress", &rest) && progress &&
+			   sscanf(rest, "copy %llu %llu", &entries, &bytes) == 2) {
+			/* what it copied, against the image's size (more than the files can take) */
+			progress("copy the files for jails (confined)", bytes, (uint64_t)st.st_size, progress_userdata);
 		} else if (word(line, "error", &rest)) {
 			snprintf(h.error, sizeof(h.error), "%s", rest);
 			r = -EPIPE;

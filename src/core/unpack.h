@@ -74,4 +74,5 @@ int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, 
  * as root of that namespace (a process that holds no host privilege, under its seccomp filter, chrooted into
  * tree_dir). Owners stay those of the image (root's files uid 0 on disk).
  */
-int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir);
+int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir, space_progress_fn progress,
+			   void *progress_userdata);

@@ -27,11 +27,12 @@
  * no name in a layer can reach the host's file system, and a compromised helper can write only into the
  * one image file it was handed.
  *
- * copy (copy.c) runs otherwise: as uid 0 of a user namespace the library made, whose 0..65535 is a host
- * range of its own, refusing the initial one. It unshares a mount namespace, chroots into the destination
- * (every path it names is there; the source is only fd 3, a detached mount whose ".." stays at its root),
- * keeps only the capabilities a file's owner has (chown, DAC override and read-search, fowner, fsetid,
- * setfcap), no_new_privs, not dumpable, and installs an allowlist of the *at calls the walk makes.
+ * copy (copy.c; confined and run by copy_main.c) runs otherwise: as uid 0 of a user namespace the library
+ * made, whose 0..65535 is a host range of its own, refusing the initial one. It unshares a mount namespace,
+ * chroots into the destination (every path it names is there; the source is only fd 3, a detached mount
+ * whose ".." stays at its root), keeps only the capabilities a file's owner has (chown, DAC override and
+ * read-search, fowner, fsetid, setfcap), no_new_privs, not dumpable, and installs an allowlist of the *at
+ * calls the walk makes (the table below, as for the other modes).
  *
  * Status lines on fd 4: "ready", "progress verify|apply LAYER DONE TOTAL", "progress copy ENTRIES BYTES",
  * "measure BYTES ENTRIES", "warn TEXT", "user UID GID HOME", "shell 0|1", "image-like NAME", "counts ...",
@@ -40,9 +41,7 @@
 #include <errno.h>
 #include <et/com_err.h>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <openssl/evp.h>
-#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -50,7 +49,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -83,8 +81,6 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(void, seccomp_release)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct applier, applier_free)
 
-enum mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD, MODE_COPY };
-
 /* What a rule lets through: any arguments, a descriptor in its first argument, or the flags named. */
 enum fd_rule {
 	ENOTTY_ANY, ANY, FD_IMAGE, FD_CTL, FD_SOURCES, FD_OUT, NO_EXEC, FSTAT_IMAGE, FSIZE_SELF, GETFD_IMAGE,
@@ -102,7 +98,7 @@ enum fd_rule {
 static const struct rule {
 	int nr;
 	enum fd_rule on;
-	unsigned modes; /* 1 << enum mode */
+	unsigned modes; /* 1 << enum unpack_mode */
 	const char *why;
 } rules[] = {
 #define IMAGE ((1u << MODE_APPLY) | (1u << MODE_CHECK) | (1u << MODE_EXPORT) | (1u << MODE_ADD))
@@ -166,7 +162,7 @@ static const struct rule {
 #undef COPY
 };
 
-static enum mode run_mode;
+static enum unpack_mode run_mode;
 static int n_sources; /* fds UNPACK_FIRST_FD .. + n_sources - 1 */
 
 void unpack_status(const char *fmt, ...)
@@ -193,10 +189,7 @@ const char *unpack_e2err(long code)
 	return error_message(code);
 }
 
-/* "error ERRNO TEXT" (ERRNO: the positive code the library answers with), then the end. */
-static _Noreturn void die_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static _Noreturn void die_err(int err, const char *fmt, ...)
+_Noreturn void unpack_die_err(int err, const char *fmt, ...)
 {
 	char msg[900];
 	va_list ap;
@@ -208,7 +201,7 @@ static _Noreturn void die_err(int err, const char *fmt, ...)
 	_exit(1);
 }
 
-#define die(...) die_err(EINVAL, __VA_ARGS__)
+#define die(...) unpack_die_err(EINVAL, __VA_ARGS__)
 
 static int add_rule(scmp_filter_ctx ctx, const struct rule *r)
 {
@@ -260,7 +253,7 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r)
 	return -EINVAL;
 }
 
-static size_t rule_count(enum mode m)
+static size_t rule_count(enum unpack_mode m)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(rules); i++)
@@ -268,7 +261,7 @@ static size_t rule_count(enum mode m)
 	return n;
 }
 
-__attribute__((unused)) static int build_filter(enum mode m, scmp_filter_ctx *ret)
+__attribute__((unused)) static int build_filter(enum unpack_mode m, scmp_filter_ctx *ret)
 {
 	/* Outside the list: SIGSYS, whose handler reports the call on the control socket, then the kill. */
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -318,10 +311,39 @@ static int describe(void)
 	return 0;
 }
 
-static int set_limit(int res, rlim_t v)
+int unpack_set_limit(int res, rlim_t v)
 {
 	struct rlimit rl = { v, v };
 	return setrlimit(res, &rl) < 0 ? -errno : 0;
+}
+
+int unpack_limit_memory(void)
+{
+#ifdef UNPACK_SANITIZED
+	return 0; /* a sanitizer's shadow memory alone is terabytes of address space */
+#else
+	return unpack_set_limit(RLIMIT_AS, AS_LIMIT);
+#endif
+}
+
+int unpack_load_filter(enum unpack_mode m, char *err, size_t errlen)
+{
+#ifdef UNPACK_SANITIZED
+	(void)m;
+	(void)err;
+	(void)errlen;
+	return 0;
+#else
+	int r = confine_sigsys_install(on_sigsys, err, errlen);
+	if (r < 0)
+		return r;
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+	if ((r = build_filter(m, &ctx)) < 0)
+		return util_errf(err, errlen, r, "seccomp filter: %s", strerror(-r));
+	if ((r = seccomp_load(ctx)) < 0)
+		return util_errf(err, errlen, r, "load the seccomp filter: %s", strerror(-r));
+	return 0;
+#endif
 }
 
 /* Everything of root goes, then the filter. Every descriptor it will use is open already. */
@@ -343,141 +365,14 @@ static void confine(uint32_t uid)
 	if (syscall(SYS_close_range, (unsigned)(UNPACK_FIRST_FD + n_sources), ~0u, 0) < 0)
 		die("close_range: %s", strerror(errno));
 	signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG, reported, rather than a kill */
-	if ((r = set_limit(RLIMIT_CORE, 0)) < 0 || (r = set_limit(RLIMIT_NPROC, 0)) < 0)
+	if ((r = unpack_set_limit(RLIMIT_CORE, 0)) < 0 || (r = unpack_set_limit(RLIMIT_NPROC, 0)) < 0 ||
+	    (r = unpack_limit_memory()) < 0)
 		die("setrlimit: %s", strerror(-r));
-#ifndef UNPACK_SANITIZED
-	/* (a sanitizer's shadow memory alone is terabytes of address space) */
-	if ((r = set_limit(RLIMIT_AS, AS_LIMIT)) < 0)
-		die("setrlimit: %s", strerror(-r));
-#endif
 	if (confine_drop_to_uid(uid, err, sizeof(err)) < 0)
 		die("drop privileges: %s", err);
-#ifndef UNPACK_SANITIZED
-	if ((r = confine_sigsys_install(on_sigsys, err, sizeof(err))) < 0)
+	if (unpack_load_filter(run_mode, err, sizeof(err)) < 0)
 		die("%s", err);
-	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-	if ((r = build_filter(run_mode, &ctx)) < 0)
-		die("seccomp filter: %s", strerror(-r));
-	if ((r = seccomp_load(ctx)) < 0)
-		die("load the seccomp filter: %s", strerror(-r));
-#endif
 	unpack_status("ready");
-}
-
-/* Whether /proc/self/uid_map is the initial user namespace's ("0 0 4294967295"). */
-static bool initial_userns(void)
-{
-	char map[4096];
-	_cleanup_close_ int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, map, sizeof(map) - 1);
-	if (n < 0)
-		die_err(errno, "read /proc/self/uid_map: %s", strerror(errno));
-	map[n] = '\0';
-	char *save = NULL;
-	for (char *line = strtok_r(map, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		unsigned long inside, outside, count;
-		if (sscanf(line, "%lu %lu %lu", &inside, &outside, &count) == 3 && !inside && !outside &&
-		    count == 4294967295ul)
-			return true;
-	}
-	return false;
-}
-
-/* copy: uid 0 of a user namespace the library made (its capabilities reach only the inodes whose owners
- * that namespace maps: the two trees), in a mount namespace of its own chrooted into the destination, with
- * the capabilities of a file's owner only, then the filter. Fails closed at each step. */
-static void confine_copy(void)
-{
-	char err[256] = "";
-	int r;
-	if (initial_userns())
-		die_err(EPERM, "copy runs only inside a user namespace");
-	if (getuid() != 0 || getgid() != 0)
-		die_err(EPERM, "copy runs as uid 0 and gid 0 of its user namespace (not %u:%u)", getuid(), getgid());
-	struct stat st;
-	if (fstat(COPY_SRC_FD, &st) < 0 || !S_ISDIR(st.st_mode))
-		die_err(ENOTDIR, "fd %d is not the source directory", COPY_SRC_FD);
-	if (fstat(COPY_DST_FD, &st) < 0 || !S_ISDIR(st.st_mode))
-		die_err(ENOTDIR, "fd %d is not the destination directory", COPY_DST_FD);
-	if (syscall(SYS_close_range, (unsigned)COPY_DST_FD + 1, ~0u, 0) < 0)
-		die_err(errno, "close_range: %s", strerror(errno));
-	/* From here on a path, absolute or relative, names something in the destination only. */
-	if (unshare(CLONE_NEWNS) < 0)
-		die_err(errno, "unshare(CLONE_NEWNS): %s", strerror(errno));
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		die_err(errno, "make the mounts private: %s", strerror(errno));
-	if (fchdir(COPY_DST_FD) < 0 || chroot(".") < 0 || chdir("/") < 0)
-		die_err(errno, "chroot into the destination: %s", strerror(errno));
-	/* 2 descriptors a level at COPY_DEPTH_MAX levels, well inside. */
-	if ((r = set_limit(RLIMIT_CORE, 0)) < 0 || (r = set_limit(RLIMIT_NPROC, 0)) < 0 ||
-	    (r = set_limit(RLIMIT_NOFILE, 4096)) < 0)
-		die_err(r, "setrlimit: %s", strerror(-r));
-#ifndef UNPACK_SANITIZED
-	if ((r = set_limit(RLIMIT_AS, AS_LIMIT)) < 0)
-		die_err(r, "setrlimit: %s", strerror(-r));
-#endif
-	static const int keep[] = { CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, CAP_FSETID, CAP_SETFCAP };
-	uint64_t want = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(keep); i++)
-		want |= 1ull << keep[i];
-	for (int cap = 0; cap < 64; cap++) {
-		if ((want >> cap) & 1)
-			continue;
-		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
-			if (errno == EINVAL)
-				break; /* past the kernel's last capability */
-			die_err(errno, "drop capability %d from the bounding set: %s", cap, strerror(errno));
-		}
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		die_err(errno, "clear the ambient capabilities: %s", strerror(errno));
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
-	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
-		d[i].effective = d[i].permitted = (uint32_t)(want >> (32 * i));
-	if (syscall(SYS_capset, &h, d) < 0)
-		die_err(errno, "capset: %s", strerror(errno));
-	/* Check rather than trust. */
-	memset(d, 0, sizeof(d));
-	if (syscall(SYS_capget, &h, d) < 0)
-		die_err(errno, "capget: %s", strerror(errno));
-	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
-		if (d[i].effective != (uint32_t)(want >> (32 * i)) || d[i].permitted != d[i].effective ||
-		    d[i].inheritable)
-			die_err(EPERM, "capabilities are not the ones kept");
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		die_err(errno, "prctl: %s", strerror(errno));
-#ifndef UNPACK_SANITIZED
-	if ((r = confine_sigsys_install(on_sigsys, err, sizeof(err))) < 0)
-		die_err(r, "%s", err);
-	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-	if ((r = build_filter(MODE_COPY, &ctx)) < 0)
-		die_err(r, "seccomp filter: %s", strerror(-r));
-	if ((r = seccomp_load(ctx)) < 0)
-		die_err(r, "load the seccomp filter: %s", strerror(-r));
-#endif
-	(void)err;
-	unpack_status("ready");
-}
-
-static void run_copy(uint64_t max_bytes, uint64_t max_entries)
-{
-	struct copy_counts n;
-	char err[800];
-	int r = copy_tree(COPY_SRC_FD, COPY_DST_FD, max_bytes, max_entries, &n, err, sizeof(err));
-	if (r < 0)
-		die_err(r, "%s", err);
-	if (n.xattrs_failed)
-		unpack_status("warn xattrs: %llu could not be copied (first: %s)", (unsigned long long)n.xattrs_failed,
-			      n.xattr_first);
-	if (n.devices || n.sockets)
-		unpack_status("warn skipped %llu device nodes and %llu sockets", (unsigned long long)n.devices,
-			      (unsigned long long)n.sockets);
-	unpack_status("counts entries=%llu files=%llu dirs=%llu symlinks=%llu hardlinks=%llu bytes=%llu skipped=%llu",
-		      (unsigned long long)n.entries, (unsigned long long)n.files, (unsigned long long)n.dirs,
-		      (unsigned long long)n.symlinks, (unsigned long long)n.hardlinks, (unsigned long long)n.bytes,
-		      (unsigned long long)(n.devices + n.sockets));
-	unpack_status("done");
 }
 
 /* ---- apply ---- */
@@ -559,7 +454,7 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 	if (fs && applier_new(fs, &a) < 0)
 		die("out of memory");
 	if (a && applier_set_options(a, run->into, run->chown, run->uid, run->gid, run->plain) < 0)
-		die_err(EPERM, "--into %s is not a path in the image", run->into);
+		unpack_die_err(EPERM, "--into %s is not a path in the image", run->into);
 	uint64_t bytes = 0, entries = 0;
 	run->out_bytes = 0;
 	for (unsigned i = 0; i < run->n; i++) {
@@ -567,7 +462,7 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 		struct layer_stream *s = NULL;
 		int lr = layer_open(l, run->max_bytes, &run->out_bytes, &s, err, sizeof(err));
 		if (lr < 0)
-			die_err(lr, "layer %u: %s", i + 1, err);
+			unpack_die_err(lr, "layer %u: %s", i + 1, err);
 		struct tar_reader *t;
 		if (tar_reader_new(layer_read, NULL, s, &t) < 0)
 			die("out of memory");
@@ -584,19 +479,19 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 			if (r == 0)
 				break;
 			if (r < 0)
-				die_err(r, "layer %u: %s", i + 1, layer_error(s)[0] ? layer_error(s) : tar_error(t));
+				unpack_die_err(r, "layer %u: %s", i + 1, layer_error(s)[0] ? layer_error(s) : tar_error(t));
 			entries++;
 			if (a) {
 				int ar = applier_entry(a, e, t, err, sizeof(err));
 				if (ar < 0)
-					die_err(ar, "layer %u: %s: %s", i + 1, e->path, layer_error(s)[0] ? layer_error(s) : err);
+					unpack_die_err(ar, "layer %u: %s: %s", i + 1, e->path, layer_error(s)[0] ? layer_error(s) : err);
 			} else {
 				char norm[TAR_PATH_MAX + 1];
 				if (tar_path_normalize(e->path, norm, sizeof(norm)) == -EINVAL)
-					die_err(EPERM, "layer %u: '%s' climbs out of the root with '..': refused", i + 1, e->path);
+					unpack_die_err(EPERM, "layer %u: '%s' climbs out of the root with '..': refused", i + 1, e->path);
 				char target[TAR_PATH_MAX + 1];
 				if (e->type == TAR_HARDLINK && tar_path_normalize(e->link, target, sizeof(target)) == -EINVAL)
-					die_err(EPERM, "layer %u: hard link %s to '%s' climbs out of the root with '..': refused", i + 1,
+					unpack_die_err(EPERM, "layer %u: hard link %s to '%s' climbs out of the root with '..': refused", i + 1,
 					    e->path, e->link);
 				if (rootfs_mode && !strchr(norm, '/')) {
 					if (!strcmp(norm, "etc"))
@@ -617,7 +512,7 @@ static void pass(struct run *run, ext2_filsys fs, uint64_t *ret_bytes, uint64_t 
 		}
 		int fr = layer_finish(s, err, sizeof(err));
 		if (fr < 0)
-			die_err(fr, "layer %u: %s", i + 1, err);
+			unpack_die_err(fr, "layer %u: %s", i + 1, err);
 		progress(name, i, s, l, &last);
 		if (!a && mark && !has_etc)
 			unpack_status("image-like %s", mark);
@@ -698,7 +593,7 @@ static int run_apply(struct run *run)
 		struct image_user u;
 		char err[300];
 		if (users_resolve(fs, run->user, &u, err, sizeof(err)) < 0)
-			die_err(ENOENT, "%s", err);
+			unpack_die_err(ENOENT, "%s", err);
 		unpack_status("user %u %u %s", u.uid, u.gid, u.home);
 	}
 	unpack_status("shell %d", users_has_shell(fs));
@@ -730,13 +625,13 @@ static int run_add(struct run *run)
 		struct image_user u;
 		char err[300];
 		if (users_resolve(fs, run->user, &u, err, sizeof(err)) < 0)
-			die_err(ENOENT, "%s", err);
+			unpack_die_err(ENOENT, "%s", err);
 		unpack_status("user %u %u %s", u.uid, u.gid, u.home);
 	}
 	unpack_status("shell %d", users_has_shell(fs));
 	errcode_t e = ext2fs_close2(fs, 0);
 	if (e)
-		die_err(e == EXT2_ET_BLOCK_ALLOC_FAIL ? ENOSPC : EIO, "write the image: %s", error_message(e));
+		unpack_die_err(e == EXT2_ET_BLOCK_ALLOC_FAIL ? ENOSPC : EIO, "write the image: %s", error_message(e));
 	unpack_status("done");
 	return 0;
 }
@@ -834,8 +729,8 @@ int main(int argc, char **argv)
 	if (run_mode == MODE_COPY) {
 		if (!run.max_bytes || !max_entries)
 			die("copy needs --max-bytes and --max-entries");
-		confine_copy();
-		run_copy(run.max_bytes, max_entries);
+		copy_main_confine();
+		copy_main_run(run.max_bytes, max_entries);
 		syscall(SYS_exit_group, 0);
 	}
 	if (!uid)
@@ -877,7 +772,7 @@ int main(int argc, char **argv)
 			struct image_user u;
 			char err[300];
 			if (users_resolve(fs, run.user, &u, err, sizeof(err)) < 0)
-				die_err(ENOENT, "%s", err);
+				unpack_die_err(ENOENT, "%s", err);
 			unpack_status("user %u %u %s", u.uid, u.gid, u.home);
 		}
 		if (run.isdir) {

@@ -5,8 +5,9 @@
  * directories (a jail's root disk as a plain tree). Its parts: layer.c (a layer's bytes: decompression and
  * digests), apply.c (tar entries into the ext4 image through libext2fs, with whiteouts, opaque
  * directories, links, xattrs, ownership), users.c (the image's own /etc/passwd, /etc/group and /bin/sh),
- * export.c (the image as a tar stream), copy.c (one directory tree into another), main.c (arguments,
- * confinement, the protocol with the library). Private.
+ * export.c (the image as a tar stream), copy.c (one directory tree into another), copy_main.c (the copy
+ * mode's own confinement, then its run), main.c (arguments, confinement, the seccomp rules of every mode,
+ * the protocol with the library). Private.
  */
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "image/tar.h"
 
@@ -33,8 +35,22 @@ struct layer_spec {
 	char diff_id[72];        /* of the uncompressed tar, "" when none is known */
 };
 
+/* ---- main.c ---- */
+enum unpack_mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD, MODE_COPY };
+
 /* Status lines to the library ("progress ...", "warn ..."): printf-like, one line, newline added. */
 void unpack_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "error ERRNO TEXT" (ERRNO: the positive code the library answers with; err may be either sign, 0 is
+ * EINVAL), then the end of the process. */
+_Noreturn void unpack_die_err(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sets resource res's soft and hard limits both to v. 0 or -errno. */
+int unpack_set_limit(int res, rlim_t v);
+/* RLIMIT_AS at the helper's ceiling (nothing in a sanitized test build). 0 or -errno. */
+int unpack_limit_memory(void);
+/* Installs the SIGSYS reporter (a trapped call is named on the control socket), then loads mode m's seccomp
+ * allowlist; nothing in a sanitized test build. Last step of a mode's confinement: every descriptor open,
+ * privileges dropped. 0, or -errno with a message in err. */
+int unpack_load_filter(enum unpack_mode m, char *err, size_t errlen);
 
 /* ---- layer.c ---- */
 struct layer_stream;
@@ -118,7 +134,7 @@ struct copy_counts {
  * mode (set-id bits too), extended attributes (files and directories) and atime/mtime; device nodes and
  * sockets are skipped and counted. The root of dst_fd gets the metadata of src_fd's root. Names come only
  * from src_fd's directories and are opened only relative to their directory's descriptor; hard links are
- * made by the path of their first copy, absolute: call it chrooted into the destination (main.c). The
+ * made by the path of their first copy, absolute: call it chrooted into the destination (copy_main.c). The
  * source is hostile: an object that changes type or inode between its stat and its open is an error. A
  * directory the destination has already (lost+found) is kept and gets the source's metadata.
  *
@@ -130,6 +146,16 @@ struct copy_counts {
  */
 int copy_tree(int src_fd, int dst_fd, uint64_t max_bytes, uint64_t max_entries, struct copy_counts *ret,
 	      char *err, size_t errlen);
+
+/* ---- copy_main.c ---- */
+/* Confines copy mode: checks it is uid 0:0 of a user namespace other than the initial one and that fd 3 and
+ * fd 5 are directories, closes every descriptor past fd 5, then a mount namespace of its own chrooted into
+ * the destination (fd 5), the capabilities of a file's owner only, no_new_privs, not dumpable, the
+ * MODE_COPY filter; "ready". Any failure ends the process with "error ...". */
+void copy_main_confine(void);
+/* After copy_main_confine(): copies fd 3's tree into fd 5 within the limits, reports "warn" and "counts"
+ * lines, then "done"; a failure ends the process with "error ...". */
+void copy_main_run(uint64_t max_bytes, uint64_t max_entries);
 
 /* ---- e2fd.c ---- */
 /* libext2fs I/O over a descriptor named by its number ("3"), with a large write-through read cache. */

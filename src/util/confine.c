@@ -55,6 +55,37 @@ int confine_drop_to_uid(uint32_t uid, char *err, size_t errlen)
 	return 0;
 }
 
+int confine_keep_caps(uint64_t mask, char *err, size_t errlen)
+{
+	for (int cap = 0; cap < 64; cap++) {
+		if ((mask >> cap) & 1)
+			continue;
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+			if (errno == EINVAL)
+				break; /* past the kernel's last capability */
+			return util_errf(err, errlen, -errno, "drop capability %d from the bounding set: %s", cap,
+					 strerror(errno));
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return util_errf(err, errlen, -errno, "clear the ambient capabilities: %s", strerror(errno));
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		d[i].effective = d[i].permitted = (uint32_t)(mask >> (32 * i));
+	if (syscall(SYS_capset, &h, d) < 0)
+		return util_errf(err, errlen, -errno, "capset: %s", strerror(errno));
+	/* Check rather than trust. */
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d) < 0)
+		return util_errf(err, errlen, -errno, "capget: %s", strerror(errno));
+	for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+		if (d[i].effective != (uint32_t)(mask >> (32 * i)) || d[i].permitted != d[i].effective ||
+		    d[i].inheritable)
+			return util_errf(err, errlen, -EPERM, "capabilities are not the ones kept");
+	return 0;
+}
+
 int confine_sigsys_install(void (*handler)(int, siginfo_t *, void *), char *err, size_t errlen)
 {
 	if (atomic_load(&reporter_ready))

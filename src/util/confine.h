@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Confinement shared by the helpers that face hostile input (space-gateway, space-vmm, space-logcap, the
- * snapshot sync child): dropping everything of root for good, and the SIGSYS reporter that names a
- * system call a seccomp filter trapped before the process dies. Needs libseccomp (syscall names).
+ * Confinement shared by the helpers that face hostile input (space-gateway, space-vmm, space-logcap,
+ * space-unpack, the snapshot sync child): dropping everything of root for good, or keeping exactly the
+ * capabilities a task needs, and the SIGSYS reporter that names a system call a seccomp filter trapped
+ * before the process dies. Needs libseccomp (syscall names).
  */
 #pragma once
 
@@ -18,6 +19,15 @@
  * err and errlen are non-zero).
  */
 int confine_drop_to_uid(uint32_t uid, char *err, size_t errlen);
+
+/*
+ * Keeps exactly the capabilities in mask (bit n: capability n), for a process that stays uid 0 (of a user
+ * namespace of its own): every other one dropped from the bounding set, the ambient set cleared, mask
+ * alone effective and permitted, nothing inheritable, then checked with capget rather than trusted. Neither
+ * no_new_privs nor dumpable is touched. Call before the seccomp filter. Returns 0, or -errno with a message
+ * in err (-EPERM when the sets read back are not mask's).
+ */
+int confine_keep_caps(uint64_t mask, char *err, size_t errlen);
 
 /*
  * Installs handler for SIGSYS (SA_SIGINFO, every signal blocked while it runs), with the name of each
