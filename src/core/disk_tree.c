@@ -55,6 +55,16 @@ int disk_tree_of(const char *subvol, char *buf, size_t len)
 	return S_ISDIR(st.st_mode) ? 1 : 0;
 }
 
+int disk_tree_reinstate(const char *subvol)
+{
+	char tree[PATH_MAX], stale[PATH_MAX];
+	struct stat st;
+	snprintf(stale, sizeof(stale), "%s/" DISK_TREE_STALE, subvol);
+	if (disk_tree_of(subvol, tree, sizeof(tree)) != 0 || lstat(stale, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	return rename(stale, tree) < 0 ? -errno : 0;
+}
+
 void disk_tree_retire(space_ctx *ctx, const char *subvol)
 {
 	char tree[PATH_MAX], stale[PATH_MAX];

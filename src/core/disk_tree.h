@@ -36,3 +36,7 @@ int disk_tree_of(const char *subvol, char *buf, size_t len);
 
 /* Moves a tree the subvolume carries aside (a VM's disk is its image; the tree would go stale). */
 void disk_tree_retire(space_ctx *ctx, const char *subvol);
+
+/* A template made from a VM's checkpoint of it (a booted snapshot): the tree the VM moved aside is the
+ * template's own, which no VM writes, and jails (which boot nothing) take it again. 0 or -errno. */
+int disk_tree_reinstate(const char *subvol);

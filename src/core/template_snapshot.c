@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/backend.h"
+#include "core/disk_tree.h"
 #include "core/internal.h"
 #include "core/sandbox.h"
 #include "core/vm_backend.h"
@@ -98,6 +99,11 @@ static int template_swap(space_ctx *ctx, const struct template_info *t, const ch
 	r = store_btrfs_snapshot(src, tmp, false);
 	if (r < 0)
 		return ctx_error(ctx, r, "snapshot %s", src);
+	/* Jails keep the template's tree (core/disk_tree.h). */
+	if ((r = disk_tree_reinstate(tmp)) < 0) {
+		ctx_error(ctx, r, "keep the jail tree of template %s", t->name);
+		goto fail;
+	}
 	if (drop && (r = drop_state_files(tmp)) < 0) {
 		ctx_error(ctx, r, "remove the snapshot files of %s", tmp);
 		goto fail;
