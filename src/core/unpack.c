@@ -653,10 +653,15 @@ static int map_child(pid_t pid, uint32_t base, const int *mounts, size_t n)
 /*
  * Starts `space-unpack copy` as root of a new user namespace mapped onto the range at base: fd 3 src's
  * root, fd 4 the control socket, fd 5 dst's root (src_m and dst_m: detached mounts, idmapped to it before it
- * runs). Only async-signal-safe calls in the child.
+ * runs). The program is opened here, as root, and run from that descriptor: its uid on the host may not
+ * pass the directories on its path (a build or install tree under a private temporary directory). Only
+ * async-signal-safe calls in the child.
  */
 static int spawn_copy(struct helper *h, const char *path, const char *const *argv, int src_m, int dst_m, uint32_t base)
 {
+	_cleanup_close_ int exe = open(path, O_PATH | O_CLOEXEC);
+	if (exe < 0)
+		return ctx_error(h->ctx, -errno, "open %s", path);
 	int sp[2], up[2] = { -1, -1 }, go[2] = { -1, -1 };
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return ctx_error(h->ctx, -errno, "socketpair");
@@ -671,7 +676,7 @@ static int spawn_copy(struct helper *h, const char *path, const char *const *arg
 		close_pair(go);
 		return ctx_error(h->ctx, -e, "prepare space-unpack copy");
 	}
-	int want[6] = { null, null, null, src, sp[1], dst };
+	int want[7] = { null, null, null, src, sp[1], dst, exe };
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -686,15 +691,17 @@ static int spawn_copy(struct helper *h, const char *path, const char *const *arg
 		/* Root of the namespace: host uid base, nothing on the host. */
 		if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 			_exit(126);
-		int tmp[6];
-		for (size_t i = 0; i < 6; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 6)) < 0)
+		int tmp[7];
+		for (size_t i = 0; i < 7; i++)
+			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 7)) < 0)
 				_exit(127);
 		for (size_t i = 0; i < 6; i++)
 			if (dup2(tmp[i], (int)i) < 0)
 				_exit(127);
-		syscall(SYS_close_range, 6u, ~0U, 0);
-		execv(path, (char *const *)argv);
+		if (dup3(tmp[6], 6, O_CLOEXEC) < 0) /* the program: closed by its own exec */
+			_exit(127);
+		syscall(SYS_close_range, 7u, ~0U, 0);
+		syscall(SYS_execveat, 6, "", (char *const *)argv, environ, AT_EMPTY_PATH);
 		_exit(127);
 	}
 	int e = errno;
