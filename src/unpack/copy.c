@@ -254,15 +254,26 @@ static int copy_meta(struct copier *c, int src, int dst, const struct stat *st)
 	return 0;
 }
 
-/* The same object as the stat before the open: a hostile source may have swapped the name since. */
-static int same_object(struct copier *c, int fd, const struct stat *before, struct stat *after)
+/* name in dir, opened without following it (flags besides O_NOFOLLOW | O_CLOEXEC), and still the object the
+ * stat before the open saw (*after its stat now): a hostile source may have swapped the name since. The
+ * descriptor, or a negative errno with the message set. */
+static int open_same(struct copier *c, int dir, const char *name, int flags, const struct stat *before,
+		     struct stat *after)
 {
+	int fd = openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fail_read(c, "open");
+	int r = 0;
 	if (fstat(fd, after) < 0)
-		return fail_read(c, "stat");
-	if ((after->st_mode & S_IFMT) != (before->st_mode & S_IFMT) || after->st_ino != before->st_ino ||
-	    after->st_dev != before->st_dev)
-		return fail(c, -ESTALE, "read %s: changed while it was copied", shown(c));
-	return 0;
+		r = fail_read(c, "stat");
+	else if ((after->st_mode & S_IFMT) != (before->st_mode & S_IFMT) || after->st_ino != before->st_ino ||
+		 after->st_dev != before->st_dev)
+		r = fail(c, -ESTALE, "read %s: changed while it was copied", shown(c));
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
 
 /* ---- data ---- */
@@ -360,13 +371,11 @@ static int copy_file(struct copier *c, int src_dir, int dst_dir, const char *nam
 			return r;
 		}
 	}
-	_cleanup_close_ int src = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (src < 0)
-		return fail_read(c, "open");
 	struct stat now;
-	int r = same_object(c, src, st, &now);
-	if (r < 0)
-		return r;
+	_cleanup_close_ int src = open_same(c, src_dir, name, O_RDONLY | O_NOCTTY | O_NONBLOCK, st, &now);
+	if (src < 0)
+		return src;
+	int r;
 	uint64_t blocks = (uint64_t)now.st_blocks * 512;
 	if ((r = charge(c, blocks)) < 0)
 		return r;
@@ -383,13 +392,10 @@ static int copy_file(struct copier *c, int src_dir, int dst_dir, const char *nam
 
 static int copy_symlink(struct copier *c, int src_dir, int dst_dir, const char *name, const struct stat *st)
 {
-	_cleanup_close_ int src = openat(src_dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (src < 0)
-		return fail_read(c, "open");
 	struct stat now;
-	int r = same_object(c, src, st, &now);
-	if (r < 0)
-		return r;
+	_cleanup_close_ int src = open_same(c, src_dir, name, O_PATH, st, &now);
+	if (src < 0)
+		return src;
 	ssize_t len = readlinkat(src, "", c->xlist, PATH_MAX);
 	if (len < 0)
 		return fail_read(c, "readlink");
@@ -434,13 +440,11 @@ static int copy_subdir(struct copier *c, int src_dir, int dst_dir, const char *n
 {
 	if (depth > COPY_DEPTH_MAX)
 		return fail(c, -ELOOP, "tree deeper than %d directories at %s", COPY_DEPTH_MAX, shown(c));
-	_cleanup_close_ int src = openat(src_dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (src < 0)
-		return fail_read(c, "open");
 	struct stat now;
-	int r = same_object(c, src, st, &now);
-	if (r < 0)
-		return r;
+	_cleanup_close_ int src = open_same(c, src_dir, name, O_RDONLY | O_DIRECTORY, st, &now);
+	if (src < 0)
+		return src;
+	int r;
 	/* One there already is taken as it is (a new ext4 destination's lost+found); anything but a directory
 	 * fails the open below. */
 	if (mkdirat(dst_dir, name, 0700) < 0 && errno != EEXIST)
