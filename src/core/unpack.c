@@ -57,6 +57,35 @@ static int take_uid(struct helper *h)
 	return r < 0 ? ctx_error(h->ctx, r, "allocate a host uid for space-unpack (%s)", UIDALLOC_DIR) : 0;
 }
 
+/* In a child between fork and exec (async-signal-safe only): dies with its parent (which must still be
+ * parent), with no signal blocked. false: it cannot. */
+static bool child_tie_to(pid_t parent)
+{
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		return false;
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	return true;
+}
+
+/* In a child: want[i] becomes fd i for i < n (through copies above n first: a source may itself be one of
+ * 0..n-1), everything from n on is closed. At most FIRST_FD + OCI_LAYERS_MAX. */
+static bool child_place_fds(const int *want, size_t n)
+{
+	int tmp[FIRST_FD + OCI_LAYERS_MAX];
+	if (n > ARRAY_SIZE(tmp))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, (int)n)) < 0)
+			return false;
+	for (size_t i = 0; i < n; i++)
+		if (dup2(tmp[i], (int)i) < 0)
+			return false;
+	syscall(SYS_close_range, (unsigned)n, ~0U, 0);
+	return true;
+}
+
 /*
  * Starts the helper: fd 3 image, fd 4 the control socket, fds 5.. srcs, stdio /dev/null, RLIMIT_FSIZE soft
  * fsize_soft under hard fsize_max, killed when this thread's process dies. Only async-signal-safe calls in the child.
@@ -92,20 +121,8 @@ static int spawn(struct helper *h, const char *path, const char *const *argv, in
 		return ctx_error(h->ctx, -e, "fork");
 	}
 	if (pid == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		if (!child_tie_to(parent) || !child_place_fds(want, n))
 			_exit(127);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Through copies above n first: a source may itself be one of 0..n-1. */
-		int tmp[FIRST_FD + OCI_LAYERS_MAX];
-		for (size_t i = 0; i < n; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, (int)n)) < 0)
-				_exit(127);
-		for (size_t i = 0; i < n; i++)
-			if (dup2(tmp[i], (int)i) < 0)
-				_exit(127);
-		syscall(SYS_close_range, (unsigned)n, ~0U, 0);
 		if (setrlimit(RLIMIT_FSIZE, &fsize) < 0)
 			_exit(127);
 		execv(path, (char *const *)argv);
@@ -680,27 +697,17 @@ static int spawn_copy(struct helper *h, const char *path, const char *const *arg
 	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid == 0) {
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		if (!child_tie_to(parent))
 			_exit(127);
-		sigset_t none;
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
 		char c = 'u';
 		if (unshare(CLONE_NEWUSER) < 0 || write(up[1], &c, 1) != 1 || read(go[0], &c, 1) != 1 || c != 'g')
 			_exit(126);
 		/* Root of the namespace: host uid base, nothing on the host. */
 		if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
 			_exit(126);
-		int tmp[7];
-		for (size_t i = 0; i < 7; i++)
-			if ((tmp[i] = fcntl(want[i], F_DUPFD_CLOEXEC, 7)) < 0)
-				_exit(127);
-		for (size_t i = 0; i < 6; i++)
-			if (dup2(tmp[i], (int)i) < 0)
-				_exit(127);
-		if (dup3(tmp[6], 6, O_CLOEXEC) < 0) /* the program: closed by its own exec */
+		/* fd 6, the program, is closed by its own exec */
+		if (!child_place_fds(want, ARRAY_SIZE(want)) || fcntl(6, F_SETFD, FD_CLOEXEC) < 0)
 			_exit(127);
-		syscall(SYS_close_range, 7u, ~0U, 0);
 		syscall(SYS_execveat, 6, "", (char *const *)argv, environ, AT_EMPTY_PATH);
 		_exit(127);
 	}
