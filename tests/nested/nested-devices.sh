@@ -56,5 +56,5 @@ for name in $names; do
 	i=$((i + 1))
 done
 nested_judge "$work" "$run_rc" "$i" || fails=$((fails + 1))
-[ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
+[ $fails -eq 0 ] || { tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 exit $((fails > 0))

@@ -365,5 +365,5 @@ if [ "${attacks:-0}" -lt "$min_attacks" ]; then
 	fails=1
 fi
 [ "${escapes:-0}" = 0 ] || fails=1
-[ "$fails" = 0 ] || tail -n 30 "$work/nested.log"
+[ "$fails" = 0 ] || { tail -n 30 "$work/nested.log"; nested_recap "$work"; }
 exit "$fails"

@@ -50,5 +50,5 @@ done
 [ $i -gt 0 ] || { echo "FAIL: no guest runs given"; exit 1; }
 nested_judge "$work" "$run_rc" "$i" || fails=$((fails + 1))
 # Where the VM was: the progress lines, then the console's end.
-[ $fails -eq 0 ] || { grep '^nested-guests: ' "$work/nested.log"; tail -n 20 "$work/nested.log"; }
+[ $fails -eq 0 ] || { grep '^nested-guests: ' "$work/nested.log"; tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 exit $((fails > 0))

@@ -100,5 +100,5 @@ else
 	echo "FAIL: no-disk boot: space-vmm status $nrc"; tail -n 20 "$work/nodisk.log" 2>/dev/null; fails=$((fails + 1))
 fi
 nested_judge "$work" "$run_rc" 3 || fails=$((fails + 1))
-[ $fails = 0 ] || { tail -n 60 "$work/vm.log" 2>/dev/null; tail -n 20 "$work/nested.log"; }
+[ $fails = 0 ] || { tail -n 60 "$work/vm.log" 2>/dev/null; tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 exit $((fails > 0))

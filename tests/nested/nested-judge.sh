@@ -227,5 +227,15 @@ nested_report() {
 		exit 0
 	fi
 	tail -n 40 "$1/nested.log" 2>/dev/null
+	nested_recap "$1"
 	exit 1
+}
+
+# nested_recap WORKDIR: the failed checks of WORKDIR/result.txt once more, last, after the console's end, so
+# that a report that keeps only the end of a long output still says what failed.
+nested_recap() {
+	echo "what failed inside (again, after the console):"
+	grep -e '^FAIL' -e '^ESCAPED' "$1/result.txt" 2>/dev/null | head -n 20
+	[ -s "$1/result.txt" ] || echo "  (no result.txt)"
+	tail -n 1 "$1/result.txt" 2>/dev/null | grep -q '^DONE' || echo "  (the script did not finish: no completion record)"
 }

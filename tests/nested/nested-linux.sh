@@ -57,5 +57,5 @@ for run in bzimage:1 vmlinux:1 smp2:2; do
 done
 # The three boots are judged here from their files; the record says the script got through all three.
 nested_judge "$work" "$run_rc" 3 || fails=$((fails + 1))
-[ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
+[ $fails -eq 0 ] || { tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 exit $((fails > 0))

@@ -74,5 +74,5 @@ else
 	fails=$((fails + 1))
 fi
 nested_judge "$work" "$run_rc" 3 || fails=$((fails + 1))
-[ $fails -eq 0 ] || tail -n 20 "$work/nested.log"
+[ $fails -eq 0 ] || { tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 exit $((fails > 0))

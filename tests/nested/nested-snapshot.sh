@@ -39,7 +39,7 @@ if [ "${1:-}" != "--inside" ]; then
 		fails=1
 	fi
 	nested_judge "$work" "$run_rc" 1 || fails=1
-	[ $fails = 0 ] || tail -n 20 "$work/nested.log"
+	[ $fails = 0 ] || { tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 	exit $fails
 fi
 shift

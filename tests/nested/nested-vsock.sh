@@ -165,5 +165,5 @@ else
 	echo "FAIL: no entropy from /dev/hwrng"; fails=$((fails + 1))
 fi
 nested_judge "$work" "$run_rc" 2 || fails=$((fails + 1))
-[ $fails = 0 ] || { tail -n 40 "$work/vm.log" 2>/dev/null; tail -n 20 "$work/nested.log"; }
+[ $fails = 0 ] || { tail -n 40 "$work/vm.log" 2>/dev/null; tail -n 20 "$work/nested.log"; nested_recap "$work"; }
 exit $((fails > 0))
