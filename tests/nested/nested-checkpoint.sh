@@ -8,7 +8,8 @@
 #   space rollback       the file written after the checkpoint is gone and the counter is back near the
 #                        checkpoint's value (the same process, restored, not restarted)
 #   exec and cp work after every restore; a corrupted snapshot is refused with a clear error and leaves
-#   nothing running; rm leaves nothing behind.
+#   nothing running; space-vmm killed (kill -9) during a create and during a checkpoint: the operation
+#   fails with a reason, the sandbox is failed, no half checkpoint is kept; rm leaves nothing behind.
 set -u
 . "$(dirname "$0")/nested-common.sh"
 src=${SPACE_SOURCE_DIR:?}
@@ -166,6 +167,79 @@ else
 	*) fail "corrupted snapshot error unclear: \$out" ;;
 	esac
 fi
+
+# space-vmm killed (kill -9) in the middle of an operation: the operation fails with a reason, the
+# sandbox is failed (never running without a VMM), and rm leaves nothing (checked below, with the rest).
+vmm_pids() { pgrep -x space-vmm | sort; }
+# ...during a create (while the guest boots):
+# (the nested VM has no /dev/fd: no process substitution; the pids before go to a file)
+vmm_pids > $work/vmm-before.txt
+old_ids="\${ids[*]}"
+SP create --isolation vm --template tiny --memory 256 > $work/kcreate.out 2> $work/kcreate.err &
+cr=\$!
+victim=
+for i in \$(seq 300); do
+	victim=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt | head -n 1)
+	[ -n "\$victim" ] && break
+	sleep 0.1
+done
+sleep 1
+# Every process of it (its supervisor, the namespace's waiter and the VM itself), at once.
+victims=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt)
+[ -n "\$victim" ] && kill -KILL \$victims
+wait \$cr
+rc=\$?
+for i in \$(SP ls --json | python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)))'); do
+	case " \${ids[*]} " in *" \$i "*) ;; *) ids+=("\$i") ;; esac
+done
+live=\$(SP ls --json | python3 -c "import json,sys; print(' '.join(s['id'] for s in json.load(sys.stdin) if s['status'] in ('running', 'creating') and s['id'] not in sys.argv[1].split()))" "\$old_ids")
+if [ -z "\$victim" ]; then
+	fail "no space-vmm appeared for the create to kill (rc \$rc: \$(tail -n 2 $work/kcreate.err))"
+elif [ \$rc != 0 ] && grep -q "space-vmm" $work/kcreate.err && [ -z "\$live" ]; then
+	pass "space-vmm killed during a create: the create fails (\$(tail -n 1 $work/kcreate.err | cut -c1-160)), nothing runs"
+elif [ \$rc = 0 ]; then
+	# The boot finished before the kill: then the sandbox must be failed now, with the reason.
+	kid=\$(cat $work/kcreate.out)
+	st=\$(SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$kid'][0]; print(s['status'] + '|' + (s.get('reason') or ''))")
+	case "\$st" in failed\|*) pass "space-vmm killed just after a create: the sandbox is failed: \$st" ;;
+	*) fail "space-vmm killed after a create: \$st" ;; esac
+else
+	fail "space-vmm killed during a create: rc \$rc, live '\$live', \$(tail -n 3 $work/kcreate.err)"
+fi
+# ...during a checkpoint (while guest memory is written out):
+kv=\$(SP create --isolation vm --template tiny --memory 256 2> $work/kv.err)
+[ -n "\$kv" ] && ids+=("\$kv")
+kpid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$kv'][0])" 2>/dev/null)
+SP checkpoint "\$kv" --name killed > $work/kcp.out 2> $work/kcp.err &
+cpr=\$!
+# Killed once the checkpoint is writing the VM's state: its file exists (made just before space-vmm is
+# asked for it; 256 MiB take it a second or more here).
+statef=\$S/pool/sandboxes/\$kv/vmstate.snap
+for i in \$(seq 600); do [ -e "\$statef" ] && break; kill -0 \$cpr 2>/dev/null || break; sleep 0.02; done
+mid=no
+[ -e "\$statef" ] && mid=yes
+[ -n "\$kpid" ] && kill -KILL "\$kpid"
+wait \$cpr
+rc=\$?
+st=\$(SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$kv'][0]; print(s['status'] + '|' + (s.get('reason') or ''))" 2>&1)
+cps=\$(SP checkpoints --json | python3 -c "import json,sys; print(' '.join(c['id'] for c in json.load(sys.stdin) if c.get('name') == 'killed'))")
+if [ -z "\$kpid" ]; then
+	fail "no sandbox to kill during a checkpoint: \$(tail -n 3 $work/kv.err)"
+elif [ \$rc != 0 ] && [ -z "\$cps" ]; then
+	case "\$st" in
+	failed\|*) if [ \$mid = no ]; then fail "the checkpoint failed before its state file appeared: not killed in the middle (\$(tail -n 1 $work/kcp.err | cut -c1-160))"; else
+		pass "space-vmm killed during a checkpoint, while it wrote the VM state: it fails (\$(tail -n 1 $work/kcp.err | cut -c1-120)), no checkpoint is kept, the sandbox is \$st"; fi ;;
+	*) fail "space-vmm killed during a checkpoint: the sandbox is '\$st'" ;;
+	esac
+elif [ \$rc = 0 ] && [ -n "\$cps" ]; then
+	# It finished first: a whole checkpoint, which a fork restores.
+	out=\$(SP fork "\$cps" 2>&1) && ids+=("\$out") && SP exec "\$out" -- true &&
+		pass "space-vmm killed right after a checkpoint: the checkpoint is whole (a fork of it runs)" ||
+		fail "space-vmm killed after a checkpoint: its fork: \$out"
+else
+	fail "space-vmm killed during a checkpoint: rc \$rc, checkpoints '\$cps', sandbox '\$st': \$(tail -n 2 $work/kcp.err)"
+fi
+SP checkpoint rm \$cps > /dev/null 2>&1
 
 # rm leaves nothing.
 SP rm "\${ids[@]}" || fail "space rm"
