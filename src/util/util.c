@@ -29,8 +29,17 @@ int util_mkdir_p(const char *path, mode_t mode)
 	if (!p)
 		return -ENOMEM;
 	size_t n = strlen(p);
+	if (n == 0)
+		return -ENOENT;
 	while (n > 1 && p[n - 1] == '/')
 		p[--n] = '\0';
+	/* Its parents exist, nearly always: the walk from / only when they do not. */
+	if (mkdir(p, mode) == 0)
+		return 0;
+	if (errno == EEXIST)
+		goto exists;
+	if (errno != ENOENT)
+		return -errno;
 	for (char *s = p + 1; *s; s++) {
 		if (*s != '/')
 			continue;
@@ -39,16 +48,15 @@ int util_mkdir_p(const char *path, mode_t mode)
 			return -errno;
 		*s = '/';
 	}
-	if (mkdir(p, mode) < 0) {
-		if (errno != EEXIST)
-			return -errno;
-		struct stat st;
-		if (stat(p, &st) < 0)
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-	}
-	return 0;
+	if (mkdir(p, mode) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -errno;
+exists:;
+	struct stat st;
+	if (stat(p, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 static int rm_rf_at(int parent, const char *name, int depth)
