@@ -185,7 +185,8 @@ int sandbox_net_attach(space_ctx *ctx, const struct backend_ops *ops, const stru
 }
 
 static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root, const char *tname,
-			 const char *disk_src, const struct backend_ops *ops, struct sandbox_row *rowp, space_sandbox **ret);
+			 const char *disk_src, const struct backend_ops *ops, struct op_trace *trace,
+			 struct sandbox_row *rowp, space_sandbox **ret);
 
 /*
  * The new sandbox's lock is held from before its row exists to the end (store/lock.h): a destroy of a row
@@ -194,7 +195,8 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
  * any process of the sandbox starts, so nothing of it ever runs without a row that a destroy can end.
  */
 static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root,
-			  const char *tname, const char *disk_src, const struct backend_ops *ops, space_sandbox **ret)
+			  const char *tname, const char *disk_src, const struct backend_ops *ops, struct op_trace *trace,
+			  space_sandbox **ret)
 {
 	struct sandbox_row row = { 0 };
 	int r = core_new_id("sb-", row.info.id, sizeof(row.info.id));
@@ -203,7 +205,8 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 	int lock = -1;
 	if ((r = core_sandbox_lock(ctx, row.info.id, &lock)) < 0)
 		return r;
-	r = create_locked(ctx, o, root, tname, disk_src, ops, &row, ret);
+	trace_mark(trace, "lock");
+	r = create_locked(ctx, o, root, tname, disk_src, ops, trace, &row, ret);
 	if (r < 0) /* undone (the row says destroyed): locks/ does not keep a file per failed create */
 		store_lock_remove(ctx->state_dir, row.info.id, lock);
 	store_lock_release(lock);
@@ -211,12 +214,12 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 }
 
 static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root, const char *tname,
-			 const char *disk_src, const struct backend_ops *ops, struct sandbox_row *rowp, space_sandbox **ret)
+			 const char *disk_src, const struct backend_ops *ops, struct op_trace *tp,
+			 struct sandbox_row *rowp, space_sandbox **ret)
 {
 	struct sandbox_row row = *rowp;
 	struct sandbox_info *b = &row.info;
-	struct op_trace trace;
-	trace_start(&trace);
+	struct op_trace trace = *tp; /* begun by the caller: its checks and the lock are its first steps */
 	row.trace = &trace;
 	int r;
 	/* An image template's process defaults (none when the template has none, or is gone: a fork). */
@@ -355,6 +358,8 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 	if (o->timeout_s > PROTO_MAX_LIFETIME)
 		return ctx_error_msg(ctx, -EINVAL, "a lifetime of %u s is over the limit of %u s (366 days)",
 				     o->timeout_s, PROTO_MAX_LIFETIME);
+	struct op_trace trace;
+	trace_start(&trace);
 	const char *root;
 	int r = ctx_pool(ctx, &root);
 	if (r < 0)
@@ -389,7 +394,8 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 		return r;
 	if ((r = sandbox_pool_space_check(ctx, root)) < 0)
 		return r;
-	return create_checked(ctx, o, root, tname, disk_src, ops, ret);
+	trace_mark(&trace, "checks");
+	return create_checked(ctx, o, root, tname, disk_src, ops, &trace, ret);
 }
 
 SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)
