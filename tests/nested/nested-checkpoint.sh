@@ -184,9 +184,14 @@ for i in \$(seq 300); do
 	sleep 0.1
 done
 sleep 1
-# Every process of it (its supervisor, the namespace's waiter and the VM itself), at once.
+# Every process of it (its supervisor, the namespace's waiter and the VM itself), at once. Stopped first,
+# so that no vCPU is inside the guest when SIGKILL tears it down: the emulated host's own KVM has crashed
+# (a kernel stack overflow) after a vCPU was killed in guest mode. To space-vmm and the library it is the
+# same sudden death.
 victims=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt)
-[ -n "\$victim" ] && kill -KILL \$victims
+if [ -n "\$victim" ]; then
+	kill -STOP \$victims; sleep 0.3; kill -KILL \$victims
+fi
 wait \$cr
 rc=\$?
 for i in \$(SP ls --json | python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)))'); do
@@ -207,7 +212,9 @@ else
 	fail "space-vmm killed during a create: rc \$rc, live '\$live', \$(tail -n 3 $work/kcreate.err)"
 fi
 # ...during a checkpoint (while guest memory is written out):
+vmm_pids > $work/vmm-before.txt
 kv=\$(SP create --isolation vm --template tiny --memory 256 2> $work/kv.err)
+kvpids=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt)
 [ -n "\$kv" ] && ids+=("\$kv")
 kpid=\$(SP ls --json | python3 -c "import json,sys; print([s['pid'] for s in json.load(sys.stdin) if s['id']=='\$kv'][0])" 2>/dev/null)
 SP checkpoint "\$kv" --name killed > $work/kcp.out 2> $work/kcp.err &
@@ -218,7 +225,7 @@ statef=\$S/pool/sandboxes/\$kv/vmstate.snap
 for i in \$(seq 600); do [ -e "\$statef" ] && break; kill -0 \$cpr 2>/dev/null || break; sleep 0.02; done
 mid=no
 [ -e "\$statef" ] && mid=yes
-[ -n "\$kpid" ] && kill -KILL "\$kpid"
+[ -n "\$kpid" ] && { kill -STOP \$kvpids; sleep 0.3; kill -KILL \$kvpids; }
 wait \$cpr
 rc=\$?
 st=\$(SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$kv'][0]; print(s['status'] + '|' + (s.get('reason') or ''))" 2>&1)
