@@ -174,8 +174,11 @@ static void control_serve(struct vmm_control *d, int fd)
 				(void)vm_resume(d->vm);
 		}
 	} else if (!strcmp(req, "stop")) {
+		/* Answered first: once asked, the main thread may end the process before this thread writes. */
+		static const char ok[] = "ok stopping\n";
+		(void)util_write_all(fd, ok, sizeof(ok) - 1);
 		vm_request_stop(d->vm, VM_EXIT_POWEROFF, "stopped on request");
-		snprintf(reply, sizeof(reply), "ok stopping\n");
+		return;
 	} else {
 		snprintf(reply, sizeof(reply),
 			 "error unknown request (status, pause, resume, snapshot-fd, snapshot PATH, stop)\n");
