@@ -532,10 +532,10 @@ SPACE_API const char *space_sandbox_id(const space_sandbox *sb);
 
 /* Where the milliseconds of making this handle's sandbox went, for benchmarks and diagnosis: its steps in
  * order with their durations and the total, e.g. "checks 0.4, lock 0.1, row 0.8, uids 0.1, clone 1.9,
- * jail 7.2, logcap 0.6, agent 0.4, logcap ready 0.0, network 0.0, running 0.6 = 12.6 ms" (a create; the step
- * names are the back-end's and may change), or "claim 1.5, lock 0.0, open 0.2, resume 0.3, refresh 0.2, lifetime 0.0 =
- * 2.2 ms" (taken from the warm pool). NULL for a handle from space_sandbox_open(). Valid for the handle's
- * lifetime. */
+ * jail 7.2, logcap 0.6, agent 0.4, logcap ready 0.0, network 0.0, running 0.6 = 12.6 ms" (a create; the
+ * step names are the back-end's and may change), or "claim 1.5, lock 0.0, open 0.2, resume 0.3, refresh
+ * 0.2, lifetime 0.0 = 2.2 ms" (taken from the warm pool). NULL for a handle from space_sandbox_open().
+ * Valid for the handle's lifetime. */
 SPACE_API const char *space_sandbox_create_steps(const space_sandbox *sb);
 
 /* Current state from the store (with the liveness check of space_sandbox_list). *ret_info is the

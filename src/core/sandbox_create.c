@@ -214,13 +214,12 @@ static int create_checked(space_ctx *ctx, const struct space_sandbox_options *o,
 }
 
 static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, const char *root, const char *tname,
-			 const char *disk_src, const struct backend_ops *ops, struct op_trace *tp,
+			 const char *disk_src, const struct backend_ops *ops, struct op_trace *trace,
 			 struct sandbox_row *rowp, space_sandbox **ret)
 {
 	struct sandbox_row row = *rowp;
 	struct sandbox_info *b = &row.info;
-	struct op_trace trace = *tp; /* begun by the caller: its checks and the lock are its first steps */
-	row.trace = &trace;
+	row.trace = trace; /* begun by the caller: its checks and the lock are its first steps */
 	int r;
 	/* An image template's process defaults (none when the template has none, or is gone: a fork). */
 	_cleanup_free_ char *image_config = NULL;
@@ -250,7 +249,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	r = insert_row(ctx, &row, meta);
 	if (r < 0)
 		return r;
-	trace_mark(&trace, "row");
+	trace_mark(trace, "row");
 	util_fault_point("create", 1);
 
 	struct backend_proc proc = { 0 };
@@ -259,14 +258,14 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	/* Its machine-wide host uid(s), once its row exists (a stale-slot reaper checks the row). */
 	if ((r = uids_acquire(ctx, &row)) < 0)
 		goto fail;
-	trace_mark(&trace, "uids");
+	trace_mark(trace, "uids");
 	util_fault_point("create", 2);
 	r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
-	trace_mark(&trace, "clone");
+	trace_mark(trace, "clone");
 	util_fault_point("create", 3);
 	backend_snapshot_files_drop(b->path); /* restores map the source's file */
 	r = ops->start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, restore ? snap : NULL, &proc, &ai);
@@ -278,7 +277,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	if ((r = sandbox_net_attach(ctx, ops, &row, proc.pid, o->network_policy, o->network_policy_trusted,
 				    o->network_allow_resolve)) < 0)
 		goto fail;
-	trace_mark(&trace, "network");
+	trace_mark(trace, "network");
 	free(meta);
 	meta = make_metadata(o, image_config);
 	if (!meta) {
@@ -293,9 +292,9 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	meta = NULL; /* owned by the row */
 	if ((r = autosnap_started(ctx, b->id, tname, o)) < 0) /* periodic snapshots (core/autosnap.c) */
 		goto fail;
-	trace_mark(&trace, "running");
+	trace_mark(trace, "running");
 	char steps[512];
-	trace_format(&trace, steps, sizeof(steps));
+	trace_format(trace, steps, sizeof(steps));
 	ctx_log(ctx, SPACE_LOG_INFO, "sandbox %s running (%s pid %d, agent %s)", b->id, ops->proc_name, proc.pid,
 		ai.version);
 	ctx_log(ctx, SPACE_LOG_DEBUG, "sandbox %s created: %s", b->id, steps);
@@ -305,7 +304,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		sandbox_row_clear(&row);
 		return ctx_error(ctx, r, "sandbox handle");
 	}
-	sandbox_handle_set_steps(*ret, &trace);
+	sandbox_handle_set_steps(*ret, trace);
 	return 0;
 
 fail: {

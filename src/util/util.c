@@ -34,25 +34,22 @@ int util_mkdir_p(const char *path, mode_t mode)
 	while (n > 1 && p[n - 1] == '/')
 		p[--n] = '\0';
 	/* Its parents exist, nearly always: the walk from / only when they do not. */
-	if (mkdir(p, mode) == 0)
-		return 0;
-	if (errno == EEXIST)
-		goto exists;
-	if (errno != ENOENT)
-		return -errno;
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*s = '/';
+	int r = mkdir(p, mode);
+	if (r < 0 && errno == ENOENT) {
+		for (char *s = p + 1; *s; s++) {
+			if (*s != '/')
+				continue;
+			*s = '\0';
+			if (mkdir(p, mode) < 0 && errno != EEXIST)
+				return -errno;
+			*s = '/';
+		}
+		r = mkdir(p, mode);
 	}
-	if (mkdir(p, mode) == 0)
+	if (r == 0)
 		return 0;
 	if (errno != EEXIST)
 		return -errno;
-exists:;
 	struct stat st;
 	if (stat(p, &st) < 0)
 		return -errno;

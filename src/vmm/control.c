@@ -132,6 +132,7 @@ static void control_snapshot(struct vmm_control *d, int file_fd, char *reply, si
 static void control_serve(struct vmm_control *d, int fd)
 {
 	char req[CTL_LINE_MAX], reply[256];
+	bool stop = false;
 	_cleanup_close_ int file_fd = -1;
 	int r = read_request(fd, req, sizeof(req), &file_fd);
 	if (r < 0) {
@@ -174,16 +175,16 @@ static void control_serve(struct vmm_control *d, int fd)
 				(void)vm_resume(d->vm);
 		}
 	} else if (!strcmp(req, "stop")) {
-		/* Answered first: once asked, the main thread may end the process before this thread writes. */
-		static const char ok[] = "ok stopping\n";
-		(void)util_write_all(fd, ok, sizeof(ok) - 1);
-		vm_request_stop(d->vm, VM_EXIT_POWEROFF, "stopped on request");
-		return;
+		stop = true;
+		snprintf(reply, sizeof(reply), "ok stopping\n");
 	} else {
 		snprintf(reply, sizeof(reply),
 			 "error unknown request (status, pause, resume, snapshot-fd, snapshot PATH, stop)\n");
 	}
 	(void)util_write_all(fd, reply, strlen(reply));
+	/* Asked for once answered: the main thread may end the process before this thread could write. */
+	if (stop)
+		vm_request_stop(d->vm, VM_EXIT_POWEROFF, "stopped on request");
 }
 
 static void *control_thread(void *arg)
