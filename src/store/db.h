@@ -16,7 +16,7 @@
 struct store;
 
 /* The schema version this build writes. */
-#define STORE_SCHEMA_VERSION 9
+#define STORE_SCHEMA_VERSION 10
 
 /*
  * Opens (with create: creates) the store at path and migrates it to STORE_SCHEMA_VERSION.

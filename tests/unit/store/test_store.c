@@ -85,7 +85,8 @@ static void test_migrations(void)
 		CHECK(store_schema_version(db) == from);
 		if (from >= 1) {
 			CHECK(sqlite3_exec(db,
-					   "INSERT INTO templates VALUES ('t', '/p', 1, NULL, NULL, 1);"
+					   "INSERT INTO templates(name, path, rootfs_bytes, kernel, initrd, created_ms)"
+					   " VALUES ('t', '/p', 1, NULL, NULL, 1);"
 					   "INSERT INTO sandboxes(id, template, isolation, status, cpus, memory_mib, path,"
 					   " runtime_dir, created_ms, updated_ms)"
 					   " VALUES ('sb-x', 't', 'jail', 'running', 1, 256, '/p', '/r', 1, 1);",
@@ -240,7 +241,7 @@ static void test_migration_v9(void)
 	sqlite3_close(db);
 	struct store *s;
 	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
-	CHECK(store_schema_version(store_db(s)) == 9);
+	CHECK(store_schema_version(store_db(s)) == STORE_SCHEMA_VERSION);
 	struct store_template *t = calloc(1, sizeof(*t));
 	CHECK(t && store_template_get(s, "old", t) == 0 && t->image_digest[0] == '\0');
 	char *cfg = (char *)1;
@@ -262,6 +263,50 @@ static void test_migration_v9(void)
 	memset(t, 0, sizeof(*t));
 	CHECK(store_template_get(s, "img", t) == 0 && !strcmp(t->image_digest, dg));
 	free(t);
+	store_close(s);
+}
+
+/* 9 -> 10: a template's live sandboxes are counted through an index, whatever the number of destroyed rows
+ * the store keeps: the count is right (destroyed and pooled ones left out) and its plan names the index. */
+static void test_migration_v10(void)
+{
+	char p[256], err[256];
+	db_path(p, sizeof(p), "mig-v10.db");
+	sqlite3 *db;
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+	raw_pid_ns(db);
+	CHECK(store_migrate(db, 9, err, sizeof(err)) == 0);
+	CHECK(sqlite3_exec(db,
+			   "INSERT INTO templates(name, path, rootfs_bytes, created_ms) VALUES ('t', '/p/t', 1, 1);"
+			   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)"
+			   " INSERT INTO sandboxes(id, template, isolation, status, cpus, memory_mib, path, runtime_dir,"
+			   " created_ms, updated_ms) SELECT 'd' || i, 't', 'jail', 'destroyed', 1, 1, '/p', '/r', i, i FROM n;"
+			   "INSERT INTO sandboxes(id, template, isolation, status, cpus, memory_mib, path, runtime_dir,"
+			   " created_ms, updated_ms) VALUES ('a', 't', 'jail', 'running', 1, 1, '/p', '/r', 1, 1),"
+			   " ('b', 't', 'vm', 'paused', 1, 1, '/p', '/r', 1, 1);"
+			   "INSERT INTO sandboxes(id, template, isolation, status, cpus, memory_mib, path, runtime_dir,"
+			   " created_ms, updated_ms, pool) VALUES ('c', 't', 'jail', 'paused', 1, 1, '/p', '/r', 1, 1, 't');",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	struct store *s;
+	CHECK(store_open(p, false, &s, err, sizeof(err)) == 0);
+	CHECK(store_schema_version(store_db(s)) == 10);
+	struct store_template *t = calloc(1, sizeof(*t));
+	CHECK(t && store_template_get(s, "t", t) == 0 && t->sandboxes == 2);
+	free(t);
+	sqlite3_stmt *st = NULL;
+	bool indexed = false;
+	CHECK(sqlite3_prepare_v2(store_db(s),
+				 "EXPLAIN QUERY PLAN SELECT count(*) FROM sandboxes s WHERE s.template = 't'"
+				 " AND s.status != 'destroyed' AND s.pool IS NULL",
+				 -1, &st, NULL) == SQLITE_OK);
+	while (st && sqlite3_step(st) == SQLITE_ROW) {
+		const char *d = (const char *)sqlite3_column_text(st, 3);
+		if (d && strstr(d, "sandboxes_live_template"))
+			indexed = true;
+	}
+	sqlite3_finalize(st);
+	CHECK(indexed);
 	store_close(s);
 }
 
@@ -467,6 +512,7 @@ int main(void)
 	test_migration_v7();
 	test_migration_v8();
 	test_migration_v9();
+	test_migration_v10();
 	test_newer_refused();
 	test_migration_backup();
 	test_damaged_refused();
