@@ -46,7 +46,12 @@ static int write_str(const char *path, const char *s)
 	if (fd < 0)
 		return -errno;
 	size_t n = strlen(s);
-	ssize_t w = write(fd, s, n);
+	/* A value is one write, so a retry is the same write. v1's memory.limit_in_bytes fails with EINTR
+	 * whenever a signal is pending for the writer (a helper's SIGCHLD), even with nothing to reclaim. */
+	ssize_t w;
+	int tries = 0;
+	while ((w = write(fd, s, n)) < 0 && errno == EINTR && ++tries < 100)
+		;
 	if (w < 0)
 		return -errno;
 	return (size_t)w == n ? 0 : -EIO;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,39 @@ static pid_t busy_child(const char *spec)
 	return pid;
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* Limits are set while signals keep arriving (a handler without SA_RESTART, as a host program's SIGCHLD
+ * may be): every create succeeds. v1's memory.limit_in_bytes fails with EINTR whenever one is pending. */
+static void creates_under_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGALRM, &sa, &old) == 0);
+	struct itimerval it = { .it_interval = { 0, 20 }, .it_value = { 0, 20 } }, off = { 0 };
+	CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	int failed = 0;
+	char err[256] = "";
+	for (int i = 0; i < 100; i++) {
+		char id[64], spec[UTIL_CGROUP_SPEC_MAX];
+		snprintf(id, sizeof(id), "sb-unit-sig-%d-%d", (int)getpid(), i);
+		struct util_cgroup_limits lim = { .pids_max = 16, .memory_bytes = 64u << 20 };
+		if (util_cgroup_create(id, &lim, spec, sizeof(spec), err, sizeof(err)) < 0) {
+			failed++;
+			continue;
+		}
+		CHECK(util_cgroup_remove(spec, 5000) == 0);
+	}
+	setitimer(ITIMER_REAL, &off, NULL);
+	sigaction(SIGALRM, &old, NULL);
+	if (failed)
+		fprintf(stderr, "%d of 100 creates failed under signals: %s\n", failed, err);
+	CHECK(failed == 0);
+}
+
 int main(void)
 {
 	/* The /proc reader first: CPU time this process spent shows in its own fields. */
@@ -94,5 +128,6 @@ int main(void)
 		waitpid(c, NULL, 0);
 	CHECK(util_cgroup_usage(spec, &after) == -ENOENT);
 	CHECK(util_cgroup_usage("v3:nothing", &after) == -EINVAL);
+	creates_under_signals();
 	return check_summary("util_cgroup_usage");
 }
