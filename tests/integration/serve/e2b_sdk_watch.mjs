@@ -114,8 +114,10 @@ check(m1.memUsed >= m0.memUsed + 24 * 1024 * 1024, `memUsed grows after 32 MiB i
 await sbx.commands.run('dd if=/dev/urandom of=/root/big bs=1M count=20 && sync')
 const m2 = await last()
 check(m2.diskUsed >= m1.diskUsed + 16 * 1024 * 1024, `diskUsed grows after a 20 MiB file (${m1.diskUsed} -> ${m2.diskUsed})`)
-const busy = sbx.commands.run('i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done')
-await sleep(1_000)
+// A loop that runs for a set time (a count of iterations can end before the read on a fast machine), read
+// halfway: the read's window (since the sample before it, at most 5 s back) holds at least 2 s of it.
+const busy = sbx.commands.run("timeout 4 sh -c 'while :; do :; done'; true")
+await sleep(2_500)
 const m3 = await last()
 await busy
 check(m3.cpuUsedPct > 10, `cpuUsedPct while a loop runs (${m3.cpuUsedPct})`)
