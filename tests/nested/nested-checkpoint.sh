@@ -171,47 +171,8 @@ fi
 # space-vmm killed (kill -9) in the middle of an operation: the operation fails with a reason, the
 # sandbox is failed (never running without a VMM), and rm leaves nothing (checked below, with the rest).
 vmm_pids() { pgrep -x space-vmm | sort; }
-# ...during a create (while the guest boots):
-# (the nested VM has no /dev/fd: no process substitution; the pids before go to a file)
-vmm_pids > $work/vmm-before.txt
-old_ids="\${ids[*]}"
-SP create --isolation vm --template tiny --memory 256 > $work/kcreate.out 2> $work/kcreate.err &
-cr=\$!
-victim=
-for i in \$(seq 300); do
-	victim=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt | head -n 1)
-	[ -n "\$victim" ] && break
-	sleep 0.1
-done
-sleep 1
-# Every process of it (its supervisor, the namespace's waiter and the VM itself), at once. Stopped first,
-# so that no vCPU is inside the guest when SIGKILL tears it down: the emulated host's own KVM has crashed
-# (a kernel stack overflow) after a vCPU was killed in guest mode. To space-vmm and the library it is the
-# same sudden death.
-victims=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt)
-if [ -n "\$victim" ]; then
-	kill -STOP \$victims; sleep 0.3; kill -KILL \$victims
-fi
-wait \$cr
-rc=\$?
-for i in \$(SP ls --json | python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)))'); do
-	case " \${ids[*]} " in *" \$i "*) ;; *) ids+=("\$i") ;; esac
-done
-live=\$(SP ls --json | python3 -c "import json,sys; print(' '.join(s['id'] for s in json.load(sys.stdin) if s['status'] in ('running', 'creating') and s['id'] not in sys.argv[1].split()))" "\$old_ids")
-if [ -z "\$victim" ]; then
-	fail "no space-vmm appeared for the create to kill (rc \$rc: \$(tail -n 2 $work/kcreate.err))"
-elif [ \$rc != 0 ] && grep -q "space-vmm" $work/kcreate.err && [ -z "\$live" ]; then
-	pass "space-vmm killed during a create: the create fails (\$(tail -n 1 $work/kcreate.err | cut -c1-160)), nothing runs"
-elif [ \$rc = 0 ]; then
-	# The boot finished before the kill: then the sandbox must be failed now, with the reason.
-	kid=\$(cat $work/kcreate.out)
-	st=\$(SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$kid'][0]; print(s['status'] + '|' + (s.get('reason') or ''))")
-	case "\$st" in failed\|*) pass "space-vmm killed just after a create: the sandbox is failed: \$st" ;;
-	*) fail "space-vmm killed after a create: \$st" ;; esac
-else
-	fail "space-vmm killed during a create: rc \$rc, live '\$live', \$(tail -n 3 $work/kcreate.err)"
-fi
-# ...during a checkpoint (while guest memory is written out):
+# ...during a checkpoint (while guest memory is written out). First: a VM boots after it; after a VM
+# killed, the emulated host's own KVM has failed the next boot (a triple fault) once.
 vmm_pids > $work/vmm-before.txt
 kv=\$(SP create --isolation vm --template tiny --memory 256 2> $work/kv.err)
 kvpids=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt)
@@ -247,6 +208,46 @@ else
 	fail "space-vmm killed during a checkpoint: rc \$rc, checkpoints '\$cps', sandbox '\$st': \$(tail -n 2 $work/kcp.err)"
 fi
 SP checkpoint rm \$cps > /dev/null 2>&1
+# ...during a create (while the guest boots). Last: no VM boots after it.
+# (the nested VM has no /dev/fd: no process substitution; the pids before go to a file)
+vmm_pids > $work/vmm-before.txt
+old_ids="\${ids[*]}"
+SP create --isolation vm --template tiny --memory 256 > $work/kcreate.out 2> $work/kcreate.err &
+cr=\$!
+victim=
+for i in \$(seq 300); do
+	victim=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt | head -n 1)
+	[ -n "\$victim" ] && break
+	sleep 0.1
+done
+sleep 1
+# Every process of it (its supervisor, the namespace's waiter and the VM itself), at once. Stopped first,
+# so that no vCPU is inside the guest when SIGKILL tears it down: the emulated host's own KVM has crashed
+# (a kernel stack overflow) after a vCPU was killed in guest mode. To space-vmm and the library it is the
+# same sudden death.
+victims=\$(vmm_pids | grep -vxF -f $work/vmm-before.txt)
+if [ -n "\$victim" ]; then
+	kill -STOP \$victims; sleep 0.3; kill -KILL \$victims
+fi
+wait \$cr
+rc=\$?
+for i in \$(SP ls --json | python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)))'); do
+	case " \${ids[*]} " in *" \$i "*) ;; *) ids+=("\$i") ;; esac
+done
+live=\$(SP ls --json | python3 -c "import json,sys; print(' '.join(s['id'] for s in json.load(sys.stdin) if s['status'] in ('running', 'creating') and s['id'] not in sys.argv[1].split()))" "\$old_ids")
+if [ -z "\$victim" ]; then
+	fail "no space-vmm appeared for the create to kill (rc \$rc: \$(tail -n 2 $work/kcreate.err))"
+elif [ \$rc != 0 ] && grep -Eq "space-vmm.* (ended without giving a reason|killed by signal)" $work/kcreate.err && [ -z "\$live" ]; then
+	pass "space-vmm killed during a create: the create fails (\$(tail -n 1 $work/kcreate.err | cut -c1-160)), nothing runs"
+elif [ \$rc = 0 ]; then
+	# The boot finished before the kill: then the sandbox must be failed now, with the reason.
+	kid=\$(cat $work/kcreate.out)
+	st=\$(SP ls --json | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$kid'][0]; print(s['status'] + '|' + (s.get('reason') or ''))")
+	case "\$st" in failed\|*) pass "space-vmm killed just after a create: the sandbox is failed: \$st" ;;
+	*) fail "space-vmm killed after a create: \$st" ;; esac
+else
+	fail "space-vmm killed during a create: rc \$rc, live '\$live', \$(tail -n 3 $work/kcreate.err)"
+fi
 
 # rm leaves nothing.
 SP rm "\${ids[@]}" || fail "space rm"
