@@ -88,12 +88,33 @@ int uids_reclaim(space_ctx *ctx, struct sandbox_row *row)
 	return take_new(ctx, ops, row, owner);
 }
 
+struct owned {
+	enum uidalloc_kind kind;
+	const char *owner;
+};
+
+static int release_owned(enum uidalloc_kind kind, uint32_t uid, const char *owner, void *userdata)
+{
+	const struct owned *o = userdata;
+	if (kind == o->kind && !strcmp(owner, o->owner))
+		(void)uidalloc_release(kind, uid, owner);
+	return 0;
+}
+
 void uids_release(space_ctx *ctx, const struct sandbox_row *row)
 {
 	const struct backend_ops *ops;
 	char owner[UIDALLOC_OWNER_MAX + 1];
-	if (!row->host_uid || row_owner(ctx, row, &ops, owner, sizeof(owner)) < 0)
+	if (row_owner(ctx, row, &ops, owner, sizeof(owner)) < 0)
 		return;
+	if (!row->host_uid) {
+		/* None recorded: the create stopped before its uids step, or was killed between taking a slot
+		 * and recording it. Such a slot names this sandbox: found by its owner text (a directory scan,
+		 * on this path only). */
+		struct owned o = { ops->uid_kind, owner };
+		(void)uidalloc_foreach(release_owned, &o);
+		return;
+	}
 	int r = uidalloc_release(ops->uid_kind, row->host_uid, owner);
 	if (r < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "sandbox %s: free host uid %u: %s (`space init` reclaims it)",
