@@ -259,20 +259,20 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	if ((r = uids_acquire(ctx, &row)) < 0)
 		goto fail;
 	trace_mark(trace, "uids");
-	util_fault_point("create", 2);
+	util_fault_point("create", 3);
 	r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
 	}
 	trace_mark(trace, "clone");
-	util_fault_point("create", 3);
+	util_fault_point("create", 4);
 	backend_snapshot_files_drop(b->path); /* restores map the source's file */
 	r = ops->start(ctx, &row, o->hostname ? o->hostname : b->id, o->timeout_s, restore ? snap : NULL, &proc, &ai);
 	if (r < 0)
 		goto fail;
 	started = true;
-	util_fault_point("create", 4);
+	util_fault_point("create", 5);
 	/* egress: the sandbox's network and its gateway (src/net, docs/network.md) */
 	if ((r = sandbox_net_attach(ctx, ops, &row, proc.pid, o->network_policy, o->network_policy_trusted,
 				    o->network_allow_resolve)) < 0)
@@ -284,11 +284,11 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		r = -ENOMEM;
 		goto fail;
 	}
-	util_fault_point("create", 5);
+	util_fault_point("create", 6);
 	r = sandbox_row_set_running(ctx, &row, &proc, meta, "running", ai.version);
 	if (r < 0)
 		goto fail;
-	util_fault_point("create", 6);
+	util_fault_point("create", 7);
 	meta = NULL; /* owned by the row */
 	if ((r = autosnap_started(ctx, b->id, tname, o)) < 0) /* periodic snapshots (core/autosnap.c) */
 		goto fail;

@@ -12,6 +12,7 @@
 #include "core/sandbox.h"
 #include "store/sandboxes.h"
 #include "util/cleanup.h"
+#include "util/fault.h"
 #include "util/uidalloc.h"
 #include "util/util.h"
 
@@ -51,6 +52,7 @@ static int take_new(space_ctx *ctx, const struct backend_ops *ops, struct sandbo
 				     ops->uid_what, row->info.id, UIDALLOC_DIR);
 	if (r < 0)
 		return ctx_error(ctx, r, "allocate a host uid for sandbox %s (%s)", row->info.id, UIDALLOC_DIR);
+	util_fault_point("create", 2); /* taken, not yet recorded: only its owner text names the sandbox */
 	if ((r = record(ctx, row, uid)) < 0) {
 		(void)uidalloc_release(ops->uid_kind, uid, owner);
 		return r;
