@@ -203,8 +203,9 @@ base=$(procs)
 # Memory enough that the pids limit binds first (4096 shells would pass the default 512 MiB, and the
 # memory limit's OOM kill of the bomb's first shell would end it early, with 137).
 t0=$(date +%s)
-# The shell execs its sleep: a fork of it could find the pids limit already reached (and end the run with 2).
-"$SPACE" "${R[@]}" --memory 2048 --exec-timeout 12 -- sh -c 'b() { b | b & }; b; exec sleep 20' >/dev/null 2>"$WORK/bomb.err" &
+# The command's shell forks once, for the bomb's subshell, before any bomb runs, and then execs its sleep:
+# a fork of its own that met the pids limit would end the run with 2 (a failed fork is fatal to sh).
+"$SPACE" "${R[@]}" --memory 2048 --exec-timeout 12 -- sh -c '(b() { b | b & }; b) & exec sleep 20' >/dev/null 2>"$WORK/bomb.err" &
 bomb=$!
 peak=$base
 while kill -0 "$bomb" 2>/dev/null; do n=$(procs); [ "$n" -gt "$peak" ] && peak=$n; sleep 0.3; done
