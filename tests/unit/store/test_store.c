@@ -72,17 +72,26 @@ static void raw_pid_ns(sqlite3 *db)
 	sqlite3_create_function(db, "space_pid_ns", 0, SQLITE_UTF8, NULL, raw_pid_ns_fn, NULL, NULL);
 }
 
+/* A store at version (migrated from nothing through our own connection, with the SQL function its triggers
+ * name) in the test directory as name; its path into p. */
+static sqlite3 *store_at(char *p, size_t len, const char *name, int version)
+{
+	char err[256];
+	sqlite3 *db = NULL;
+	db_path(p, len, name);
+	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
+	raw_pid_ns(db);
+	CHECK(store_migrate(db, version, err, sizeof(err)) == 0);
+	CHECK(store_schema_version(db) == version);
+	return db;
+}
+
 static void test_migrations(void)
 {
 	for (int from = 0; from < STORE_SCHEMA_VERSION; from++) {
 		char p[256], err[256], name[32];
 		snprintf(name, sizeof(name), "mig%d.db", from);
-		db_path(p, sizeof(p), name);
-		sqlite3 *db;
-		CHECK(sqlite3_open(p, &db) == SQLITE_OK);
-		raw_pid_ns(db);
-		CHECK(store_migrate(db, from, err, sizeof(err)) == 0);
-		CHECK(store_schema_version(db) == from);
+		sqlite3 *db = store_at(p, sizeof(p), name, from);
 		if (from >= 1) {
 			CHECK(sqlite3_exec(db,
 					   "INSERT INTO templates(name, path, rootfs_bytes, kernel, initrd, created_ms)"
@@ -183,12 +192,7 @@ static void test_migration_v7(void)
 static void test_migration_v8(void)
 {
 	char p[256], err[256];
-	db_path(p, sizeof(p), "mig-v8.db");
-	sqlite3 *db;
-	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
-	raw_pid_ns(db);
-	CHECK(store_migrate(db, 7, err, sizeof(err)) == 0);
-	CHECK(store_schema_version(db) == 7);
+	sqlite3 *db = store_at(p, sizeof(p), "mig-v8.db", 7);
 	/* As schema-7 writers did: the keys in the JSON (pid 0 and a namespace given: no trigger needs the
 	 * store's own SQL function here). */
 	CHECK(sqlite3_exec(db,
@@ -231,11 +235,7 @@ static void test_migration_v8(void)
 static void test_migration_v9(void)
 {
 	char p[256], err[256];
-	db_path(p, sizeof(p), "mig-v9.db");
-	sqlite3 *db;
-	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
-	raw_pid_ns(db);
-	CHECK(store_migrate(db, 8, err, sizeof(err)) == 0);
+	sqlite3 *db = store_at(p, sizeof(p), "mig-v9.db", 8);
 	CHECK(sqlite3_exec(db, "INSERT INTO templates(name, path, rootfs_bytes, created_ms) VALUES ('old', '/p/old', 1, 1)",
 			   NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
@@ -271,11 +271,7 @@ static void test_migration_v9(void)
 static void test_migration_v10(void)
 {
 	char p[256], err[256];
-	db_path(p, sizeof(p), "mig-v10.db");
-	sqlite3 *db;
-	CHECK(sqlite3_open(p, &db) == SQLITE_OK);
-	raw_pid_ns(db);
-	CHECK(store_migrate(db, 9, err, sizeof(err)) == 0);
+	sqlite3 *db = store_at(p, sizeof(p), "mig-v10.db", 9);
 	CHECK(sqlite3_exec(db,
 			   "INSERT INTO templates(name, path, rootfs_bytes, created_ms) VALUES ('t', '/p/t', 1, 1);"
 			   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)"
