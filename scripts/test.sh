@@ -23,7 +23,7 @@ typical=(
 	"api 530"                                           # estimate: tests/api, tests/harness (killpoints ~70 s, faultwalk ~25 s,
 	                                                    # soak: 3 minutes of load + set-up, ~200 s)
 	"bench 140"                                         # fleet-short (bench/fleet --short): 87-136 s
-	"nested 2900"                                       # estimate: nested-linux alone 87 s
+	"nested 1000"                                       # 2026-12-06: 11 tests, 750-900 s without a hang
 	"asan:unit 15" "asan:fuzz-smoke 60" "asan:sanitize 150" # estimates
 	"builds-and-release 600"                            # estimate: everything outside meson test
 )
@@ -93,6 +93,24 @@ run_suite() { # build-dir, meson-test-args...
 	rm -f "$log"
 }
 
+# nested_steps DIR: one line per nested test run in this invocation: its script's time inside nested-kvm
+# and its slowest step, from the timeline each run leaves (tests/nested/nested-judge.sh: nested_slowest).
+nested_steps() {
+	local d
+	for d in "$1"/nested-*/; do
+		[ -s "$d/timeline.txt" ] && [ -f "$d/result.txt" ] && [ "$d/timeline.txt" -nt "$times" ] || continue
+		awk -v name="$(basename "$d")" 'NR == FNR { t[NR] = $1; n[NR] = $2; k = NR; next } { line[FNR] = $0 }
+		END {
+			p = 0; pl = 0; best = -1; what = ""
+			for (i = 1; i <= k; i++) {
+				if (n[i] > pl && t[i] - p > best && (pl + 1) in line) { best = t[i] - p; what = line[pl + 1] }
+				p = t[i]; pl = n[i]
+			}
+			printf "nested %s: %d s inside nested-kvm; slowest step %d s: %s\n", name, t[k], best, substr(what, 1, 100)
+		}' "$d/timeline.txt" "$d/result.txt"
+	done
+}
+
 build() { # dir, meson-setup-args...
 	local dir=$1; shift
 	if [ ! -d "$dir/meson-private" ]; then
@@ -110,6 +128,7 @@ if build build-test -Dwerror=true -Dtest_switches=true; then
 		# One emulator at a time: each nested-kvm VM is a software-emulated machine that takes a whole
 		# core, and two of them side by side (with nothing else left for the host) hit their own timeouts.
 		run_suite build-test --suite nested --num-processes 1
+		nested_steps build-test
 	else
 		run_suite build-test "$@"
 	fi

@@ -103,22 +103,41 @@ nested_run() {
 		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc" "$_nr_dir/result.txt"
 		# The wrapper marks the start, then records the script's own status, so that nested-kvm's 75
 		# and 125 can be told apart from the script's.
-		# Its watchdog writes what the VM was doing (nested_diagnose_script) 60 s before the run's timeout,
-		# so that a run that hangs says where. The deadline is the host's clock (the VM's starts from it);
-		# in the VM the time is counted on its uptime, read without a process (under emulation each sleep
-		# and fork takes far longer than it says); the watchdog ends within 2 s of the wrapper.
-		rm -f "$_nr_dir/nested-watchdog.txt"
+		# Its watchdog, every 2 s of the VM's time: writes a heartbeat (WORKDIR/.nested-alive, the VM's
+		# uptime), which the host watches to tell a frozen VM from a slow one (below); appends to
+		# WORKDIR/timeline.txt "SECONDS LINES" when result.txt has grown (nested_slowest reads it); and 60 s
+		# before the run's timeout writes what the VM was doing (nested_diagnose_script), so that a run that
+		# hangs says where. The deadline is the host's clock (the VM's starts from it); in the VM the time is
+		# counted on its uptime, read without a process (under emulation each sleep and fork takes far longer
+		# than it says); the watchdog ends within 2 s of the wrapper.
+		rm -f "$_nr_dir/nested-watchdog.txt" "$_nr_dir/timeline.txt" "$_nr_dir/.nested-alive" "$_nr_dir/.nested-frozen"
 		nested_diagnose_script > "$_nr_dir/.nested-diagnose.sh"
 		{
-			printf 'touch "%s/.nested-started"\n' "$_nr_dir"
-			printf '( w=$$ d=%s now=$(date +%%s); read t0 _ < /proc/uptime; t0=${t0%%%%.*}; t=$t0\n' \
+			printf 'dir="%s" script="%s" d=%s\n' "$_nr_dir" "$_nr_script" \
 				"$(($(date +%s) + ${NESTED_RUN_TIMEOUT:-1200} - 60))"
-			printf '  while [ $((now + t - t0)) -lt $d ]; do sleep 2; kill -0 $w || exit 0; read t _ < /proc/uptime; t=${t%%%%.*}; done\n'
-			printf '  sh "%s/.nested-diagnose.sh" > "%s/nested-watchdog.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &\n' \
-				"$_nr_dir" "$_nr_dir"
-			printf 'dog=$!\nsh "%s"\nrc=$?\n' "$_nr_script"
-			printf 'kill $(cat /proc/$dog/task/$dog/children 2>/dev/null) $dog 2>/dev/null\n'
-			printf 'echo "$rc" > "%s/.nested-rc"\nexit "$rc"\n' "$_nr_dir"
+			cat <<'WRAPPER'
+touch "$dir/.nested-started"
+read t0 _ < /proc/uptime
+t0=${t0%%.*}
+( w=$$ now=$(date +%s) t=$t0 n=0
+  while [ $((now + t - t0)) -lt $d ]; do
+    echo "$t" > "$dir/.nested-alive"
+    if [ -f "$dir/result.txt" ]; then
+      m=$(wc -l < "$dir/result.txt")
+      [ "$m" != "$n" ] && echo "$((t - t0)) $m" >> "$dir/timeline.txt" && n=$m
+    fi
+    sleep 2; kill -0 $w || exit 0; read t _ < /proc/uptime; t=${t%%.*}
+  done
+  sh "$dir/.nested-diagnose.sh" > "$dir/nested-watchdog.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &
+dog=$!
+sh "$script"
+rc=$?
+kill $(cat /proc/$dog/task/$dog/children 2>/dev/null) $dog 2>/dev/null
+read t _ < /proc/uptime
+[ -f "$dir/result.txt" ] && echo "$((${t%%.*} - t0)) $(wc -l < "$dir/result.txt")" >> "$dir/timeline.txt"
+echo "$rc" > "$dir/.nested-rc"
+exit "$rc"
+WRAPPER
 		} > "$_nr_dir/.nested-wrapper.sh"
 		# This test killed (meson's timeout, ^C): the VM goes too, through nested-kvm, which cleans up. Set
 		# before anything starts, so a signal at any moment finds it; it stays after the run (harmless
@@ -127,13 +146,39 @@ nested_run() {
 		trap 'nested_run_stop; exit 143' TERM INT
 		"$nested_tool" --timeout "${NESTED_RUN_TIMEOUT:-1200}" "$@" --rw "$_nr_dir" -- sh "$_nr_dir/.nested-wrapper.sh" &
 		_nr_pid=$!
-		# Boot watchdog: stops the VM (qemu, below nested-kvm), so that nested-kvm ends with 125.
+		# Boot and freeze watchdog: stops the VM (qemu, below nested-kvm), so that nested-kvm ends with 125.
+		# A VM that has not started the script within $NESTED_BOOT_TIMEOUT s (default 300); a VM whose
+		# heartbeat has not changed for $NESTED_FREEZE_TIMEOUT s (default 180) while the script ran: the
+		# whole emulated machine froze (no console line, so nested-kvm cannot see it), which is reported
+		# as such within minutes instead of at the run's timeout. A frozen run is not run again.
 		(
-			sleep "${NESTED_BOOT_TIMEOUT:-300}" </dev/null >/dev/null 2>&1
+			_nw_i=0
+			while [ ! -e "$_nr_dir/.nested-started" ] && [ "$_nw_i" -lt "${NESTED_BOOT_TIMEOUT:-300}" ]; do
+				sleep 1
+				_nw_i=$((_nw_i + 1))
+			done </dev/null >/dev/null 2>&1
 			if [ ! -e "$_nr_dir/.nested-started" ]; then
 				nested_note "$_nr_dir" "the VM did not start the script within ${NESTED_BOOT_TIMEOUT:-300} s (attempt $_nr_attempt): stopping it"
 				nested_kill_below "$_nr_pid" TERM
+				exit 0
 			fi
+			_nw_last= _nw_stale=0
+			while [ ! -e "$_nr_dir/.nested-rc" ]; do
+				sleep 1 </dev/null >/dev/null 2>&1
+				_nw_beat=
+				[ -f "$_nr_dir/.nested-alive" ] && read -r _nw_beat < "$_nr_dir/.nested-alive" 2>/dev/null
+				if [ "$_nw_beat" != "$_nw_last" ]; then
+					_nw_last=$_nw_beat _nw_stale=0
+				else
+					_nw_stale=$((_nw_stale + 1))
+				fi
+				if [ "$_nw_stale" -ge "${NESTED_FREEZE_TIMEOUT:-180}" ] && [ ! -e "$_nr_dir/.nested-rc" ]; then
+					: > "$_nr_dir/.nested-frozen"
+					nested_note "$_nr_dir" "the emulated VM froze: no heartbeat from inside for ${NESTED_FREEZE_TIMEOUT:-180} s while the script ran (attempt $_nr_attempt; last step: $(tail -n 1 "$_nr_dir/result.txt" 2>/dev/null | cut -c1-120)): stopping it"
+					nested_kill_below "$_nr_pid" TERM
+					exit 0
+				fi
+			done
 		) &
 		_nr_dog=$!
 		wait "$_nr_pid"
@@ -160,6 +205,8 @@ nested_run() {
 			_nr_rc=$(cat "$_nr_dir/.nested-rc")
 			case $_nr_rc in '' | *[!0-9]*) _nr_rc=1 ;; esac
 			nested_note "$_nr_dir" "nested-kvm exited 75 (emulator hang) after the script had ended with status $_nr_rc: judged on its result"
+		elif [ -e "$_nr_dir/.nested-frozen" ]; then
+			nested_note "$_nr_dir" "nested-kvm exited $_nr_rc after the VM froze while the script ran: not run again"
 		elif [ "$_nr_rc" = 125 ]; then
 			nested_note "$_nr_dir" "nested-kvm exited 125 after the script started (the VM ended without a result: a crash or the ${NESTED_RUN_TIMEOUT:-1200} s timeout): not run again"
 		elif [ "$_nr_rc" = 124 ]; then
@@ -167,16 +214,18 @@ nested_run() {
 		elif [ "$_nr_rc" != 0 ]; then
 			nested_note "$_nr_dir" "the run ended with status $_nr_rc: not run again"
 		fi
-		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc"
+		rm -f "$_nr_dir/.nested-started" "$_nr_dir/.nested-rc" "$_nr_dir/.nested-alive" "$_nr_dir/.nested-frozen"
 		return "$_nr_rc"
 	done
 }
 
 # nested_judge WORKDIR STATUS [EXPECTED]: judges WORKDIR/result.txt by its completion record (see the top),
-# STATUS being nested_run's. Prints the run's notes, then a FAIL line for each thing wrong, or one PASS line.
+# STATUS being nested_run's. Prints the run's slowest steps (nested_slowest) and notes, then a FAIL line
+# for each thing wrong, or one PASS line.
 # Returns 0 when the run passed, 1 otherwise.
 nested_judge() {
 	_nj_res=$1/result.txt _nj_ok=0
+	nested_slowest "$1"
 	[ -s "$1/nested-run.txt" ] && cat "$1/nested-run.txt"
 	if [ -s "$1/nested-watchdog.txt" ]; then
 		echo "nested-kvm: the run neared its timeout; what the VM was doing 60 s before it:"
@@ -217,6 +266,24 @@ nested_judge() {
 	fi
 	[ "$_nj_ok" = 0 ] && echo "PASS: the run completed its $_nj_n checks"
 	return "$_nj_ok"
+}
+
+# nested_slowest WORKDIR [N]: the N (default 5) slowest steps of the run, from WORKDIR/timeline.txt (the
+# watchdog's "SECONDS LINES" entries): the seconds of the VM's time from the previous entry until the next
+# result line appeared (2 s resolution; the first counts from the script's start, so it holds its set-up),
+# then the script's whole time. Where a nested test spends its minutes, for the suite's time budget.
+nested_slowest() {
+	[ -s "$1/timeline.txt" ] && [ -f "$1/result.txt" ] || return 0
+	echo "the slowest steps inside nested-kvm (seconds until the line appeared):"
+	awk 'NR == FNR { t[NR] = $1; n[NR] = $2; k = NR; next } { line[FNR] = $0 }
+	END {
+		p = 0; pl = 0
+		for (i = 1; i <= k; i++) {
+			if (n[i] > pl && (pl + 1) in line) printf "%6d s  %s\n", t[i] - p, substr(line[pl + 1], 1, 110)
+			p = t[i]; pl = n[i]
+		}
+	}' "$1/timeline.txt" "$1/result.txt" | sort -rn | head -n "${2:-5}"
+	echo "  the script ran $(tail -n 1 "$1/timeline.txt" | cut -d' ' -f1) s inside nested-kvm"
 }
 
 # nested_report WORKDIR STATUS [EXPECTED]: prints WORKDIR/result.txt and judges it (nested_judge); exits 0

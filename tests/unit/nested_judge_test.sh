@@ -21,6 +21,7 @@ check() { # check DESCRIPTION CONDITION-STATUS
 #   run        run the command, exit with its status       run:N    run the command, then exit N
 #   start:N    only the wrapper's start marker, exit N      none:N   run nothing, exit N
 #   hang       a VM that never starts the command: waits on a child until it is killed, then exits 125
+#   freeze     a VM that starts the command and freezes at once (no heartbeat): the same wait, then 125
 cat > "$tmp/stub" <<'STUB'
 #!/bin/sh
 # Builtins only where it can: the machine may be loaded, and this runs some twenty times.
@@ -49,6 +50,7 @@ run:*) "$@"; exit "${action#run:}" ;;
 start:*) : > "$rw/.nested-started"; exit "${action#start:}" ;;
 none:*) exit "${action#none:}" ;;
 hang) sleep 60 & wait $!; exit 125 ;;
+freeze) : > "$rw/.nested-started"; sleep 60 & wait $!; exit 125 ;;
 *) echo "stub: no plan for call $n" >&2; exit 99 ;;
 esac
 STUB
@@ -198,23 +200,55 @@ has "exited 125 before the script started" "$notes"; check "...as a 125 before t
 
 # The test itself killed (meson's timeout): the VM is stopped through nested-kvm, nothing is left.
 rm -rf "$tmp/w" "$tmp/count" "$tmp/calls"; mkdir -p "$tmp/w"; echo hang > "$tmp/plan"; good
-# A boot timeout no other test's process sleeps for: the check below looks for the watchdog's `sleep` by
-# its command line, machine-wide (a sandbox of another test running `sleep 100` is a host process too).
 (NESTED_BOOT_TIMEOUT=1379 nested_run "$tmp/w" "$tmp/w/inside.sh" 2> /dev/null) &
 runner=$!
 for _ in $(seq 50); do [ -s "$tmp/calls" ] && break; sleep 0.1; done
 sleep 0.5
+# Every process below the runner (the stub, its sleep, the watchdog and its sleep), by pid.
+below() { local k kids=; read -r kids < "/proc/$1/task/$1/children" 2>/dev/null; for k in $kids; do echo "$k"; below "$k"; done; }
+procs=$(below "$runner")
 kill -TERM "$runner"
 wait "$runner"
 rc=$?
 check "nested_run killed by TERM exits 143: rc $rc" $((rc != 143))
+check "...it had started the stub and the watchdog: $(echo $procs)" $(($(echo "$procs" | grep -c .) < 2))
 # Gone within 5 s (a loaded machine delivers the signals late).
 for _ in $(seq 50); do
-	gone=$(pgrep -f "$tmp/stub" || true; pgrep -fx 'sleep 1379' || true)
+	gone=
+	for p in $procs; do [ -d "/proc/$p" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat" 2>/dev/null)" != Z ] && gone="$gone $p"; done
 	[ -z "$gone" ] && break
 	sleep 0.1
 done
-check "...and the stub nested-kvm and the watchdog are gone: '$gone'" $([ -z "$gone" ]; echo $?)
+check "...and every one of them is gone: '$gone'" $([ -z "$gone" ]; echo $?)
+
+# ---- a VM that freezes while the script runs: no heartbeat, stopped long before the run's timeout,
+# said, not run again; a slow script whose VM is alive (the wrapper's heartbeat) is not stopped ----
+make_script() { good; }
+t0=$SECONDS
+NESTED_FREEZE_TIMEOUT=3 run_with freeze run
+check "a frozen VM (no heartbeat for 3 s) is stopped and not run again: rc $rc, $calls calls, $((SECONDS - t0)) s" \
+	$((rc == 0 || calls != 1 || SECONDS - t0 > 30))
+has "the emulated VM froze: no heartbeat from inside for 3 s" "$notes"; check "...saying so" $?
+has "after the VM froze while the script ran: not run again" "$notes"; check "...and that it is not run again" $?
+judged "$rc"; check "...and the run fails" $(($? == 0))
+make_script() { { echo 'sleep 6'; echo "printf 'PASS: slow\nDONE checks=1\n' >> '$tmp/w/result.txt'"; } > "$tmp/w/inside.sh"; }
+NESTED_FREEZE_TIMEOUT=3 run_with run
+check "a script slower than the freeze bound in a live VM is not stopped: rc $rc" $rc
+has "froze" "$notes"; check "...and no freeze is said" $(($? == 0))
+# The timeline: when each result line appeared, and the slowest steps from it.
+make_script() {
+	{
+		echo "echo 'PASS: quick' >> '$tmp/w/result.txt'"
+		echo 'sleep 5'
+		echo "printf 'PASS: slow one\nDONE checks=2\n' >> '$tmp/w/result.txt'"
+	} > "$tmp/w/inside.sh"
+}
+run_with run
+slow=$(nested_slowest "$tmp/w")
+first=$(echo "$slow" | sed -n 2p)
+check "nested_slowest puts the 5 s step first: '$first'" \
+	$(echo "$first" | grep -Eq '^ +[4-7] s  PASS: slow one$'; echo $?)
+has "the script ran" "$slow"; check "...and says the script's whole time" $?
 
 # ---- the in-VM watchdog: a script still running 60 s before the run's timeout leaves what the VM was
 # doing, which the judge prints; a script that ends in time leaves nothing, and no watchdog behind ----
