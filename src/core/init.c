@@ -233,9 +233,10 @@ SPACE_API int space_identity_map_allowed(space_ctx *ctx)
 	return r < 0 ? r : uids_identity_map_allowed(ctx);
 }
 
-/* The apparent sizes of the sandboxes' disks (<pool>/sandboxes/<id>/rootfs.ext4) into *ret_bytes, how many
- * into *ret_n: what they are promised, written or not. What is on the pool counts, row or not (a disk a
- * crash left behind takes space as well). */
+/* The apparent sizes of the sandboxes' disks (<pool>/sandboxes/<id>/disk/rootfs.ext4, or
+ * <pool>/sandboxes/<id>/rootfs.ext4 for a sandbox made before the per-sandbox directory) into *ret_bytes,
+ * how many into *ret_n: what they are promised, written or not. What is on the pool counts, row or not (a
+ * disk a crash left behind takes space as well). */
 static void pool_promised(const char *root, uint64_t *ret_bytes, uint32_t *ret_n)
 {
 	char path[PATH_MAX];
@@ -257,9 +258,12 @@ static void pool_promised(const char *root, uint64_t *ret_bytes, uint32_t *ret_n
 		struct stat st;
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(disk, sizeof(disk), "%s/rootfs.ext4", de->d_name);
-		if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
+		snprintf(disk, sizeof(disk), "%s/disk/rootfs.ext4", de->d_name);
+		if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+			snprintf(disk, sizeof(disk), "%s/rootfs.ext4", de->d_name);
+			if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+				continue;
+		}
 		*ret_bytes += (uint64_t)st.st_size;
 		(*ret_n)++;
 	}

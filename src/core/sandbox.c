@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/autosnap.h"
@@ -251,12 +252,38 @@ int sandbox_stop_helpers(space_ctx *ctx, const char *id)
 	return r < 0 ? ctx_error(ctx, r, "stop the helpers of sandbox %s", id) : 0;
 }
 
+/*
+ * A sandbox's disk is the subvolume <pool>/sandboxes/<id>/disk, in a directory of its own: btrfs holds the
+ * parent directory's lock while it makes a snapshot (through a transaction commit) and while it deletes
+ * one, and opening a directory takes it too, so with one parent shared by all (<pool>/sandboxes/<id>, the
+ * layout before) every create and destroy of the host waited for each other's commits. Rows keep their
+ * path: a sandbox made before is destroyed where it is.
+ */
+int sandbox_disk_dir_make(const char *disk)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", disk);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = '\0';
+	return mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
+}
+
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row)
 {
 	/* Whatever ran on it is stopped (the back-end's stop waited for a jail's loop device too). */
 	int r = store_btrfs_subvolume_delete(row->info.path);
 	if (r < 0)
 		return ctx_error(ctx, r, "delete subvolume %s", row->info.path);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", row->info.path);
+	char *slash = strrchr(dir, '/');
+	if (slash && strcmp(slash, "/disk") == 0) { /* its own directory (sandbox_disk_dir_make) */
+		*slash = '\0';
+		if (rmdir(dir) < 0 && errno != ENOENT)
+			return ctx_error(ctx, -errno, "remove %s", dir);
+	}
 	if (row->runtime_dir[0]) {
 		r = util_rm_rf(row->runtime_dir);
 		if (r < 0)

@@ -121,6 +121,7 @@ int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **
 void sandbox_handle_set_row(space_sandbox *sb, struct sandbox_row *row);
 
 /* Removes what a sandbox has on disk: its subvolume and runtime directory. */
+int sandbox_disk_dir_make(const char *disk);
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row);
 
 /* Ends the sandbox's helpers (space-logcap, space-gateway, space-snapd) through their cgroup, a sibling of

@@ -240,7 +240,7 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
 	b->pid = getpid();
 	row.pid_start = core_process_start_time(getpid());
-	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s", root, b->id);
+	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s/disk", root, b->id);
 	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s/run/%s", ctx->state_dir, b->id);
 
 	_cleanup_free_ char *meta = make_metadata(o, image_config);
@@ -260,7 +260,9 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		goto fail;
 	trace_mark(trace, "uids");
 	util_fault_point("create", 3);
-	r = store_btrfs_snapshot(disk_src, b->path, false);
+	r = sandbox_disk_dir_make(b->path);
+	if (r == 0)
+		r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;

@@ -64,12 +64,20 @@ int store_btrfs_subvolume_delete(const char *path)
 {
 	if (access(path, F_OK) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	bool ro = false;
-	errno = 0;
-	if (btrfs_util_get_subvolume_read_only(path, &ro) == BTRFS_UTIL_OK && ro)
-		(void)btrfs_util_set_subvolume_read_only(path, false);
+	/* Deleted as it is first: asking for its flags takes the file system's subvolume lock, which every
+	 * delete holds for writing, so each destroy waited for the others twice. A read-only one whose delete
+	 * failed (a subvolume inside it cannot be unlinked from it) is made writable and deleted again. */
 	errno = 0;
 	int r = btrfs_err(btrfs_util_delete_subvolume(path, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE));
+	if (r < 0 && r != -ENOENT) {
+		bool ro = false;
+		errno = 0;
+		if (btrfs_util_get_subvolume_read_only(path, &ro) == BTRFS_UTIL_OK && ro &&
+		    btrfs_util_set_subvolume_read_only(path, false) == BTRFS_UTIL_OK) {
+			errno = 0;
+			r = btrfs_err(btrfs_util_delete_subvolume(path, BTRFS_UTIL_DELETE_SUBVOLUME_RECURSIVE));
+		}
+	}
 	return r == -ENOENT ? 0 : r;
 }
 

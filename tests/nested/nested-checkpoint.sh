@@ -182,7 +182,7 @@ SP checkpoint "\$kv" --name killed > $work/kcp.out 2> $work/kcp.err &
 cpr=\$!
 # Killed once the checkpoint is writing the VM's state: its file exists (made just before space-vmm is
 # asked for it; 256 MiB take it a second or more here).
-statef=\$S/pool/sandboxes/\$kv/vmstate.snap
+statef=\$S/pool/sandboxes/\$kv/disk/vmstate.snap
 for i in \$(seq 600); do [ -e "\$statef" ] && break; kill -0 \$cpr 2>/dev/null || break; sleep 0.02; done
 mid=no
 [ -e "\$statef" ] && mid=yes

@@ -24,7 +24,7 @@ ok "pool --json has used, promised (0 of 0 disks) and free bytes"
 expect_rc 0 "$SPACE" create --template tiny --isolation jail "${S[@]}"
 id=$out
 on_exit "'$SPACE' rm -f '$id' --state '$STATE'"
-disk=$(stat -c %s "$STATE/pool/sandboxes/$id/rootfs.ext4") || fail "no disk for $id"
+disk=$(stat -c %s "$STATE/pool/sandboxes/$id/disk/rootfs.ext4") || fail "no disk for $id"
 [ "$disk" -gt 0 ] || fail "disk size $disk"
 [ "$(pool_field promised_bytes)" = "$disk" ] || fail "promised $(pool_field promised_bytes), the disk is $disk"
 [ "$(pool_field sandbox_disks)" = 1 ] || fail "sandbox_disks $(pool_field sandbox_disks)"
@@ -51,7 +51,8 @@ assert "approximate on btrfs" in c[0]["detail"], c
 ' || fail "doctor pool-space: $out"
 ok "pool info, ls and doctor show the promised, used and free figures (saying statvfs approximates btrfs)"
 
-# A disk that could grow past what is free (sparse: nothing written): the pool is overcommitted.
+# A disk that could grow past what is free (sparse: nothing written): the pool is overcommitted. (Where a
+# sandbox made before the per-sandbox directory has its disk: sandboxes/<id>/rootfs.ext4 counts too.)
 mkdir "$STATE/pool/sandboxes/sb-sparse0000000000" && truncate -s 100G "$STATE/pool/sandboxes/sb-sparse0000000000/rootfs.ext4"
 on_exit "rm -rf '$STATE/pool/sandboxes/sb-sparse0000000000'"
 [ "$(pool_field overcommitted)" = True ] || fail "100G promised on a 1G pool is not overcommitted"

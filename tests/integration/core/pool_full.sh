@@ -20,7 +20,7 @@ checks=$((checks + 1))
 expect_rc 0 "$SPACE" create --template tiny --isolation jail "${S[@]}"
 id=$out
 on_exit "'$SPACE' rm '$id' ${S[*]} >/dev/null 2>&1"
-[ -d "$POOL/sandboxes/$id/tree" ] || fail "sandbox $id has no directory tree disk"
+[ -d "$POOL/sandboxes/$id/disk/tree" ] || fail "sandbox $id has no directory tree disk"
 disk=$(stat -c %s "$POOL/templates/tiny/rootfs.ext4")
 expect_rc 1 "$SPACE" exec "$id" "${S[@]}" -- sh -c "dd if=/dev/zero of=/root/big bs=1M count=$(((disk >> 20) + 32)) 2>&1; sync; exit 1"
 echo "$out" | grep -q "Disk quota exceeded" || fail "writing past the disk size: no EDQUOT: $out"
