@@ -13,7 +13,8 @@ src=$PWD
 passed=0 failed=0 skipped=0
 started=$SECONDS
 times=$(mktemp) # "LABEL SECONDS" lines: each suite's wall time, and each meson test run's
-trap 'rm -f "$times"' EXIT
+since=$(mktemp) # made now, never written again: what a run of this invocation wrote is newer
+trap 'rm -f "$times" "$since"' EXIT
 # Typical wall seconds per suite on the 2-core development machine (measured 2026-12-03 unless marked
 # "estimate"). Only for naming what grew when the total is over the budget; update them as suites change.
 typical=(
@@ -98,7 +99,7 @@ run_suite() { # build-dir, meson-test-args...
 nested_steps() {
 	local d
 	for d in "$1"/nested-*/; do
-		[ -s "$d/timeline.txt" ] && [ -f "$d/result.txt" ] && [ "$d/timeline.txt" -nt "$times" ] || continue
+		[ -s "$d/timeline.txt" ] && [ -f "$d/result.txt" ] && [ "$d/timeline.txt" -nt "$since" ] || continue
 		awk -v name="$(basename "$d")" 'NR == FNR { t[NR] = $1; n[NR] = $2; k = NR; next } { line[FNR] = $0 }
 		END {
 			p = 0; pl = 0; best = -1; what = ""
