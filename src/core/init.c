@@ -252,20 +252,21 @@ static void pool_promised(const char *root, uint64_t *ret_bytes, uint32_t *ret_n
 		close(fd);
 		return;
 	}
+	static const char *const layouts[] = { "disk/rootfs.ext4", "rootfs.ext4" };
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		char disk[NAME_MAX + 16];
-		struct stat st;
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(disk, sizeof(disk), "%s/disk/rootfs.ext4", de->d_name);
-		if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
-			snprintf(disk, sizeof(disk), "%s/rootfs.ext4", de->d_name);
-			if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-				continue;
+		for (size_t i = 0; i < ARRAY_SIZE(layouts); i++) {
+			char disk[NAME_MAX + 24];
+			struct stat st;
+			snprintf(disk, sizeof(disk), "%s/%s", de->d_name, layouts[i]);
+			if (fstatat(dirfd(d), disk, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+				*ret_bytes += (uint64_t)st.st_size;
+				(*ret_n)++;
+				break;
+			}
 		}
-		*ret_bytes += (uint64_t)st.st_size;
-		(*ret_n)++;
 	}
 	closedir(d);
 }

@@ -259,14 +259,31 @@ int sandbox_stop_helpers(space_ctx *ctx, const char *id)
  * layout before) every create and destroy of the host waited for each other's commits. Rows keep their
  * path: a sandbox made before is destroyed where it is.
  */
+#define SANDBOX_DISK "disk"
+
+int sandbox_disk_path(const char *pool, const char *id, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/sandboxes/%s/" SANDBOX_DISK, pool, id);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The directory of its own that holds the disk at path (into dir); false for a disk of the layout before,
+ * directly in <pool>/sandboxes. */
+static bool disk_own_dir(const char *disk, char *dir, size_t len)
+{
+	const char *slash = strrchr(disk, '/');
+	if (!slash || strcmp(slash + 1, SANDBOX_DISK) || (size_t)(slash - disk) >= len)
+		return false;
+	memcpy(dir, disk, (size_t)(slash - disk));
+	dir[slash - disk] = '\0';
+	return true;
+}
+
 int sandbox_disk_dir_make(const char *disk)
 {
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", disk);
-	char *slash = strrchr(dir, '/');
-	if (!slash)
+	if (!disk_own_dir(disk, dir, sizeof(dir)))
 		return -EINVAL;
-	*slash = '\0';
 	return mkdir(dir, 0700) < 0 && errno != EEXIST ? -errno : 0;
 }
 
@@ -277,13 +294,8 @@ int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row)
 	if (r < 0)
 		return ctx_error(ctx, r, "delete subvolume %s", row->info.path);
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", row->info.path);
-	char *slash = strrchr(dir, '/');
-	if (slash && strcmp(slash, "/disk") == 0) { /* its own directory (sandbox_disk_dir_make) */
-		*slash = '\0';
-		if (rmdir(dir) < 0 && errno != ENOENT)
-			return ctx_error(ctx, -errno, "remove %s", dir);
-	}
+	if (disk_own_dir(row->info.path, dir, sizeof(dir)) && rmdir(dir) < 0 && errno != ENOENT)
+		return ctx_error(ctx, -errno, "remove %s", dir);
 	if (row->runtime_dir[0]) {
 		r = util_rm_rf(row->runtime_dir);
 		if (r < 0)

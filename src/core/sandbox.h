@@ -120,8 +120,13 @@ int sandbox_handle_new(space_ctx *ctx, struct sandbox_row *row, space_sandbox **
 /* Replaces the row a handle holds (row's metadata moves into the handle). */
 void sandbox_handle_set_row(space_sandbox *sb, struct sandbox_row *row);
 
-/* Removes what a sandbox has on disk: its subvolume and runtime directory. */
+/* A new sandbox's disk: the subvolume <pool>/sandboxes/<id>/disk (into buf), and the directory of its own
+ * that holds it, made before the snapshot (sandbox.c says why). */
+int sandbox_disk_path(const char *pool, const char *id, char *buf, size_t len);
 int sandbox_disk_dir_make(const char *disk);
+
+/* Removes what a sandbox has on disk: its subvolume, the directory of its own that held it (none for a
+ * sandbox made before those: its row's path says), and its runtime directory. */
 int sandbox_release_disk(space_ctx *ctx, const struct sandbox_row *row);
 
 /* Ends the sandbox's helpers (space-logcap, space-gateway, space-snapd) through their cgroup, a sibling of

@@ -240,7 +240,8 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 	b->expires_ms = o->timeout_s ? b->created_ms + (int64_t)o->timeout_s * 1000 : 0;
 	b->pid = getpid();
 	row.pid_start = core_process_start_time(getpid());
-	snprintf(b->path, sizeof(b->path), "%s/sandboxes/%s/disk", root, b->id);
+	if ((r = sandbox_disk_path(root, b->id, b->path, sizeof(b->path))) < 0)
+		return ctx_error(ctx, r, "the disk path of sandbox %s in %s", b->id, root);
 	snprintf(row.runtime_dir, sizeof(row.runtime_dir), "%s/run/%s", ctx->state_dir, b->id);
 
 	_cleanup_free_ char *meta = make_metadata(o, image_config);
@@ -260,9 +261,11 @@ static int create_locked(space_ctx *ctx, const struct space_sandbox_options *o, 
 		goto fail;
 	trace_mark(trace, "uids");
 	util_fault_point("create", 3);
-	r = sandbox_disk_dir_make(b->path);
-	if (r == 0)
-		r = store_btrfs_snapshot(disk_src, b->path, false);
+	if ((r = sandbox_disk_dir_make(b->path)) < 0) {
+		ctx_error(ctx, r, "make the directory of %s", b->path);
+		goto fail;
+	}
+	r = store_btrfs_snapshot(disk_src, b->path, false);
 	if (r < 0) {
 		ctx_error(ctx, r, "snapshot %s", disk_src);
 		goto fail;
