@@ -94,23 +94,18 @@ run_suite() { # build-dir, meson-test-args...
 	rm -f "$log"
 }
 
-# nested_steps DIR: one line per nested test run in this invocation: its script's time inside nested-kvm
-# and its slowest step, from the timeline each run leaves (tests/nested/nested-judge.sh: nested_slowest).
-nested_steps() {
-	local d
+# nested_step_lines DIR: one line per nested test run in this invocation: its script's time inside
+# nested-kvm and its slowest step, from the timeline each run leaves (tests/nested/nested-judge.sh).
+nested_step_lines() (
+	nested_tool=none # the judge's functions alone: nothing here runs nested-kvm
+	. "$src/tests/nested/nested-judge.sh"
 	for d in "$1"/nested-*/; do
+		d=${d%/}
 		[ -s "$d/timeline.txt" ] && [ -f "$d/result.txt" ] && [ "$d/timeline.txt" -nt "$since" ] || continue
-		awk -v name="$(basename "$d")" 'NR == FNR { t[NR] = $1; n[NR] = $2; k = NR; next } { line[FNR] = $0 }
-		END {
-			p = 0; pl = 0; best = -1; what = ""
-			for (i = 1; i <= k; i++) {
-				if (n[i] > pl && t[i] - p > best && (pl + 1) in line) { best = t[i] - p; what = line[pl + 1] }
-				p = t[i]; pl = n[i]
-			}
-			printf "nested %s: %d s inside nested-kvm; slowest step %d s: %s\n", name, t[k], best, substr(what, 1, 100)
-		}' "$d/timeline.txt" "$d/result.txt"
+		read -r secs what < <(nested_steps "$d" | sort -rn | head -n 1)
+		echo "nested ${d##*/}: $(nested_ran "$d") s inside nested-kvm; slowest step ${secs:-0} s: ${what:0:100}"
 	done
-}
+)
 
 build() { # dir, meson-setup-args...
 	local dir=$1; shift
@@ -129,7 +124,7 @@ if build build-test -Dwerror=true -Dtest_switches=true; then
 		# One emulator at a time: each nested-kvm VM is a software-emulated machine that takes a whole
 		# core, and two of them side by side (with nothing else left for the host) hit their own timeouts.
 		run_suite build-test --suite nested --num-processes 1
-		nested_steps build-test
+		nested_step_lines build-test
 	else
 		run_suite build-test "$@"
 	fi

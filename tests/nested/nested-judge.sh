@@ -268,22 +268,36 @@ nested_judge() {
 	return "$_nj_ok"
 }
 
-# nested_slowest WORKDIR [N]: the N (default 5) slowest steps of the run, from WORKDIR/timeline.txt (the
-# watchdog's "SECONDS LINES" entries): the seconds of the VM's time from the previous entry until the next
-# result line appeared (2 s resolution; the first counts from the script's start, so it holds its set-up),
-# then the script's whole time. Where a nested test spends its minutes, for the suite's time budget.
-nested_slowest() {
+# nested_steps WORKDIR: the run's steps from WORKDIR/timeline.txt (the watchdog's "SECONDS LINES"
+# entries), one "SECONDS LINE" each, in order: the seconds of the VM's time from the previous entry until
+# the next result line appeared (2 s resolution; the first counts from the script's start, so it holds its
+# set-up). Nothing without a timeline.
+nested_steps() {
 	[ -s "$1/timeline.txt" ] && [ -f "$1/result.txt" ] || return 0
-	echo "the slowest steps inside nested-kvm (seconds until the line appeared):"
 	awk 'NR == FNR { t[NR] = $1; n[NR] = $2; k = NR; next } { line[FNR] = $0 }
 	END {
 		p = 0; pl = 0
 		for (i = 1; i <= k; i++) {
-			if (n[i] > pl && (pl + 1) in line) printf "%6d s  %s\n", t[i] - p, substr(line[pl + 1], 1, 110)
+			if (n[i] > pl && (pl + 1) in line) printf "%d %s\n", t[i] - p, line[pl + 1]
 			p = t[i]; pl = n[i]
 		}
-	}' "$1/timeline.txt" "$1/result.txt" | sort -rn | head -n "${2:-5}"
-	echo "  the script ran $(tail -n 1 "$1/timeline.txt" | cut -d' ' -f1) s inside nested-kvm"
+	}' "$1/timeline.txt" "$1/result.txt"
+}
+
+# nested_ran WORKDIR: the seconds the script ran inside nested-kvm (the timeline's last entry).
+nested_ran() {
+	tail -n 1 "$1/timeline.txt" 2>/dev/null | cut -d' ' -f1
+}
+
+# nested_slowest WORKDIR [N]: the N (default 5) slowest steps of the run (nested_steps), then the script's
+# whole time. Where a nested test spends its minutes, for the suite's time budget.
+nested_slowest() {
+	[ -s "$1/timeline.txt" ] && [ -f "$1/result.txt" ] || return 0
+	echo "the slowest steps inside nested-kvm (seconds until the line appeared):"
+	nested_steps "$1" | sort -rn | head -n "${2:-5}" | while read -r _ns_s _ns_line; do
+		printf '%6d s  %s\n' "$_ns_s" "$(printf '%s' "$_ns_line" | cut -c1-110)"
+	done
+	echo "  the script ran $(nested_ran "$1") s inside nested-kvm"
 }
 
 # nested_report WORKDIR STATUS [EXPECTED]: prints WORKDIR/result.txt and judges it (nested_judge); exits 0
