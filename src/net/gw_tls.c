@@ -19,84 +19,7 @@
 
 #include "net/gw.h"
 #include "util/cleanup.h"
-
-static int ext_add(X509 *cert, X509 *issuer, int nid, const char *value)
-{
-	X509V3_CTX v3;
-	X509V3_set_ctx_nodb(&v3);
-	X509V3_set_ctx(&v3, issuer, cert, NULL, NULL, 0);
-	X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, &v3, nid, value);
-	if (!ext)
-		return -EINVAL;
-	int ok = X509_add_ext(cert, ext, -1);
-	X509_EXTENSION_free(ext);
-	return ok ? 0 : -ENOMEM;
-}
-
-static EVP_PKEY *new_key(void)
-{
-	return EVP_EC_gen("P-256");
-}
-
-/* A certificate for cn (a CA when issuer is NULL: self-signed), valid from an hour ago for days. */
-static X509 *make_cert(const char *cn, EVP_PKEY *key, X509 *issuer, EVP_PKEY *issuer_key, int days)
-{
-	X509 *c = X509_new();
-	if (!c)
-		return NULL;
-	uint8_t serial[16];
-	RAND_bytes(serial, sizeof(serial));
-	serial[0] &= 0x7f;
-	BIGNUM *bn = BN_bin2bn(serial, sizeof(serial), NULL);
-	bool ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(c));
-	BN_free(bn);
-	ok = ok && X509_set_version(c, 2) && X509_gmtime_adj(X509_getm_notBefore(c), -3600) &&
-	     X509_gmtime_adj(X509_getm_notAfter(c), (long)days * 86400) && X509_set_pubkey(c, key);
-	X509_NAME *name = X509_get_subject_name(c);
-	ok = ok && X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0);
-	ok = ok && X509_set_issuer_name(c, issuer ? X509_get_subject_name(issuer) : name);
-	X509 *iss = issuer ? issuer : c;
-	ok = ok && ext_add(c, iss, NID_subject_key_identifier, "hash") == 0;
-	if (!issuer) {
-		ok = ok && ext_add(c, iss, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") == 0 &&
-		     ext_add(c, iss, NID_key_usage, "critical,keyCertSign,cRLSign") == 0;
-	} else {
-		char san[300];
-		snprintf(san, sizeof(san), "DNS:%s", cn);
-		ok = ok && ext_add(c, iss, NID_authority_key_identifier, "keyid:always") == 0 &&
-		     ext_add(c, iss, NID_basic_constraints, "critical,CA:FALSE") == 0 &&
-		     ext_add(c, iss, NID_key_usage, "critical,digitalSignature") == 0 &&
-		     ext_add(c, iss, NID_ext_key_usage, "serverAuth") == 0 && ext_add(c, iss, NID_subject_alt_name, san) == 0;
-	}
-	ok = ok && X509_sign(c, issuer_key ? issuer_key : key, EVP_sha256()) > 0;
-	if (!ok) {
-		X509_free(c);
-		return NULL;
-	}
-	return c;
-}
-
-static int write_pem(const char *path, mode_t mode, EVP_PKEY *key, X509 *cert)
-{
-	char tmp[4200];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	if (fd < 0)
-		return -errno;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -errno;
-	}
-	bool ok = key ? PEM_write_PrivateKey(f, key, NULL, NULL, 0, NULL, NULL) : PEM_write_X509(f, cert);
-	ok = fflush(f) == 0 && fsync(fileno(f)) == 0 && ok;
-	fclose(f);
-	if (!ok || rename(tmp, path) < 0) {
-		unlink(tmp);
-		return -EIO;
-	}
-	return 0;
-}
+#include "util/x509.h"
 
 /* Loads the CA, creating it the first time (under a lock: several gateways may start at once). */
 static int ca_load(struct gw *g, char *err, size_t len)
@@ -125,11 +48,11 @@ static int ca_load(struct gw *g, char *err, size_t len)
 		return 0;
 	EVP_PKEY_free(g->ca_key);
 	X509_free(g->ca_cert);
-	g->ca_key = new_key();
-	g->ca_cert = g->ca_key ? make_cert("libspace egress gateway CA", g->ca_key, NULL, NULL, 3650) : NULL;
-	int r = g->ca_cert ? write_pem(keyp, 0600, g->ca_key, NULL) : -ENOMEM;
+	g->ca_key = util_x509_key_new();
+	g->ca_cert = g->ca_key ? util_x509_cert_new("libspace egress gateway CA", g->ca_key, NULL, NULL, 3650, NULL) : NULL;
+	int r = g->ca_cert ? util_x509_write_pem(keyp, 0600, g->ca_key, NULL) : -ENOMEM;
 	if (r == 0)
-		r = write_pem(crtp, 0644, NULL, g->ca_cert);
+		r = util_x509_write_pem(crtp, 0644, NULL, g->ca_cert);
 	if (r < 0)
 		snprintf(err, len, "create the gateway CA in %s: %s", dir, strerror(-r));
 	return r;
@@ -140,7 +63,7 @@ int gw_tls_init(struct gw *g, const char *ca_file, char *err, size_t len)
 	int r = ca_load(g, err, len);
 	if (r < 0)
 		return r;
-	g->leaf_key = new_key();
+	g->leaf_key = util_x509_key_new();
 	g->upstream = SSL_CTX_new(TLS_client_method());
 	if (!g->leaf_key || !g->upstream) {
 		snprintf(err, len, "TLS: out of memory");
@@ -164,7 +87,7 @@ SSL_CTX *gw_tls_leaf(struct gw *g, const char *name)
 		if (!strcmp(g->leaves[i].name, name))
 			ctx = g->leaves[i].ctx;
 	if (!ctx) {
-		X509 *cert = make_cert(name, g->leaf_key, g->ca_cert, g->ca_key, 30);
+		X509 *cert = util_x509_cert_new(name, g->leaf_key, g->ca_cert, g->ca_key, 30, "serverAuth");
 		ctx = cert ? SSL_CTX_new(TLS_server_method()) : NULL;
 		if (ctx && (!SSL_CTX_use_certificate(ctx, cert) || !SSL_CTX_use_PrivateKey(ctx, g->leaf_key) ||
 			    !SSL_CTX_add1_chain_cert(ctx, g->ca_cert))) {
