@@ -122,6 +122,7 @@ int cmd_version(struct cli *cli, int argc, char **argv);
 int cmd_vm_boot(struct cli *cli, int argc, char **argv);
 int cmd_serve(struct cli *cli, int argc, char **argv);
 int cmd_apikey(struct cli *cli, int argc, char **argv);
+int cmd_cluster(struct cli *cli, int argc, char **argv);
 int cmd_doctor(struct cli *cli, int argc, char **argv);
 int cmd_bench(struct cli *cli, int argc, char **argv);
 int cmd_kernel(struct cli *cli, int argc, char **argv);

@@ -15,6 +15,7 @@
 #include "serve.h"
 #include "serve_pool.h"
 #include "serve_e2b.h"
+#include "cluster_store.h"
 #include "util/cidr.h"
 #include "util/cleanup.h"
 #include "util/util.h"
@@ -154,7 +155,9 @@ static bool authenticate(struct serve_req *r)
 {
 	const char *key = request_key(r);
 	uint32_t uid;
-	if (!key && serve_unix_peer_uid(r->conn, &uid) == 0)
+	char peer[64];
+	/* (The cluster's connections are unix socket pairs too: their "peer" is this very process.) */
+	if (!key && !serve_cluster_conn_peer(r->srv, r->conn, peer) && serve_unix_peer_uid(r->conn, &uid) == 0)
 		return authenticate_peer(r, uid);
 	if (!key) {
 		serve_reply_error(r, 401, "unauthorized", "an API key is required (X-API-Key or Authorization: Bearer)");
@@ -163,8 +166,15 @@ static bool authenticate(struct serve_req *r)
 	pthread_mutex_lock(&r->srv->store_lock);
 	int e = serve_apikey_check(r->srv->store, key);
 	pthread_mutex_unlock(&r->srv->store_lock);
+	if (e == -EACCES && r->srv->cluster)
+		e = serve_cluster_apikey_check(r->srv, key); /* a key another host of the cluster published */
 	if (e == -EACCES) {
 		serve_reply_error(r, 401, "unauthorized", "invalid API key");
+		return false;
+	}
+	if (e == -EHOSTUNREACH) {
+		serve_reply_error(r, 503, "cluster_unavailable", "a key of another host of the cluster cannot be checked: "
+								  "the cluster store is unreachable");
 		return false;
 	}
 	if (e < 0) {
@@ -239,13 +249,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->path = url;
 		r->started_ns = util_now_ns();
 		*con_cls = r;
-		int pm = serve_port_match(r);
+		/* A cluster host's signed request, or a request for another host's sandbox (serve_cluster.c). */
+		int cd = serve_cluster_dispatch(r);
+		if (cd < 0)
+			return MHD_YES;
+		int pm = cd > 0 ? 0 : serve_port_match(r);
 		if (pm < 0)
 			return MHD_YES;
 		if (pm > 0)
 			r->route = &port_route;
-		else if (!route_find(r))
+		else if (cd == 0 && !route_find(r))
 			return MHD_YES;
+		/* A forwarded request's key is checked here again (the host that forwarded it vouches for nothing but
+		 * itself): local keys, or those another host of the cluster published. */
 		if (r->route->auth == SERVE_AUTH_KEY && !authenticate(r))
 			return MHD_YES;
 		if (r->route->auth == SERVE_AUTH_ENVD && !e2b_envd_authenticate(r))
@@ -280,7 +296,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return serve_reply_error(r, 413, "too_large", "request body is over the limit of %llu bytes",
 					 (unsigned long long)body_limit(r));
 	}
-	return r->route->run(r);
+	if (r->cluster_create)
+		return serve_cluster_create(r);
+	enum MHD_Result ret = r->route->run(r);
+	if (r->srv->cluster)
+		serve_cluster_after(r);
+	return ret;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -297,7 +318,14 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	 * client's bytes). */
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddNumberToObject(j, "ts_ms", (double)util_wall_ms());
-	cJSON_AddStringToObject(j, "remote", ci && ci->client_addr && ci->client_addr->sa_family == AF_UNIX ? "unix" : addr);
+	char peer[64], shown[80];
+	if (serve_cluster_conn_peer(r->srv, conn, peer)) {
+		snprintf(shown, sizeof(shown), "cluster:%s", peer);
+		cJSON_AddStringToObject(j, "remote", shown);
+	} else {
+		cJSON_AddStringToObject(j, "remote",
+					ci && ci->client_addr && ci->client_addr->sa_family == AF_UNIX ? "unix" : addr);
+	}
 	if (r->by_uid) {
 		cJSON_AddNumberToObject(j, "uid", r->peer_uid);
 		cJSON_AddStringToObject(j, "key", r->key_id);
@@ -306,6 +334,15 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	cJSON_AddStringToObject(j, "route", r->route ? r->route->pattern : "-");
 	if (r->params[0][0] && r->route && strchr(r->route->pattern, '{'))
 		cJSON_AddStringToObject(j, "sandbox", r->params[0]);
+	if (r->route && !strncmp(r->route->pattern, "(cluster", 8)) {
+		/* forwarded to (or lost with) the sandbox's host */
+		cJSON_AddStringToObject(j, "sandbox", r->params[0]);
+		cJSON_AddStringToObject(j, "host", r->params[1]);
+	}
+	if (r->cluster_peer)
+		cJSON_AddBoolToObject(j, "forwarded", true);
+	if (r->cluster_place_ns)
+		cJSON_AddNumberToObject(j, "place_ms", (double)(r->cluster_place_ns / 10000) / 100.0);
 	cJSON_AddNumberToObject(j, "status", r->status);
 	cJSON_AddNumberToObject(j, "ms", (double)((util_now_ns() - r->started_ns) / 100000) / 10.0);
 	cJSON_AddBoolToObject(j, "completed", toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
@@ -385,12 +422,20 @@ static int parse_listen(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
-/* One MHD daemon: on the TCP address sa, or on the listening socket fd (>= 0; MHD closes it when stopped). */
+/* One MHD daemon: on the TCP address sa, or on the listening socket fd (>= 0; MHD closes it when stopped), or
+ * (sa NULL, fd -1) without one: the cluster's, whose connections the TLS listener adds. */
 static struct MHD_Daemon *daemon_start(struct serve *srv, const struct sockaddr_in *sa, int fd, unsigned conn_limit,
 				       unsigned conn_timeout)
 {
 	const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG |
 			       MHD_ALLOW_UPGRADE; /* WebSockets to a sandbox's port (serve_ports.c) */
+	/* (Without its error log: MHD takes the socket pairs the TLS listener hands it for TCP sockets, and would
+	 * say so on every answer.) */
+	if (!sa && fd < 0)
+		return MHD_start_daemon((flags & ~(unsigned)MHD_USE_ERROR_LOG) | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC, 0,
+					NULL, NULL, on_request, srv,
+					MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout,
+					MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
 	if (fd >= 0)
 		return MHD_start_daemon(flags, 0, NULL, NULL, on_request, srv, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 					MHD_OPTION_CONNECTION_LIMIT, conn_limit, MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout,
@@ -416,6 +461,10 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	const char *allow_resolve[SERVE_ALLOW_RESOLVE_MAX + 1] = { NULL };
 	size_t n_allow = 0;
 	const char *domain = NULL;
+	struct serve_cluster_options co = { .heartbeat_s = 2, .lost_after_s = 10 };
+	char hostname[CLUSTER_NAME_MAX] = "";
+	uint64_t capacity = 0;
+	bool cluster_listen = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc)
 			listen = argv[++i], listen_given = true;
@@ -461,8 +510,57 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			if (n_allow == SERVE_ALLOW_RESOLVE_MAX)
 				return cli_usage_error(cmd, "too many --allow-resolve (at most %d)", SERVE_ALLOW_RESOLVE_MAX);
 			allow_resolve[n_allow++] = argv[i];
+		} else if (!strcmp(argv[i], "--cluster") && i + 1 < argc) {
+			co.conninfo = argv[++i];
+		} else if (!strcmp(argv[i], "--cluster-host") && i + 1 < argc) {
+			co.name = argv[++i];
+		} else if (!strcmp(argv[i], "--cluster-url") && i + 1 < argc) {
+			co.url = argv[++i];
+			if (strncmp(co.url, "https://", 8) || strlen(co.url) < 9 || strlen(co.url) >= CLUSTER_URL_MAX)
+				return cli_usage_error(cmd, "bad --cluster-url '%s' (want https://HOST:PORT: the cluster listener)",
+						       co.url);
+		} else if (!strcmp(argv[i], "--cluster-tls") && i + 1 < argc) {
+			co.tls_dir = argv[++i];
+		} else if (!strcmp(argv[i], "--cluster-listen") && i + 1 < argc) {
+			if (parse_listen(argv[++i], &co.listen) < 0)
+				return cli_usage_error(cmd, "bad --cluster-listen '%s' (want IPV4:PORT)", argv[i]);
+			cluster_listen = true;
+		} else if (!strcmp(argv[i], "--cluster-capacity") && i + 1 < argc) {
+			if (util_parse_uint(argv[++i], 1, 1000000, &capacity) < 0)
+				return cli_usage_error(cmd, "bad --cluster-capacity '%s' (1..1000000 sandboxes)", argv[i]);
+		} else if (!strcmp(argv[i], "--cluster-heartbeat") && i + 1 < argc) {
+			if (cli_parse_duration(cmd, "--cluster-heartbeat", argv[++i], 1, 60, &co.heartbeat_s) < 0)
+				return EXIT_USAGE;
+		} else if (!strcmp(argv[i], "--cluster-lost-after") && i + 1 < argc) {
+			if (cli_parse_duration(cmd, "--cluster-lost-after", argv[++i], 2, 3600, &co.lost_after_s) < 0)
+				return EXIT_USAGE;
 		} else
 			return cli_usage_error(cmd, "unexpected argument '%s'", argv[i]);
+	}
+	if (!co.conninfo && (co.name || co.url || capacity || co.tls_dir || cluster_listen))
+		return cli_usage_error(cmd, "--cluster-host, --cluster-url, --cluster-listen, --cluster-tls and "
+					    "--cluster-capacity need --cluster");
+	if (co.conninfo) {
+		if (!co.url || !co.tls_dir || !cluster_listen)
+			return cli_usage_error(cmd, "--cluster needs --cluster-listen IP:PORT (TLS, for the other hosts), "
+						    "--cluster-url https://HOST:PORT (where they reach it) and --cluster-tls DIR "
+						    "(`space cluster cert`)");
+		if (co.lost_after_s <= co.heartbeat_s)
+			return cli_usage_error(cmd, "--cluster-lost-after (%u s) must be longer than --cluster-heartbeat (%u s)",
+					       co.lost_after_s, co.heartbeat_s);
+		if (!co.name) {
+			if (gethostname(hostname, sizeof(hostname)) < 0)
+				return cli_error(-errno, "serve: this machine's name: %s", strerror(errno));
+			hostname[sizeof(hostname) - 1] = '\0';
+			co.name = hostname;
+		}
+		co.capacity = (uint32_t)capacity;
+		if (!co.capacity) {
+			/* One sandbox per 256 MiB of memory by default (docs/cluster.md, capacity planning). */
+			long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+			uint64_t mem = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz : 0;
+			co.capacity = mem >> 28 ? (uint32_t)(mem >> 28) : 1;
+		}
 	}
 	struct sockaddr_in sa;
 	if (parse_listen(listen, &sa) < 0)
@@ -484,6 +582,13 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		serve_store_close(srv.store);
 		return cli_error(-ENOMEM, "serve: out of memory");
 	}
+	/* The cluster's certificate and store first (a bad one refuses to start); the host joins once the
+	 * daemons listen (serve_cluster_join), and until then answers what needs the cluster with 503. */
+	if (co.conninfo && (e = serve_cluster_start(&srv, ctx, &co, err, sizeof(err))) < 0) {
+		serve_store_close(srv.store);
+		e2b_procs_free(srv.e2b_procs);
+		return cli_error(e, "serve: cluster: %s", err);
+	}
 
 	/* Signals: SIGPIPE off (a client that goes away must not end the server), SIGINT/SIGTERM taken
 	 * with sigwait below, blocked before any thread starts so every thread inherits the mask. */
@@ -499,6 +604,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 	struct MHD_Daemon *d = NULL, *du = NULL;
 	int ufd = -1;
 	if (unix_path && (ufd = serve_unix_listen(unix_path, (mode_t)unix_mode, err, sizeof(err))) < 0) {
+		serve_cluster_stop(&srv);
 		serve_store_close(srv.store);
 		e2b_procs_free(srv.e2b_procs);
 		return cli_error(ufd, "serve: %s", err);
@@ -511,6 +617,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 				close(ufd);
 				unlink(unix_path);
 			}
+			serve_cluster_stop(&srv);
 			serve_store_close(srv.store);
 			e2b_procs_free(srv.e2b_procs);
 			return cli_error(r, "serve: cannot listen on %s: %s", listen, strerror(-r));
@@ -529,6 +636,7 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			unlink(unix_path);
 			if (d)
 				MHD_stop_daemon(d);
+			serve_cluster_stop(&srv);
 			serve_store_close(srv.store);
 			e2b_procs_free(srv.e2b_procs);
 			return cli_error(r, "serve: serve the unix socket %s: %s", unix_path, strerror(-r));
@@ -537,7 +645,33 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 			unix_path, (unsigned)unix_mode, space_ctx_state_dir(ctx));
 	}
 
-	if (serve_apikey_count(srv.store) == 0)
+	if (srv.cluster) {
+		/* The other hosts' connections: TLS, then served like any other. */
+		srv.cluster_daemon = daemon_start(&srv, NULL, -1, (unsigned)conn_limit, (unsigned)conn_timeout);
+		e = srv.cluster_daemon ? serve_cluster_join(&srv, ctx, srv.cluster_daemon, err, sizeof(err)) : -errno;
+		if (e < 0) {
+			if (!srv.cluster_daemon)
+				snprintf(err, sizeof(err), "cannot start the daemon of the cluster's connections");
+			serve_cluster_quiesce(&srv);
+			if (srv.cluster_daemon)
+				MHD_stop_daemon(srv.cluster_daemon);
+			if (d)
+				MHD_stop_daemon(d);
+			if (du) {
+				MHD_stop_daemon(du);
+				unlink(unix_path);
+			}
+			serve_cluster_stop(&srv);
+			serve_store_close(srv.store);
+			e2b_procs_free(srv.e2b_procs);
+			return cli_error(e, "serve: cluster: %s", err);
+		}
+	}
+
+	if (serve_apikey_count(srv.store) == 0 && srv.cluster)
+		fprintf(stderr, "space serve: no API keys of this host: calls need a key another host of the cluster published "
+				"(`space apikey create` there, or `--state %s` here)\n", space_ctx_state_dir(ctx));
+	else if (serve_apikey_count(srv.store) == 0)
 		fprintf(stderr, "space serve: no API keys yet: every /v1 call will get 401 until you run "
 				"`space apikey create --state %s`\n", space_ctx_state_dir(ctx));
 
@@ -563,6 +697,8 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		pthread_join(reaper, NULL);
 	}
 	serve_pool_stop(pool);
+	/* No new connections of other hosts; the cluster's state goes once no request can use it. */
+	serve_cluster_quiesce(&srv);
 	/* The E2B plane's processes end first: their streams then end, so the daemons' connections can. */
 	bool procs_ended = e2b_procs_stop(srv.e2b_procs);
 	if (!procs_ended)
@@ -573,6 +709,9 @@ int cmd_serve(struct cli *cli, int argc, char **argv)
 		MHD_stop_daemon(du);
 		unlink(unix_path);
 	}
+	if (srv.cluster_daemon)
+		MHD_stop_daemon(srv.cluster_daemon);
+	serve_cluster_stop(&srv);
 	e2b_watch_cleanup();
 	serve_usage_cleanup();
 	if (procs_ended)

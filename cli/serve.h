@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #include "space.h"
@@ -62,6 +63,9 @@ struct serve {
 	const char *domain;           /* --domain: Host "PORT-ID.DOMAIN" reaches a sandbox's port; NULL: none */
 	struct serve_metrics metrics;
 	struct e2b_procs *e2b_procs; /* the processes of the E2B plane (serve_e2b_runner.c) */
+	struct serve_cluster *cluster; /* --cluster: this host's part in a cluster (serve_cluster.c); NULL: none */
+	const char *cluster_host;     /* its name there (every answer says it: X-Space-Cluster-Host) */
+	struct MHD_Daemon *cluster_daemon; /* serves the connections of the cluster's TLS listener */
 };
 
 struct serve_req;
@@ -128,6 +132,10 @@ struct serve_req {
 	bool by_uid;                  /* authorized as the key granted to peer_uid (a --unix connection) */
 	uint32_t peer_uid;
 	char key_id[SERVE_APIKEY_ID_SIZE]; /* the key the request acts with, for the access log */
+	bool cluster_peer;            /* forwarded by a host of the cluster, its signature checked */
+	bool cluster_create;          /* a create, placed by serve_cluster_create */
+	bool cluster_delete;          /* a DELETE of a whole sandbox (given up on when its host is lost) */
+	uint64_t cluster_place_ns;    /* a create: the time its placement took */
 };
 
 /* --- serve_ports.c: requests for a port of a sandbox, proxied through its agent --- */
@@ -138,6 +146,80 @@ int serve_port_match(struct serve_req *r);
 /* The route's handler: connects to the port through the agent, forwards the request, streams the answer
  * (or relays both ways after a 101). 404 / 409 (paused) / 502 (not listening, not running) otherwise. */
 enum MHD_Result serve_port_proxy(struct serve_req *r);
+
+/* The sandbox a request for a port or for envd names (E2b-Sandbox-Id, or Host PORT-ID.DOMAIN) into id,
+ * without checking its token; false when it names none. */
+bool serve_port_sandbox(struct serve_req *r, char id[32]);
+
+/* Forwarding a request as it came (serve_ports.c; the port proxy and the cluster's forwarding). */
+/* The request's target as sent on: path and query, percent-encoded again; NULL when out of memory. */
+char *serve_fwd_target(struct serve_req *r);
+/* Sends the request's head over fd: method, target, its headers but the hop-by-hop ones (with port, also
+ * the sandbox's access tokens and routing headers) and any X-Space-Cluster-* a client sent, then extra
+ * (whole header lines, or NULL), then Content-Length: content_length (< 0: r->body_len when the method
+ * has a body). HTTP/1.0 (the answer ends with the connection), HTTP/1.1 with Upgrade. */
+int serve_fwd_head(struct serve_req *r, int fd, const char *target, bool port, const char *extra,
+		   long long content_length);
+int serve_fwd_send(int fd, const char *p, size_t n);
+/* Reads the answer's head from fd and queues it as the request's answer, its body streamed as it comes (a
+ * 101 makes the connection a relay both ways). Takes fd. cluster: the far side is a host of the cluster
+ * (its X-Space-Cluster-Host is kept). what names the far side in a 502. */
+enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, const char *what);
+
+/* --- serve_cluster.c: `space serve --cluster` (docs/cluster.md) --- */
+struct serve_cluster_options {
+	const char *conninfo;         /* libpq keyword string or URI */
+	const char *name;             /* this host's name in the cluster */
+	const char *url;              /* where the other hosts reach this server's cluster listener: https://HOST:PORT */
+	const char *tls_dir;          /* ca.pem, host.pem, host.key (`space cluster cert`) */
+	struct sockaddr_in listen;    /* the cluster listener (TLS) */
+	uint32_t capacity;            /* live sandboxes placed here at most */
+	unsigned heartbeat_s, lost_after_s;
+};
+/* Prepares this host's part: its certificate (it must name the host and hold against the CA) and the
+ * cluster store (schema). srv->cluster is set; nothing is registered yet. */
+int serve_cluster_start(struct serve *srv, space_ctx *ctx, const struct serve_cluster_options *o, char *err,
+			size_t errlen);
+/* Listens for the other hosts (TLS, each connection then served by daemon, an MHD daemon without a listening
+ * socket of its own), then joins: registration (waiting for a server of the same name to go stale), API
+ * keys, reconciliation, the heartbeat thread. */
+int serve_cluster_join(struct serve *srv, space_ctx *ctx, struct MHD_Daemon *daemon, char *err, size_t errlen);
+/* Stops taking the other hosts' connections (a handshake under way ends first). Before the daemons stop. */
+void serve_cluster_quiesce(struct serve *srv);
+/* Stops the heartbeat, says the server stops serving and frees the cluster's state: after the daemons have
+ * stopped (no request may use it any longer). */
+void serve_cluster_stop(struct serve *srv);
+/* Whether conn came over the cluster's TLS listener (its verified host into name). */
+bool serve_cluster_conn_peer(struct serve *srv, struct MHD_Connection *conn, char name[64]);
+
+/* --- serve_cluster_tls.c: TLS 1.3 between the hosts of a cluster, both sides with a certificate of the
+ * cluster's CA naming their host --- */
+struct cluster_tls;
+/* Loads DIR/ca.pem, DIR/host.pem and DIR/host.key; host.pem must name host and hold against ca.pem. */
+int cluster_tls_load(const char *dir, const char *host, struct cluster_tls **ret, char *err, size_t errlen);
+void cluster_tls_free(struct cluster_tls *t);
+/* Listens on sa: a connection whose certificate holds becomes a connection of daemon d, its client address
+ * naming the host (cluster_tls_conn_peer). */
+int cluster_tls_listen(struct cluster_tls *t, const struct sockaddr_in *sa, struct MHD_Daemon *d, char *err,
+		       size_t errlen);
+/* Stops listening (connections being relayed end with their requests). */
+void cluster_tls_stop(struct cluster_tls *t);
+/* The verified host of a connection cluster_tls_listen handed over; false for any other connection. */
+bool cluster_tls_conn_peer(struct MHD_Connection *conn, char name[64]);
+/* A plain socket relayed over TLS to url (https://HOST:PORT) whose certificate names peer; -EPERM when it
+ * names another host or does not hold, other -errno when it cannot be reached. */
+int cluster_tls_connect(struct cluster_tls *t, const char *url, const char *peer);
+/* First look at a request: checks a host's signature (a forwarded request: r->cluster_peer), marks
+ * creates, and routes a request for another host's sandbox (r->route becomes a forwarding or lost-host
+ * route). 0: go on as usual; 1: go on with the new route; -1: answered. */
+int serve_cluster_dispatch(struct serve_req *r);
+/* A create (after the body): placed here or forwarded to the chosen host. */
+enum MHD_Result serve_cluster_create(struct serve_req *r);
+/* After a request ran here: a sandbox removed (DELETE of the native or E2B plane) gets its row destroyed at
+ * once, not at the next reconciliation. */
+void serve_cluster_after(struct serve_req *r);
+/* 0 when some host of the cluster published key's hash, -EACCES otherwise (-EACCES outside a cluster). */
+int serve_cluster_apikey_check(struct serve *srv, const char *key);
 
 /* --- serve_unix.c: `space serve --unix PATH` --- */
 /* A listening unix socket at path with the given mode (a stale socket there is replaced; anything else is
@@ -274,6 +356,11 @@ int serve_apikey_check(struct serve_store *s, const char *key);
 /* The key granted to local uid (`space apikey create|grant --uid`): its id into ret_id (updates its last
  * use); -EACCES when no key is granted to uid, other -errno on store errors. */
 int serve_apikey_for_uid(struct serve_store *s, uint32_t uid, char ret_id[SERVE_APIKEY_ID_SIZE]);
+
+/* The SHA-256 of key in hex, as the cluster store keeps it. */
+void serve_apikey_hash_hex(const char *key, char out[65]);
+/* The hashes (hex) of every key, a NULL-terminated array the caller frees (each string and the array). */
+int serve_apikey_hashes(struct serve_store *s, char ***ret);
 
 /* How many API keys exist, or -errno. */
 int serve_apikey_count(struct serve_store *s);

@@ -98,6 +98,48 @@ static void hex(const unsigned char *b, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+void serve_apikey_hash_hex(const char *key, char out[65])
+{
+	unsigned char h[32];
+	sha256(key, strlen(key), h);
+	hex(h, sizeof(h), out);
+}
+
+int serve_apikey_hashes(struct serve_store *s, char ***ret)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(serve_store_db(s), "SELECT hash FROM api_keys ORDER BY id", -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	size_t n = 0;
+	char **v = calloc(1, sizeof(char *));
+	int rc = SQLITE_DONE, e = v ? 0 : -ENOMEM;
+	while (e == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *h = sqlite3_column_blob(st, 0);
+		if (!h || sqlite3_column_bytes(st, 0) != 32)
+			continue;
+		char **nv = realloc(v, (n + 2) * sizeof(char *));
+		if (!nv || !(nv[n] = malloc(65))) {
+			if (nv)
+				v = nv;
+			e = -ENOMEM;
+			break;
+		}
+		v = nv;
+		v[n + 1] = NULL;
+		hex(h, 32, v[n++]);
+	}
+	if (e == 0 && rc != SQLITE_DONE)
+		e = serve_store_errno(rc);
+	if (e < 0) {
+		for (size_t i = 0; v && i < n; i++)
+			free(v[i]);
+		free(v);
+		return e;
+	}
+	*ret = v;
+	return 0;
+}
+
 int serve_apikey_check(struct serve_store *s, const char *key)
 {
 	unsigned char want[32];

@@ -18,6 +18,8 @@ enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Res
 		return MHD_NO;
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	if (r->srv && r->srv->cluster_host)
+		MHD_add_response_header(resp, "X-Space-Cluster-Host", r->srv->cluster_host);
 	enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	r->answered = true;

@@ -27,22 +27,11 @@
 #define E2B_ENVD_PORT 49983
 
 struct port_state {
-	int fd;          /* to the sandbox's port */
+	int fd;          /* to the sandbox's port, or to a host of the cluster */
+	bool cluster;    /* the far side is a host of the cluster */
 	char *head;      /* the answer's head buffer; head[body_off..head_len) are body bytes */
 	size_t head_len, body_off;
 };
-
-static void port_state_free(struct serve_req *r)
-{
-	struct port_state *s = r->state;
-	if (!s)
-		return;
-	if (s->fd >= 0)
-		close(s->fd);
-	free(s->head);
-	free(s);
-	r->state = NULL;
-}
 
 /* "PORT-ID.DOMAIN[:P]" (case-insensitive domain) into id and port. */
 static bool host_route(const char *host, const char *domain, char id[32], uint16_t *port)
@@ -75,6 +64,18 @@ static bool id_ok(const char *id)
 		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '-'))
 			return false;
 	return true;
+}
+
+bool serve_port_sandbox(struct serve_req *r, char id[32])
+{
+	const char *hid = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "E2b-Sandbox-Id");
+	const char *host = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	uint16_t port;
+	if (hid && *hid && strlen(hid) < 32)
+		snprintf(id, 32, "%s", hid);
+	else if (!host_route(host, r->srv->domain, id, &port))
+		return false;
+	return id_ok(id);
 }
 
 int serve_port_match(struct serve_req *r)
@@ -195,32 +196,46 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
 	return MHD_YES;
 }
 
-static bool hop_header(const char *k)
+/* Hop-by-hop headers, never passed on; with port, also the sandbox's own (its access token, the routing
+ * headers). X-Space-Cluster-* are our hosts' to add: never passed on from a client or a sandbox; an answer
+ * of a host of the cluster (cluster) keeps X-Space-Cluster-Host, which names it. */
+static bool hop_header(const char *k, bool port, bool cluster)
 {
-	static const char *const drop[] = { "Connection",	"Keep-Alive",	    "Proxy-Connection", "Proxy-Authorization",
-					    "Transfer-Encoding", "Content-Length",  "Upgrade",	        "TE",
-					    "X-Access-Token",	 "E2b-Traffic-Access-Token", "E2b-Sandbox-Id", "E2b-Sandbox-Port" };
+	static const char *const drop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
+					    "Transfer-Encoding", "Content-Length", "Upgrade", "TE", "Expect" };
+	static const char *const drop_port[] = { "X-Access-Token", "E2b-Traffic-Access-Token", "E2b-Sandbox-Id",
+						 "E2b-Sandbox-Port" };
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
 		if (!strcasecmp(k, drop[i]))
 			return true;
-	return false;
+	for (size_t i = 0; port && i < sizeof(drop_port) / sizeof(drop_port[0]); i++)
+		if (!strcasecmp(k, drop_port[i]))
+			return true;
+	if (cluster && !strcasecmp(k, "X-Space-Cluster-Host"))
+		return false;
+	return !strncasecmp(k, "X-Space-Cluster-", 16);
 }
+
+struct header_arg {
+	struct head_buf *b;
+	bool port;
+};
 
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
-	struct head_buf *b = cls;
+	struct header_arg *h = cls;
 	(void)kind;
 	/* MHD keeps header bytes as sent; a CR or LF cannot be inside one (it ends the line). */
-	if (hop_header(key) || !value)
+	if (hop_header(key, h->port, false) || !value)
 		return MHD_YES;
-	hb_str(b, key);
-	hb_add(b, ": ", 2);
-	hb_str(b, value);
-	hb_add(b, "\r\n", 2);
+	hb_str(h->b, key);
+	hb_add(h->b, ": ", 2);
+	hb_str(h->b, value);
+	hb_add(h->b, "\r\n", 2);
 	return MHD_YES;
 }
 
-static int send_all(int fd, const char *p, size_t n)
+int serve_fwd_send(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
@@ -288,7 +303,7 @@ static void copy_headers(struct port_state *s, struct MHD_Response *resp, bool u
 					*ret_len = n;
 			} else if (resp && upgrade && !strcasecmp(line, "Upgrade")) {
 				MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, v); /* MHD requires it on a 101 */
-			} else if (resp && !hop_header(line) && strcasecmp(line, "Date")) {
+			} else if (resp && !hop_header(line, false, s->cluster) && strcasecmp(line, "Date")) {
 				MHD_add_response_header(resp, line, v);
 			}
 			*colon = ':';
@@ -354,8 +369,8 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *req_cls, co
 	(void)conn;
 	(void)req_cls;
 	/* Bytes both sides sent past the heads go first: the client's to the sandbox, the sandbox's to it. */
-	bool ok = send_all(s->fd, extra_in, extra_in_size) == 0 &&
-		  send_all(sock, s->head + s->body_off, s->head_len - s->body_off) == 0;
+	bool ok = serve_fwd_send(s->fd, extra_in, extra_in_size) == 0 &&
+		  serve_fwd_send(sock, s->head + s->body_off, s->head_len - s->body_off) == 0;
 	struct upgraded *u = ok ? malloc(sizeof(*u)) : NULL;
 	pthread_t t;
 	pthread_attr_t attr;
@@ -394,34 +409,30 @@ static enum MHD_Result port_error(struct serve_req *r, int e, uint16_t port, con
 				 d && *d ? d : space_strerror(e));
 }
 
-enum MHD_Result serve_port_proxy(struct serve_req *r)
+char *serve_fwd_target(struct serve_req *r)
 {
-	const char *id = r->envd_sandbox;
-	space_ctx *ctx = serve_req_ctx(r);
-	if (!ctx)
-		return MHD_YES;
-	int e = space_sandbox_open(ctx, id, &r->sb);
-	struct port_state *s = e < 0 ? NULL : calloc(1, sizeof(*s));
-	if (e < 0)
-		return port_error(r, e, r->port, id);
-	if (!s)
-		return serve_reply_error(r, 500, "internal", "out of memory");
-	s->fd = -1;
-	r->state = s;
-	r->state_free = port_state_free;
-	e = space_sandbox_port_connect(r->sb, r->port, &s->fd);
-	if (e < 0)
-		return port_error(r, e, r->port, id);
+	struct head_buf b = { 0 };
+	hb_enc(&b, r->path, "/!$&'()*+,;=:@");
+	struct query_arg q = { &b, true };
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_query, &q);
+	if (b.bad || !b.p) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
 
+int serve_fwd_head(struct serve_req *r, int fd, const char *target, bool port, const char *extra,
+		   long long content_length)
+{
 	const char *upgrade = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Upgrade");
 	struct head_buf b = { 0 };
 	hb_str(&b, r->method);
 	hb_add(&b, " ", 1);
-	hb_enc(&b, r->path, "/!$&'()*+,;=:@");
-	struct query_arg q = { &b, true };
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_query, &q);
+	hb_str(&b, target);
 	hb_str(&b, upgrade ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
-	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &b);
+	struct header_arg h = { &b, port };
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
 	if (upgrade) {
 		hb_str(&b, "Connection: Upgrade\r\nUpgrade: ");
 		hb_str(&b, upgrade);
@@ -429,27 +440,42 @@ enum MHD_Result serve_port_proxy(struct serve_req *r)
 	} else {
 		hb_str(&b, "Connection: close\r\n");
 	}
+	if (extra)
+		hb_str(&b, extra);
 	char cl[48];
-	if (r->body_len || !strcmp(r->method, "POST") || !strcmp(r->method, "PUT") || !strcmp(r->method, "PATCH")) {
-		snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", r->body_len);
+	if (content_length < 0 &&
+	    (r->body_len || !strcmp(r->method, "POST") || !strcmp(r->method, "PUT") || !strcmp(r->method, "PATCH")))
+		content_length = (long long)r->body_len;
+	if (content_length >= 0) {
+		snprintf(cl, sizeof(cl), "Content-Length: %lld\r\n", content_length);
 		hb_str(&b, cl);
 	}
 	hb_add(&b, "\r\n", 2);
-	e = b.bad ? -ENOMEM : send_all(s->fd, b.p, b.len);
+	int e = b.bad ? -ENOMEM : serve_fwd_send(fd, b.p, b.len);
 	free(b.p);
-	if (e == 0 && r->body_len)
-		e = send_all(s->fd, r->body, r->body_len);
+	return e;
+}
+
+enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, const char *what)
+{
+	struct port_state *s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	}
+	s->fd = fd;
+	s->cluster = cluster;
 	unsigned status = 0;
-	if (e == 0)
-		e = read_head(s, &status);
-	if (e < 0)
-		return serve_reply_error(r, 502, "bad_gateway", "port %u of sandbox %s: %s", r->port, id,
+	int e = read_head(s, &status);
+	if (e < 0) {
+		body_free(s);
+		return serve_reply_error(r, 502, "bad_gateway", "%s: %s", what,
 					 e == -EBADMSG ? "the answer is not HTTP" :
 					 e == -EMSGSIZE ? "the answer's head is over 64 KiB" : space_strerror(e));
+	}
+	const char *upgrade = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Upgrade");
 	struct MHD_Response *resp;
 	long long len;
-	r->state = NULL; /* from here the response owns it */
-	r->state_free = NULL;
 	if (status == 101 && upgrade) {
 		resp = MHD_create_response_for_upgrade(on_upgrade, s);
 		if (resp)
@@ -471,4 +497,30 @@ enum MHD_Result serve_port_proxy(struct serve_req *r)
 	r->answered = true;
 	r->status = status;
 	return ret;
+}
+
+enum MHD_Result serve_port_proxy(struct serve_req *r)
+{
+	const char *id = r->envd_sandbox;
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	int e = space_sandbox_open(ctx, id, &r->sb);
+	if (e < 0)
+		return port_error(r, e, r->port, id);
+	int fd = -1;
+	e = space_sandbox_port_connect(r->sb, r->port, &fd);
+	if (e < 0)
+		return port_error(r, e, r->port, id);
+	_cleanup_free_ char *target = serve_fwd_target(r);
+	e = target ? serve_fwd_head(r, fd, target, true, NULL, -1) : -ENOMEM;
+	if (e == 0 && r->body_len)
+		e = serve_fwd_send(fd, r->body, r->body_len);
+	char what[96];
+	snprintf(what, sizeof(what), "port %u of sandbox %s", r->port, id);
+	if (e < 0) {
+		close(fd);
+		return serve_reply_error(r, 502, "bad_gateway", "%s: %s", what, space_strerror(e));
+	}
+	return serve_fwd_answer(r, fd, false, what);
 }

@@ -22,3 +22,9 @@ int cmd_apikey(struct cli *cli, int argc, char **argv)
 	(void)cli, (void)argc, (void)argv;
 	return unavailable("apikey");
 }
+
+int cmd_cluster(struct cli *cli, int argc, char **argv)
+{
+	(void)cli, (void)argc, (void)argv;
+	return unavailable("cluster");
+}

@@ -126,8 +126,18 @@ static const struct cli_command commands[] = {
 	  "       [--max-image-upload SIZE] [--max-download SIZE]\n"
 	  "       [--max-connections N] [--connection-timeout D]\n"
 	  "       [--request-timeout D] [--allow-resolve CIDR]... [--domain DOMAIN] [--state DIR]\n"
+	  "       [--cluster CONNINFO --cluster-listen IP:PORT --cluster-url https://HOST:PORT --cluster-tls DIR\n"
+	  "        [--cluster-host NAME] [--cluster-capacity N] [--cluster-heartbeat D] [--cluster-lost-after D]]\n"
+	  "       (one host of a cluster: docs/cluster.md)\n"
 	  "       (a request with E2b-Sandbox-Id and E2b-Sandbox-Port headers, or for Host PORT-ID.DOMAIN, goes to\n"
 	  "       that port of the sandbox, with its access token: docs/e2b.md)" },
+	{ "cluster", cmd_cluster, "the hosts and sandboxes of a cluster of `space serve --cluster` hosts",
+	  "cluster init --cluster CONNINFO [--json]   (creates or migrates the schema)\n"
+	  "       space cluster hosts --cluster CONNINFO [--json]\n"
+	  "       space cluster ls --cluster CONNINFO [--host NAME] [--all] [--json]   (--all: also destroyed ones)\n"
+	  "       space cluster ca DIR   (the cluster's CA: DIR/ca.pem, DIR/ca.key)\n"
+	  "       space cluster cert NAME --ca DIR --out DIR   (host NAME's certificate, for serve --cluster-tls)\n"
+	  "       (CONNINFO: a PostgreSQL connection string or URI; SPACE_CLUSTER is the default)" },
 	{ "secret", cmd_secret, "register, list and remove the secrets network policies name (secret:NAME)",
 	  "secret set NAME [--from-file FILE | --from-env VAR]   (else the value is read from stdin)\n"
 	  "       space secret ls [--json]   (names and times, never values)\n"

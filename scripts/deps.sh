@@ -11,6 +11,8 @@ pkgs=(
 	meson ninja-build pkg-config gcc g++ clang libclang-rt-14-dev
 	libbtrfsutil-dev libseccomp-dev libnl-3-dev libnl-route-3-dev libcjson-dev libsqlite3-dev
 	libmicrohttpd-dev libssl-dev
+	# space serve --cluster: its control plane's client library
+	libpq-dev
 	# space-unpack: image layers and rootfs tarballs into ext4 (libext2fs), their compressions
 	libext2fs-dev comerr-dev zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
 	# run: pools, templates, sandboxes
@@ -19,6 +21,8 @@ pkgs=(
 	# tests and benchmarks
 	acpica-tools qemu-system-x86 bubblewrap file procps psmisc util-linux python3 openssl ca-certificates strace
 	python3-pytest
+	# the cluster test's PostgreSQL (a throwaway server in a temporary directory)
+	postgresql
 	# Debian packages (debian/, tests/packaging)
 	dpkg-dev debhelper dh-python lintian
 )

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cluster store (cli/cluster_store.c) against a real PostgreSQL (conninfo in argv[1], a throwaway
+ * server cluster_store.sh starts): schema, registration and its refusal while a server of that name
+ * serves, heartbeats and a takeover, the sweep that marks hosts and their sandboxes lost, placement
+ * (capacity ratio, template, isolation, warm stock first, a host avoided, every reason it can fail),
+ * concurrent placements spreading under SKIP LOCKED, give-up only of lost sandboxes, API key hashes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../check.h"
+#include "cluster_store.h"
+
+static const char *conninfo;
+
+static struct cluster_host_report report(const char *name, uint32_t capacity, const char *const *templates,
+					 const char *stock)
+{
+	static const char *const none[] = { NULL };
+	return (struct cluster_host_report){ .name = name, .url = "https://127.0.0.1:1", .capacity = capacity, .cpus = 2,
+					     .mem_total = 1 << 30, .isolations = "jail", .templates = templates ? templates : none,
+					     .pool_stock_json = stock ? stock : "{}", .version = "test" };
+}
+
+struct count {
+	int running, lost, destroyed, a, b, c;
+};
+
+static int count_row(const struct cluster_sandbox *s, void *arg)
+{
+	struct count *n = arg;
+	n->running += s->state == CLUSTER_SANDBOX_RUNNING;
+	n->lost += s->state == CLUSTER_SANDBOX_LOST;
+	n->destroyed += s->state == CLUSTER_SANDBOX_DESTROYED;
+	n->a += !strcmp(s->host, "a");
+	n->b += !strcmp(s->host, "b");
+	n->c += !strcmp(s->host, "c");
+	return 0;
+}
+
+static int lost_hosts;
+static void on_lost(const char *host, unsigned n, void *arg)
+{
+	(void)arg;
+	(void)n;
+	lost_hosts += !strcmp(host, "c");
+}
+
+struct placer {
+	struct cluster_store *cs;
+	int n, a, b, c, errors;
+};
+
+/* Places and records n sandboxes, as many placing threads would. */
+static void *placer_main(void *arg)
+{
+	struct placer *p = arg;
+	for (int i = 0; i < p->n; i++) {
+		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX];
+		if (cluster_place(p->cs, "tiny", NULL, 30, NULL, host, url, tok) < 0) {
+			p->errors++;
+			continue;
+		}
+		snprintf(id, sizeof(id), "sb-t%lx%04d", (unsigned long)pthread_self() % 100000, i);
+		if (cluster_sandbox_add(p->cs, id, host, "tiny", tok) < 0)
+			p->errors++;
+		p->a += !strcmp(host, "a");
+		p->b += !strcmp(host, "b");
+		p->c += !strcmp(host, "c");
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: test_cluster_store CONNINFO\n");
+		return 2;
+	}
+	conninfo = argv[1];
+	char err[600];
+	struct cluster_store *cs = NULL;
+	/* unreachable: a refusal within the timeout, with the reason */
+	CHECK(cluster_open("host=127.0.0.1 port=1 dbname=x connect_timeout=2", &cs, err, sizeof(err)) == -EHOSTUNREACH);
+	CHECK(strstr(err, "unreachable") != NULL);
+	CHECK(cluster_open(conninfo, &cs, err, sizeof(err)) == 0);
+	if (!cs) {
+		fprintf(stderr, "cluster_open: %s\n", err);
+		return check_summary("cluster-store");
+	}
+	/* a second open finds the schema made */
+	struct cluster_store *cs2 = NULL;
+	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
+	cluster_close(cs2);
+
+	/* registration */
+	static const char *const tiny[] = { "tiny", NULL }, *const both[] = { "tiny", "big", NULL };
+	struct cluster_host_report ra = report("a", 40, both, "{}"), rb = report("b", 20, tiny, "{}"),
+				   rc = report("c", 20, tiny, "{}"), bad = report("Bad_Name", 1, NULL, NULL);
+	uint64_t ia = 0, ib = 0, ic = 0, ix = 0;
+	char ka[CLUSTER_KEY_HEX + 1], kb[CLUSTER_KEY_HEX + 1], kc[CLUSTER_KEY_HEX + 1], kx[CLUSTER_KEY_HEX + 1];
+	unsigned age = 0;
+	CHECK(cluster_host_register(cs, &bad, 10, &ix, kx, &age) == -EINVAL);
+	CHECK(cluster_host_register(cs, &ra, 10, &ia, ka, &age) == 0);
+	CHECK(cluster_host_register(cs, &rb, 10, &ib, kb, &age) == 0);
+	CHECK(cluster_host_register(cs, &rc, 10, &ic, kc, &age) == 0);
+	CHECK(strlen(ka) == CLUSTER_KEY_HEX && strcmp(ka, kb));
+	char got[CLUSTER_KEY_HEX + 1];
+	CHECK(cluster_host_key(cs, "b", got) == 0 && !strcmp(got, kb));
+	CHECK(cluster_host_key(cs, "nobody", got) == -ENOENT);
+	/* a second server of a serving name is refused while it heartbeats */
+	CHECK(cluster_host_register(cs, &rc, 10, &ix, kx, &age) == -EBUSY);
+	CHECK(age <= 2);
+	bool was_lost = true;
+	CHECK(cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0 && !was_lost);
+	/* after a clean stop, the name is taken at once: a new incarnation; the old server is told */
+	CHECK(cluster_host_stop(cs, "c", ic) == 0);
+	CHECK(cluster_host_register(cs, &rc, 10, &ix, kx, &age) == 0 && ix == ic + 1);
+	CHECK(cluster_host_heartbeat(cs, &rc, ic, &was_lost) == -ESTALE);
+	ic = ix;
+	CHECK(cluster_host_key(cs, "c", got) == 0 && !strcmp(got, kx));
+
+	/* placement: the lowest live/capacity ratio, so 40/20/20 spread 2:1:1 */
+	int na = 0, nb = 0, nc = 0;
+	for (int i = 0; i < 40; i++) {
+		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX];
+		int e = cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok);
+		CHECK(e == 0);
+		if (e < 0)
+			break;
+		CHECK(!strcmp(url, "https://127.0.0.1:1"));
+		snprintf(id, sizeof(id), "sb-seq%04d", i);
+		CHECK(cluster_sandbox_add(cs, id, host, "tiny", tok) == 0);
+		na += !strcmp(host, "a"), nb += !strcmp(host, "b"), nc += !strcmp(host, "c");
+	}
+	CHECK(na == 20 && nb == 10 && nc == 10);
+	/* a template only a holds goes to a; one nobody holds is -ENOENT; an isolation nobody runs too */
+	char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33];
+	CHECK(cluster_place(cs, "big", NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "a"));
+	CHECK(cluster_place(cs, "nowhere", NULL, 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(strstr(cluster_errmsg(), "nowhere") != NULL);
+	CHECK(cluster_place(cs, "tiny", "vm", 30, NULL, host, url, tok) == -ENOENT);
+	/* a host avoided (did not take a connection) is not chosen */
+	for (int i = 0; i < 5; i++) {
+		CHECK(cluster_place(cs, "tiny", NULL, 30, "b", host, url, tok) == 0);
+		CHECK(strcmp(host, "b") != 0);
+	}
+	/* warm-pool stock comes first: b reports stock and takes the next one although fuller */
+	rb.pool_stock_json = "{\"tiny\": 3}";
+	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
+	CHECK(cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "b"));
+	rb.pool_stock_json = "{}";
+	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
+
+	/* concurrent placements (4 threads x 15): every one placed, spread over all three (room for them all:
+	 * the claims above that no sandbox took still hold capacity) */
+	ra.capacity = 400, rb.capacity = 200, rc.capacity = 200;
+	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
+	      cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
+	struct placer p[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		p[i] = (struct placer){ .cs = cs, .n = 15 };
+		pthread_create(&th[i], NULL, placer_main, &p[i]);
+	}
+	int ta = 0, tb = 0, tc = 0, terr = 0;
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ta += p[i].a, tb += p[i].b, tc += p[i].c, terr += p[i].errors;
+	}
+	CHECK(terr == 0 && ta + tb + tc == 60);
+	if (terr)
+		fprintf(stderr, "concurrent placement: %d errors, last: %s\n", terr, cluster_errmsg());
+	CHECK(ta > 0 && tb > 0 && tc > 0);
+
+	/* full: capacity counts live rows and unexpired claims */
+	struct cluster_host_report tiny1 = report("d", 1, tiny, "{}");
+	uint64_t id_ = 0;
+	char kd[CLUSTER_KEY_HEX + 1];
+	CHECK(cluster_host_register(cs, &tiny1, 10, &id_, kd, &age) == 0);
+	rb.capacity = rc.capacity = ra.capacity = 1; /* everyone else full */
+	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
+	      cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
+	CHECK(cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "d"));
+	CHECK(cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok) == -ENOSPC);
+	CHECK(cluster_host_stop(cs, "d", id_) == 0);
+	ra.capacity = 400, rb.capacity = 200, rc.capacity = 200;
+	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
+	      cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
+
+	/* a lost host: c stops heartbeating; the sweep marks it and its running sandboxes */
+	struct count before = { 0 };
+	CHECK(cluster_sandbox_list(cs, "c", false, count_row, &before) == 0 && before.running > 0);
+	sleep(3);
+	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
+	CHECK(cluster_sweep(cs, 2, on_lost, NULL) >= 1 && lost_hosts == 1);
+	CHECK(cluster_sweep(cs, 2, on_lost, NULL) == 0); /* once */
+	struct count after = { 0 };
+	CHECK(cluster_sandbox_list(cs, "c", false, count_row, &after) == 0);
+	CHECK(after.lost == before.running && after.running == 0);
+	/* creates avoid it */
+	for (int i = 0; i < 5; i++)
+		CHECK(cluster_place(cs, "tiny", NULL, 2, NULL, host, url, tok) == 0 && strcmp(host, "c"));
+	/* give up: only a lost sandbox; a running one is refused */
+	struct cluster_sandbox sb;
+	CHECK(cluster_sandbox_get(cs, "sb-seq0000", &sb) == 0);
+	CHECK(cluster_sandbox_get(cs, "sb-none", &sb) == -ENOENT);
+	char lost_id[CLUSTER_ID_MAX] = "", running_id[CLUSTER_ID_MAX] = "";
+	for (int i = 0; i < 40 && (!*lost_id || !*running_id); i++) {
+		char id[CLUSTER_ID_MAX];
+		snprintf(id, sizeof(id), "sb-seq%04d", i);
+		if (cluster_sandbox_get(cs, id, &sb) == 0) {
+			if (sb.state == CLUSTER_SANDBOX_LOST && !*lost_id)
+				snprintf(lost_id, sizeof(lost_id), "%s", id);
+			if (sb.state == CLUSTER_SANDBOX_RUNNING && !*running_id)
+				snprintf(running_id, sizeof(running_id), "%s", id);
+		}
+	}
+	CHECK(*lost_id && *running_id);
+	CHECK(cluster_sandbox_give_up(cs, running_id) == -ENOENT);
+	CHECK(cluster_sandbox_give_up(cs, lost_id) == 0);
+	CHECK(cluster_sandbox_get(cs, lost_id, &sb) == 0 && sb.state == CLUSTER_SANDBOX_DESTROYED && !sb.host_up);
+	/* c comes back: its heartbeat says it was lost; its reconciliation sets rows back */
+	CHECK(cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0 && was_lost);
+	CHECK(cluster_sandbox_set(cs, running_id, "wrong-host", CLUSTER_SANDBOX_LOST) == 0); /* no row of that host */
+	CHECK(cluster_sandbox_get(cs, running_id, &sb) == 0 && sb.state == CLUSTER_SANDBOX_RUNNING);
+
+	/* API keys: published per host, withdrawn when the host no longer has them */
+	const char *keys_a[] = { "aa00", "aa01", NULL }, *keys_a2[] = { "aa01", NULL }, *keys_b[] = { "aa00", NULL };
+	CHECK(cluster_apikeys_publish(cs, "a", keys_a) == 0);
+	CHECK(cluster_apikeys_publish(cs, "b", keys_b) == 0);
+	CHECK(cluster_apikey_check(cs, "aa00") == 0 && cluster_apikey_check(cs, "aa01") == 0);
+	CHECK(cluster_apikey_check(cs, "ffff") == -EACCES);
+	CHECK(cluster_apikeys_publish(cs, "a", keys_a2) == 0);
+	CHECK(cluster_apikey_check(cs, "aa00") == 0); /* b still has it */
+	CHECK(cluster_apikeys_publish(cs, "b", (const char *const[]){ NULL }) == 0);
+	CHECK(cluster_apikey_check(cs, "aa00") == -EACCES);
+
+	cluster_close(cs);
+	return check_summary("cluster-store");
+}
