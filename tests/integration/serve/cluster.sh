@@ -4,7 +4,8 @@
 #  - an API key made on a is accepted by b;
 #  - 100 creates sent to a are spread by capacity (a 100, b 50, c 50: 50, 25 and 25 of them) and each host
 #    really runs the sandboxes the cluster says it owns (`space cluster ls` against each state's `space ls`);
-#  - the E2B SDK pointed at b works on a sandbox living on c (cluster_e2b.mjs) and creates through b;
+#  - the E2B SDK pointed at b works on a sandbox living on c (cluster_e2b.mjs) and creates through b; a port
+#    of that sandbox answers through b, an Upgrade (WebSocket) too;
 #  - host c lost (server killed, link down): c and its sandboxes are "lost" within the lost-after delay,
 #    new creates avoid c, a lost sandbox answers 503 host_lost, a DELETE of one answers 202 (destroyed);
 #  - c back: its sandboxes are "running" again, the one the cluster gave up on is destroyed on c;
@@ -290,6 +291,36 @@ ok "E2B SDK through b: connect, commands, files on c's sandbox; create and kill"
 expect_rc 0 "$SPACE" exec "$E2B_ID" --state "${ST[c]}" -- cat /tmp/cluster.txt
 [ "$out" = "$TEXT" ] || fail "the file written through b is not in the sandbox on c: '$out'"
 ok "the file written through b is in the sandbox on c itself"
+# A port of that sandbox through b: a file from its web server, and an Upgrade whose 101 and the bytes after
+# it pass both ways (forwarded over the hosts' TLS, then to the port through c's agent).
+expect_rc 0 "$SPACE" exec "$E2B_ID" --state "${ST[c]}" -- sh -c "$PORT_SERVERS"
+http b POST "/sandboxes/$E2B_ID/connect" '{"timeout": 300}'
+[ "$HS" = 200 ] || [ "$HS" = 201 ] || fail "connect through b: $HS $HB"
+TOKEN=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessToken"])' "$HB")
+got=$(in_ns "${NS[b]}" curl -s -m 20 -H "E2b-Sandbox-Id: $E2B_ID" -H "E2b-Sandbox-Port: 8000" \
+	-H "X-Access-Token: $TOKEN" "${URL[b]}/hello.txt")
+[ "$got" = "hello from the sandbox" ] || fail "port 8000 of c's sandbox through b: '$got' $(diag)"
+got=$(in_ns "${NS[b]}" python3 - "${IP[b]}" "$E2B_ID" "$TOKEN" <<'PY'
+import socket, sys
+s = socket.create_connection((sys.argv[1], 8080), timeout=20)
+s.sendall(("GET /ws HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 9000\r\nX-Access-Token: %s\r\n"
+           "Upgrade: echo\r\nConnection: Upgrade\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = s.recv(4096)
+    if not d: break
+    buf += d
+head, _, rest = buf.partition(b"\r\n\r\n")
+s.sendall(b"ping over the upgrade\n")
+while b"\n" not in rest:
+    d = s.recv(4096)
+    if not d: break
+    rest += d
+print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
+PY
+)
+[ "$got" = "HTTP/1.1 101 Switching Protocols | ping over the upgrade" ] || fail "upgrade to c's sandbox through b: '$got' $(diag)"
+ok "a port of c's sandbox through b: a file, and an Upgrade relayed both ways"
 # The sandbox the SDK created and killed is "destroyed" in the cluster (the owner tells within a few beats).
 FRESH_ID=$(sed -n 's/^cluster_e2b: created //p' "$WORK/e2b.out")
 for i in $(seq 10); do
