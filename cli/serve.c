@@ -298,6 +298,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 	if (r->cluster_create)
 		return serve_cluster_create(r);
+	if (serve_cluster_list_wanted(r))
+		return serve_cluster_list(r);
 	enum MHD_Result ret = r->route->run(r);
 	if (r->srv->cluster)
 		serve_cluster_after(r);

@@ -38,6 +38,7 @@ struct serve_store;
 #define SERVE_EXEC_CAPTURE_MAX (16u << 20)        /* per stream, non-streaming exec */
 #define SERVE_REQUEST_TIMEOUT_DEFAULT_S 600       /* whole body, from the request's start (--request-timeout) */
 
+#define SERVE_V1_LIST_LIMIT_DEFAULT 100       /* GET /v1/sandboxes without limit= */
 #define SERVE_METRICS_BUCKETS 11
 #define SERVE_ALLOW_RESOLVE_MAX 64                /* --allow-resolve ranges (NET_ALLOW_RESOLVE_MAX) */
 
@@ -215,6 +216,15 @@ int cluster_tls_connect(struct cluster_tls *t, const char *url, const char *peer
 int serve_cluster_dispatch(struct serve_req *r);
 /* A create (after the body): placed here or forwarded to the chosen host. */
 enum MHD_Result serve_cluster_create(struct serve_req *r);
+/* A listing of sandboxes (native GET /v1/sandboxes, E2B GET /sandboxes, /v2/sandboxes) sent to a host of a
+ * cluster: the same request to every host that is up (this one included, over its own listener), their
+ * pages merged in the listing's order (created, then id), limited and given the next cursor as one host
+ * would. A host that does not answer is named in X-Space-Cluster-Missing. */
+bool serve_cluster_list_wanted(struct serve_req *r);
+enum MHD_Result serve_cluster_list(struct serve_req *r);
+/* The member E2B list items carry in a page for the merging host: their creation time in ms. */
+#define SERVE_CLUSTER_ORDER_FIELD "spaceCreatedMs"
+
 /* After a request ran here: a sandbox removed (DELETE of the native or E2B plane) gets its row destroyed at
  * once, not at the next reconciliation. */
 void serve_cluster_after(struct serve_req *r);

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -886,6 +887,234 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 			cluster_claim_drop(c->cs, claim);
 		return ret;
 	}
+}
+
+/* --- listings across the hosts --------------------------------------------------------------------------- */
+
+#define CLUSTER_LIST_ANSWER_MAX (64u << 20)
+#define CLUSTER_LIST_TIMEOUT_S 10
+
+bool serve_cluster_list_wanted(struct serve_req *r)
+{
+	return r->srv->cluster && !r->cluster_peer && !strcmp(r->method, "GET") &&
+	       (!strcmp(r->path, "/v1/sandboxes") || !strcmp(r->path, "/sandboxes") || !strcmp(r->path, "/v2/sandboxes"));
+}
+
+struct host_ref {
+	char name[CLUSTER_NAME_MAX];
+	char url[CLUSTER_URL_MAX];
+};
+
+struct host_refs {
+	struct host_ref v[CLUSTER_PEERS_MAX];
+	size_t n;
+	bool too_many;
+};
+
+static int up_host(const struct cluster_host_row *h, void *arg)
+{
+	struct host_refs *hs = arg;
+	if (!h->up || !h->serving)
+		return 0;
+	if (hs->n == CLUSTER_PEERS_MAX) {
+		hs->too_many = true;
+		return 0;
+	}
+	snprintf(hs->v[hs->n].name, sizeof(hs->v[0].name), "%s", h->name);
+	snprintf(hs->v[hs->n].url, sizeof(hs->v[0].url), "%s", h->url);
+	hs->n++;
+	return 0;
+}
+
+/* The request, signed, to host h; its whole answer: status, body (*ret_body, NUL-terminated, the caller's)
+ * and its X-Next-Token (into next, "" when none). -errno when it could not be had. */
+static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *target, const struct host_ref *h,
+		      unsigned *ret_status, char **ret_body, char next[96])
+{
+	char extra[512];
+	int e = sign_headers(c, r, target, h->name, NULL, extra, sizeof(extra));
+	if (e < 0)
+		return e;
+	int fd = cluster_tls_connect(c->tls, h->url, h->name);
+	if (fd < 0)
+		return fd;
+	struct timeval tv = { .tv_sec = CLUSTER_LIST_TIMEOUT_S };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	e = serve_fwd_head(r, fd, target, false, extra, -1);
+	size_t len = 0, cap = 64 << 10;
+	char *buf = e == 0 ? malloc(cap + 1) : NULL;
+	if (e == 0 && !buf)
+		e = -ENOMEM;
+	while (e == 0) {
+		if (len == cap) {
+			char *nb = cap < CLUSTER_LIST_ANSWER_MAX ? realloc(buf, 2 * cap + 1) : NULL;
+			if (!nb) {
+				e = -EMSGSIZE;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = recv(fd, buf + len, cap - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			e = -errno;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (e < 0) {
+		free(buf);
+		return e;
+	}
+	buf[len] = '\0';
+	char *end = strstr(buf, "\r\n\r\n");
+	unsigned st = 0;
+	if (!end || sscanf(buf, "HTTP/1.%*1[01] %3u", &st) != 1) {
+		free(buf);
+		return -EBADMSG;
+	}
+	*end = '\0';
+	next[0] = '\0';
+	for (char *line = strstr(buf, "\r\n"); line; line = strstr(line + 2, "\r\n")) {
+		if (!strncasecmp(line + 2, "X-Next-Token:", 13)) {
+			const char *v = line + 15;
+			while (*v == ' ')
+				v++;
+			snprintf(next, 96, "%.*s", (int)strcspn(v, "\r"), v);
+		}
+	}
+	memmove(buf, end + 4, len - (size_t)(end + 4 - buf) + 1);
+	*ret_status = st;
+	*ret_body = buf;
+	return 0;
+}
+
+struct listed {
+	cJSON *item;
+	long long created_ms;
+	const char *id;
+};
+
+static int listed_cmp(const void *a, const void *b)
+{
+	const struct listed *x = a, *y = b;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+enum MHD_Result serve_cluster_list(struct serve_req *r)
+{
+	struct serve_cluster *c = r->srv->cluster;
+	bool native = !strncmp(r->path, "/v1/", 4);
+	uint64_t limit = native ? SERVE_V1_LIST_LIMIT_DEFAULT : UINT32_MAX;
+	const char *ls = serve_query(r, "limit");
+	if (ls && util_parse_uint(ls, 1, UINT32_MAX, &limit) < 0)
+		limit = 1; /* each host refuses it, and so is the answer */
+	struct host_refs hs = { 0 };
+	int e = atomic_load(&c->joined) ? cluster_host_list(c->cs, up_host, &hs) : -EHOSTUNREACH;
+	if (e < 0)
+		return serve_reply_error(r, 503, "cluster_unavailable", "list the hosts of the cluster: %s",
+					 atomic_load(&c->joined) ? cluster_errmsg() : "this host has not joined the cluster yet");
+	_cleanup_free_ char *target = serve_fwd_target(r);
+	cJSON *pages = cJSON_CreateArray();
+	struct listed *v = NULL;
+	size_t n = 0, cap = 0;
+	bool more = hs.too_many;
+	char missing[512] = "";
+	for (size_t i = 0; target && pages && i < hs.n; i++) {
+		unsigned st = 0;
+		char *body = NULL, next[96];
+		e = fetch_page(c, r, target, &hs.v[i], &st, &body, next);
+		if (e == 0 && st >= 400 && st < 500) {
+			/* The caller's mistake (a bad limit or cursor): every host says the same; this one's answer. */
+			cJSON *err = cJSON_Parse(body);
+			free(body);
+			free(v);
+			cJSON_Delete(pages);
+			return err ? serve_reply_json(r, st, err) : serve_reply_error(r, st, "invalid", "refused by host %s",
+											 hs.v[i].name);
+		}
+		cJSON *page = e == 0 && st == 200 ? cJSON_Parse(body) : NULL;
+		free(body);
+		cJSON *arr = native ? cJSON_GetObjectItemCaseSensitive(page, "sandboxes") : page;
+		if (!cJSON_IsArray(arr)) {
+			fprintf(stderr, "space serve: cluster: list the sandboxes of host %s: %s\n", hs.v[i].name,
+				e < 0 ? space_strerror(e) : st != 200 ? "it did not answer 200" : "not a listing");
+			size_t ml = strlen(missing);
+			snprintf(missing + ml, sizeof(missing) - ml, "%s%s", ml ? "," : "", hs.v[i].name);
+			cJSON_Delete(page);
+			continue;
+		}
+		more = more || *next || cJSON_IsString(cJSON_GetObjectItemCaseSensitive(page, "next_cursor"));
+		cJSON_AddItemToArray(pages, page); /* owns the items the vector points at */
+		cJSON *item;
+		cJSON_ArrayForEach(item, arr) {
+			const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, native ? "id" : "sandboxID"));
+			cJSON *ms = cJSON_GetObjectItemCaseSensitive(item, native ? "created_ms" : SERVE_CLUSTER_ORDER_FIELD);
+			if (!id || !cJSON_IsNumber(ms))
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 256;
+				struct listed *nv = realloc(v, nc * sizeof(*v));
+				if (!nv)
+					break;
+				v = nv;
+				cap = nc;
+			}
+			v[n++] = (struct listed){ item, (long long)ms->valuedouble, id };
+		}
+	}
+	if (!target || !pages) {
+		free(v);
+		cJSON_Delete(pages);
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), listed_cmp);
+	size_t taken = n < limit ? n : (size_t)limit;
+	more = more || n > taken;
+	char cursor[96] = "";
+	if (more && taken)
+		snprintf(cursor, sizeof(cursor), "%lld_%s", v[taken - 1].created_ms, v[taken - 1].id);
+	cJSON *out = cJSON_CreateArray();
+	for (size_t i = 0; out && i < taken; i++) {
+		cJSON *copy = cJSON_Duplicate(v[i].item, true);
+		cJSON_DeleteItemFromObjectCaseSensitive(copy, SERVE_CLUSTER_ORDER_FIELD);
+		cJSON_AddItemToArray(out, copy);
+	}
+	free(v);
+	cJSON_Delete(pages);
+	if (!out)
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	struct MHD_Response *resp;
+	if (native) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToObject(j, "sandboxes", out);
+		if (*cursor)
+			cJSON_AddStringToObject(j, "next_cursor", cursor);
+		else
+			cJSON_AddNullToObject(j, "next_cursor");
+		out = j;
+	}
+	char *text = cJSON_PrintUnformatted(out);
+	cJSON_Delete(out);
+	if (!text)
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (!native && *cursor)
+		MHD_add_response_header(resp, "X-Next-Token", cursor);
+	if (*missing)
+		MHD_add_response_header(resp, "X-Space-Cluster-Missing", missing);
+	return serve_reply(r, 200, resp);
 }
 
 void serve_cluster_after(struct serve_req *r)

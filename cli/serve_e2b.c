@@ -722,7 +722,11 @@ static enum MHD_Result sandbox_list(struct serve_req *r)
 			snprintf(next, sizeof(next), "%lld_%s", (long long)last->created_ms, last->id);
 			break;
 		}
-		cJSON_AddItemToArray(a, sandbox_json(r, b, true, NULL));
+		cJSON *item = sandbox_json(r, b, true, NULL);
+		/* For the host of the cluster that merges the hosts' pages (serve_cluster.c): the order's key. */
+		if (item && r->cluster_peer)
+			cJSON_AddNumberToObject(item, SERVE_CLUSTER_ORDER_FIELD, (double)b->created_ms);
+		cJSON_AddItemToArray(a, item);
 		last = b;
 		taken++;
 	}

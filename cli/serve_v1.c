@@ -13,7 +13,7 @@
 #include "util/cleanup.h"
 #include "util/util.h"
 
-#define LIST_LIMIT_DEFAULT 100
+#define LIST_LIMIT_DEFAULT SERVE_V1_LIST_LIMIT_DEFAULT
 #define LIST_LIMIT_MAX 1000
 #define EXEC_ARGV_MAX 4096
 #define ENV_MAX 1024

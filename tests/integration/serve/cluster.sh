@@ -6,6 +6,7 @@
 #    really runs the sandboxes the cluster says it owns (`space cluster ls` against each state's `space ls`);
 #  - the E2B SDK pointed at b works on a sandbox living on c (cluster_e2b.mjs) and creates through b; a port
 #    of that sandbox answers through b, an Upgrade (WebSocket) too;
+#  - listings through any host (native, paged, and E2B) hold every host's sandboxes;
 #  - host c lost (server killed, link down): c and its sandboxes are "lost" within the lost-after delay,
 #    new creates avoid c, a lost sandbox answers 503 host_lost, a DELETE of one answers 202 (destroyed);
 #  - c back: its sandboxes are "running" again, the one the cluster gave up on is destroyed on c;
@@ -274,6 +275,39 @@ for i in $(seq 10); do
 done
 [ "$lives" = "$na $nb $nc" ] || fail "cluster hosts: live a b c $lives 5 s later, they run $na $nb $nc"
 ok "cluster hosts: each host's live count is what it runs"
+
+# --- listings through any host cover every host: whole, in pages, on both planes ---------------------------
+all_running=$(cat "$WORK/a.ids" "$WORK/b.ids" "$WORK/c.ids" | sort)
+http b GET "/v1/sandboxes?limit=1000"
+[ "$HS" = 200 ] || fail "list through b: $HS $HB"
+listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["id"] for s in json.loads(sys.argv[1])["sandboxes"])))' "$HB")
+[ "$listed" = "$all_running" ] || fail "GET /v1/sandboxes through b is not the 100 of the three hosts: $(wc -l <<<"$listed")"
+# Pages of 30 through c: every sandbox once, in (created_ms, id) order, then no cursor.
+cursor= pages=0
+: >"$WORK/paged"
+while :; do
+	http c GET "/v1/sandboxes?limit=30${cursor:+&cursor=$cursor}"
+	[ "$HS" = 200 ] || fail "page $pages through c: $HS $HB"
+	cursor=$(python3 - "$HB" "$WORK/paged" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+with open(sys.argv[2], "a") as f:
+    for s in d["sandboxes"]:
+        f.write("%d %s\n" % (s["created_ms"], s["id"]))
+print(d["next_cursor"] or "")
+PY
+)
+	pages=$((pages + 1))
+	[ -n "$cursor" ] && [ $pages -lt 10 ] || break
+done
+[ $pages = 4 ] || fail "100 sandboxes in pages of 30: $pages pages"
+[ "$(sort -n -k1,1 -k2,2 "$WORK/paged" | uniq)" = "$(cat "$WORK/paged")" ] || fail "the pages are not in order, or repeat"
+[ "$(cut -d' ' -f2 "$WORK/paged" | sort)" = "$all_running" ] || fail "the pages do not hold the 100 sandboxes once each"
+http a GET "/v2/sandboxes"
+[ "$HS" = 200 ] || fail "E2B list through a: $HS $HB"
+listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["sandboxID"] for s in json.loads(sys.argv[1]) if "spaceCreatedMs" not in s)))' "$HB")
+[ "$listed" = "$all_running" ] || fail "GET /v2/sandboxes through a is not the 100 of the three hosts"
+ok "listings through any host hold every host's sandboxes: whole, in 4 ordered pages, and on the E2B plane"
 
 # --- the E2B SDK against b, on a sandbox living on c -----------------------------------------------------
 E2B_ID=$(sed -n 1p "$WORK/c.ids")  # used through b
