@@ -82,6 +82,12 @@ static const char *const migrations[] = {
 	"  hash text NOT NULL,"
 	"  host text NOT NULL,"
 	"  PRIMARY KEY (hash, host));",
+	/* 1 -> 2: which host holds which checkpoint (calls by checkpoint id reach it). */
+	"CREATE TABLE space_checkpoints ("
+	"  id text PRIMARY KEY,"
+	"  host text NOT NULL REFERENCES space_hosts(name),"
+	"  sandbox text NOT NULL DEFAULT '');"
+	"CREATE INDEX space_checkpoints_host ON space_checkpoints (host);",
 };
 
 int cluster_schema_version(void) { return (int)(sizeof(migrations) / sizeof(migrations[0])); }
@@ -783,6 +789,48 @@ int cluster_sandbox_set(struct cluster_store *cs, const char *id, const char *ho
 {
 	const char *p[3] = { id, host, cluster_sandbox_state_name(st) };
 	return exec1(cs, "UPDATE space_sandboxes SET state = $3, changed = now() WHERE id = $1 AND host = $2", 3, p, NULL);
+}
+
+/* --- checkpoints ------------------------------------------------------------------------------------------ */
+
+int cluster_checkpoints_publish(struct cluster_store *cs, const char *host, const char *const *ids,
+				const char *const *sandboxes)
+{
+	_cleanup_free_ char *ia = array_literal(ids), *sa = array_literal(sandboxes);
+	if (!ia || !sa)
+		return seterr(-ENOMEM, "out of memory");
+	const char *p[3] = { host, ia, sa };
+	return exec1(cs,
+		     "WITH gone AS (DELETE FROM space_checkpoints WHERE host = $1 AND NOT id = ANY ($2::text[]))"
+		     " INSERT INTO space_checkpoints (id, host, sandbox)"
+		     "   SELECT i, $1, s FROM unnest($2::text[], $3::text[]) AS t(i, s)"
+		     " ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, sandbox = EXCLUDED.sandbox",
+		     3, p, NULL);
+}
+
+static int checkpoint_one(PGresult *res, int i, void *arg)
+{
+	struct cluster_sandbox *s = arg;
+	memset(s, 0, sizeof(*s));
+	snprintf(s->id, sizeof(s->id), "%s", PQgetvalue(res, i, 0));
+	snprintf(s->host, sizeof(s->host), "%s", PQgetvalue(res, i, 1));
+	snprintf(s->url, sizeof(s->url), "%s", PQgetvalue(res, i, 2));
+	s->host_up = !strcmp(PQgetvalue(res, i, 3), "up");
+	s->state = s->host_up ? CLUSTER_SANDBOX_RUNNING : CLUSTER_SANDBOX_LOST;
+	return 0;
+}
+
+int cluster_checkpoint_get(struct cluster_store *cs, const char *id, struct cluster_sandbox *ret)
+{
+	const char *p[1] = { id };
+	int rows = 0;
+	int e = query(cs,
+		      "SELECT k.id, k.host, h.url, h.state FROM space_checkpoints k JOIN space_hosts h ON h.name = k.host"
+		      " WHERE k.id = $1",
+		      1, p, checkpoint_one, ret, &rows);
+	if (e == 0 && rows != 1)
+		e = seterr(-ENOENT, "checkpoint %s is not in the cluster", id);
+	return e;
 }
 
 /* --- API keys -------------------------------------------------------------------------------------------- */

@@ -9,7 +9,8 @@
  *   requests it forwards; docs/cluster.md says who can read it);
  * - sandboxes: global id -> owning host, state running|lost|destroyed, template;
  * - placements: a claim on a host's capacity between placement and the owner's create;
- * - api_keys: SHA-256 of every host's API keys, so a key made on one host opens every host.
+ * - api_keys: SHA-256 of every host's API keys, so a key made on one host opens every host;
+ * - checkpoints: which host holds a checkpoint (calls by checkpoint id go there).
  *
  * Every call takes a connection from a small pool (connections are made on demand and dropped when the
  * server is gone), so the store is safe to share between threads. A call that cannot reach PostgreSQL
@@ -124,6 +125,14 @@ struct cluster_host_row {
 	char version[32];
 };
 int cluster_host_list(struct cluster_store *cs, int (*fn)(const struct cluster_host_row *h, void *arg), void *arg);
+
+/* Checkpoints: the host publishes the ids of the checkpoints it holds (NULL-terminated, with their
+ * sandboxes' ids in the same order); those it published before and no longer holds are withdrawn. */
+int cluster_checkpoints_publish(struct cluster_store *cs, const char *host, const char *const *ids,
+				const char *const *sandboxes);
+/* The host of checkpoint id into ret (id, host, url, host_up; state running when its host is up, lost
+ * otherwise); -ENOENT when no host published it. */
+int cluster_checkpoint_get(struct cluster_store *cs, const char *id, struct cluster_sandbox *ret);
 
 /* API keys: the host publishes the SHA-256 (hex) of its keys; hashes not in hex_hashes (NULL-terminated)
  * that it published before are withdrawn. */

@@ -220,6 +220,32 @@ static int collect(const struct cluster_sandbox *s, void *arg)
 	return 0;
 }
 
+/* The checkpoints this host holds, for calls by checkpoint id through other hosts. */
+static int publish_checkpoints(struct serve_cluster *c, space_ctx *ctx)
+{
+	struct space_checkpoint_info **list = NULL;
+	size_t n = 0;
+	int e = space_checkpoint_list(ctx, NULL, &list, &n);
+	if (e < 0)
+		return e;
+	const char **ids = calloc(n + 1, sizeof(char *)), **sbs = calloc(n + 1, sizeof(char *));
+	if (ids && sbs) {
+		for (size_t i = 0; i < n; i++) {
+			ids[i] = list[i]->id;
+			sbs[i] = list[i]->sandbox_id;
+		}
+		e = cluster_checkpoints_publish(c->cs, c->name, ids, sbs);
+	} else {
+		e = -ENOMEM;
+	}
+	free(ids);
+	free(sbs);
+	for (size_t i = 0; i < n; i++)
+		space_checkpoint_info_free(list[i]);
+	free(list);
+	return e;
+}
+
 /* Rows first, then the local list: a sandbox made in between is in the list and gets its row (the other
  * order would find a fresh row without its sandbox and call it gone). */
 static int reconcile(struct serve_cluster *c, space_ctx *ctx)
@@ -245,7 +271,7 @@ static int reconcile(struct serve_cluster *c, space_ctx *ctx)
 	if (rc.local)
 		space_sandbox_info_list_free(rc.local);
 	free(rs.v);
-	return e;
+	return e < 0 ? e : publish_checkpoints(c, ctx);
 }
 
 /* --- the heartbeat thread -------------------------------------------------------------------------------- */
@@ -704,8 +730,8 @@ static enum MHD_Result lost_run(struct serve_req *r)
 	}
 	if (r->route == &lost_open_route) /* not authenticated: the sandbox's token lives on that host */
 		return serve_reply_error(r, 503, "host_lost", "sandbox %s is on a host that is lost", id);
-	return serve_reply_error(r, 503, "host_lost", "sandbox %s is on host %s, which is lost (no heartbeat for %u s or more)",
-				 id, host, c->lost_after_s);
+	return serve_reply_error(r, 503, "host_lost", "%s %s is on host %s, which is lost (no heartbeat for %u s or more)",
+				 !strncmp(id, "cp-", 3) ? "checkpoint" : "sandbox", id, host, c->lost_after_s);
 }
 
 static const struct serve_route lost_key_route = { "*", "(cluster: lost host)", SERVE_AUTH_KEY, false, NULL, lost_run };
@@ -730,6 +756,31 @@ static bool path_sandbox(const char *path, char id[CLUSTER_ID_MAX], bool *ret_wh
 		return true;
 	}
 	return false;
+}
+
+/* The checkpoint a path names: /v1/checkpoints/ID... */
+static bool path_checkpoint(const char *path, char id[CLUSTER_ID_MAX])
+{
+	static const char prefix[] = "/v1/checkpoints/";
+	if (strncmp(path, prefix, sizeof(prefix) - 1))
+		return false;
+	const char *s = path + sizeof(prefix) - 1;
+	size_t n = strcspn(s, "/");
+	if (n == 0 || n >= CLUSTER_ID_MAX)
+		return false;
+	memcpy(id, s, n);
+	id[n] = '\0';
+	return true;
+}
+
+static bool local_checkpoint(struct serve_req *r, const char *id)
+{
+	space_ctx *ctx = serve_req_ctx(r);
+	struct space_checkpoint_info *info = NULL;
+	if (!ctx || space_checkpoint_get(ctx, id, &info) < 0)
+		return false;
+	space_checkpoint_info_free(info);
+	return true;
 }
 
 static bool local_alive(struct serve_req *r, const char *id)
@@ -759,10 +810,10 @@ int serve_cluster_dispatch(struct serve_req *r)
 		return 0;
 	bool joined = atomic_load(&c->joined) && !atomic_load(&c->taken_over);
 	char id[CLUSTER_ID_MAX];
-	bool by_token = serve_port_sandbox(r, id), whole = false;
-	if (!by_token && !path_sandbox(r->path, id, &whole))
+	bool by_token = serve_port_sandbox(r, id), whole = false, checkpoint = false;
+	if (!by_token && !path_sandbox(r->path, id, &whole) && !(checkpoint = path_checkpoint(r->path, id)))
 		return 0;
-	if (local_alive(r, id))
+	if (checkpoint ? local_checkpoint(r, id) : local_alive(r, id))
 		return 0;
 	if (!joined) {
 		serve_reply_error(r, 503, "cluster_unavailable", "this host has not joined the cluster (yet): it cannot reach "
@@ -770,11 +821,11 @@ int serve_cluster_dispatch(struct serve_req *r)
 		return -1;
 	}
 	struct cluster_sandbox s;
-	int e = cluster_sandbox_get(c->cs, id, &s);
+	int e = checkpoint ? cluster_checkpoint_get(c->cs, id, &s) : cluster_sandbox_get(c->cs, id, &s);
 	if (e == -ENOENT || (e == 0 && (!strcmp(s.host, c->name) || s.state == CLUSTER_SANDBOX_DESTROYED)))
 		return 0; /* answered here, as any unknown sandbox */
 	if (e < 0) {
-		serve_reply_error(r, 503, "cluster_unavailable", "where sandbox %s lives: %s", id, cluster_errmsg());
+		serve_reply_error(r, 503, "cluster_unavailable", "where %s lives: %s", id, cluster_errmsg());
 		return -1;
 	}
 	snprintf(r->params[0], sizeof(r->params[0]), "%s", id);
@@ -1120,7 +1171,18 @@ enum MHD_Result serve_cluster_list(struct serve_req *r)
 void serve_cluster_after(struct serve_req *r)
 {
 	struct serve_cluster *c = r->srv->cluster;
-	if (!c || strcmp(r->method, "DELETE") || r->status / 100 != 2 || !r->route ||
+	if (!c || r->status / 100 != 2 || !r->route)
+		return;
+	/* A checkpoint made or removed here: published now, for a fork through another host right after. */
+	if ((!strcmp(r->method, "POST") && !strcmp(r->route->pattern, "/v1/sandboxes/{id}/checkpoints")) ||
+	    (!strcmp(r->method, "DELETE") && !strcmp(r->route->pattern, "/v1/checkpoints/{id}"))) {
+		int e = r->ctx ? publish_checkpoints(c, r->ctx) : -EINVAL;
+		if (e < 0) /* the next heartbeat publishes them */
+			fprintf(stderr, "space serve: cluster: publish this host's checkpoints: %s\n",
+				e == -EIO || e == -EHOSTUNREACH ? cluster_errmsg() : space_strerror(e));
+		return;
+	}
+	if (strcmp(r->method, "DELETE") ||
 	    (strcmp(r->route->pattern, "/v1/sandboxes/{id}") && strcmp(r->route->pattern, "/sandboxes/{id}")))
 		return;
 	if (cluster_sandbox_set(c->cs, r->params[0], c->name, CLUSTER_SANDBOX_DESTROYED) < 0) /* reconciliation will */

@@ -16,6 +16,8 @@
 #include "../../check.h"
 #include "cluster_store.h"
 
+#include <libpq-fe.h>
+
 static const char *conninfo;
 
 static struct cluster_host_report report(const char *name, uint32_t capacity, const char *const *templates,
@@ -230,6 +232,17 @@ int main(int argc, char **argv)
 	CHECK(cluster_sandbox_set(cs, running_id, "wrong-host", CLUSTER_SANDBOX_LOST) == 0); /* no row of that host */
 	CHECK(cluster_sandbox_get(cs, running_id, &sb) == 0 && sb.state == CLUSTER_SANDBOX_RUNNING);
 
+	/* checkpoints: published per host, found by id, withdrawn when the host no longer holds them */
+	const char *cps_b[] = { "cp-one", "cp-two", NULL }, *cps_b_sb[] = { "sb-x", "sb-y", NULL };
+	const char *cps_b2[] = { "cp-two", NULL }, *cps_b2_sb[] = { "sb-y", NULL };
+	CHECK(cluster_checkpoints_publish(cs, "b", cps_b, cps_b_sb) == 0);
+	CHECK(cluster_checkpoint_get(cs, "cp-one", &sb) == 0 && !strcmp(sb.host, "b") && sb.host_up &&
+	      !strcmp(sb.url, "https://127.0.0.1:1"));
+	CHECK(cluster_checkpoints_publish(cs, "b", cps_b2, cps_b2_sb) == 0);
+	CHECK(cluster_checkpoint_get(cs, "cp-one", &sb) == -ENOENT);
+	CHECK(cluster_checkpoint_get(cs, "cp-two", &sb) == 0 && !strcmp(sb.host, "b"));
+	CHECK(cluster_schema_version() == 2);
+
 	/* API keys: published per host, withdrawn when the host no longer has them */
 	const char *keys_a[] = { "aa00", "aa01", NULL }, *keys_a2[] = { "aa01", NULL }, *keys_b[] = { "aa00", NULL };
 	CHECK(cluster_apikeys_publish(cs, "a", keys_a) == 0);
@@ -240,6 +253,23 @@ int main(int argc, char **argv)
 	CHECK(cluster_apikey_check(cs, "aa00") == 0); /* b still has it */
 	CHECK(cluster_apikeys_publish(cs, "b", (const char *const[]){ NULL }) == 0);
 	CHECK(cluster_apikey_check(cs, "aa00") == -EACCES);
+
+	/* upgrades: a store of version 1 is migrated to 2 by the next host that opens it (the table back, the
+	 * rows of version 1 kept); one of a newer version than this build is used as it is */
+	PGconn *raw = PQconnectdb(conninfo);
+	CHECK(PQstatus(raw) == CONNECTION_OK);
+	PQclear(PQexec(raw, "DROP TABLE space_checkpoints; UPDATE space_cluster_schema SET version = 1"));
+	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
+	CHECK(cs2 && cluster_checkpoint_get(cs2, "cp-two", &sb) == -ENOENT);
+	CHECK(cs2 && cluster_sandbox_get(cs2, running_id, &sb) == 0);
+	cluster_close(cs2);
+	PGresult *v = PQexec(raw, "SELECT version FROM space_cluster_schema");
+	CHECK(v && PQntuples(v) == 1 && atoi(PQgetvalue(v, 0, 0)) == 2);
+	PQclear(v);
+	PQclear(PQexec(raw, "UPDATE space_cluster_schema SET version = 99"));
+	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
+	cluster_close(cs2);
+	PQfinish(raw);
 
 	cluster_close(cs);
 	return check_summary("cluster-store");

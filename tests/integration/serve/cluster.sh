@@ -10,6 +10,7 @@
 #  - host c lost (server killed, link down): c and its sandboxes are "lost" within the lost-after delay,
 #    new creates avoid c, a lost sandbox answers 503 host_lost, a DELETE of one answers 202 (destroyed);
 #  - c back: its sandboxes are "running" again, the one the cluster gave up on is destroyed on c;
+#  - a checkpoint of c's sandbox made through b is read, forked and deleted by its id through a;
 #  - PostgreSQL cut off, then stopped: a create answers 503 cluster_unavailable quickly, local sandboxes
 #    still answer; once it is reachable again, creates work again;
 #  - the servers stop on SIGTERM and nothing is left behind.
@@ -434,6 +435,21 @@ ok "the given-up sandbox stays destroyed"
 http a GET "/v1/sandboxes/$E2B_ID"
 [ "$HS" = 200 ] || fail "GET through a of c's sandbox once c is back: $HS $HB"
 ok "c's sandbox answers through a again"
+
+# --- a checkpoint of c's sandbox, made through b, used by its id through a ---------------------------------
+http b POST "/v1/sandboxes/$E2B_ID/checkpoints" '{"name": "through-b"}'
+[ "$HS" = 201 ] || fail "checkpoint of c's sandbox through b: $HS $HB $(diag)"
+CP=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")
+[ "$(owner_header)" = c ] || fail "the checkpoint was not made on c: $(owner_header)"
+http a GET "/v1/checkpoints/$CP"
+[ "$HS" = 200 ] || fail "GET of c's checkpoint through a: $HS $HB $(diag)"
+http a POST "/v1/checkpoints/$CP/fork" '{"count": 1}'
+[ "$HS" = 201 ] && [ "$(owner_header)" = c ] || fail "fork of c's checkpoint through a: $HS $(owner_header) $HB $(diag)"
+http a DELETE "/v1/checkpoints/$CP"
+[ "$HS" = 409 ] || [ "$HS" = 204 ] || fail "delete of c's checkpoint through a: $HS $HB"
+http a GET "/v1/checkpoints/cp-nosuchcheckpoint"
+[ "$HS" = 404 ] || fail "an unknown checkpoint through a: $HS $HB"
+ok "a checkpoint made through b on c: read, forked and deleted by its id through a"
 
 # --- PostgreSQL unreachable: cut off first (its link down: packets dropped, nothing refused), then stopped
 A_ID=$(sed -n 1p "$WORK/a.ids")
