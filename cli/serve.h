@@ -225,6 +225,14 @@ enum MHD_Result serve_cluster_list(struct serve_req *r);
 /* The member E2B list items carry in a page for the merging host: their creation time in ms. */
 #define SERVE_CLUSTER_ORDER_FIELD "spaceCreatedMs"
 
+/* POST /v1/templates/{name}/push {"to": HOST}: this host's template, exported (an OCI archive, as
+ * space_template_export makes it) and streamed to HOST's POST /v1/templates/{name}/image over the cluster's
+ * TLS, signed and with the caller's key, where it is imported (confined, verified) as any uploaded image.
+ * POST /v1/templates/{name}/pull {"from": HOST}: the same, asked of HOST for this host. 201 with the
+ * receiving host's answer; 400 outside a cluster. */
+enum MHD_Result serve_cluster_template_push(struct serve_req *r);
+enum MHD_Result serve_cluster_template_pull(struct serve_req *r);
+
 /* After a request ran here: a sandbox removed (DELETE of the native or E2B plane) gets its row destroyed at
  * once, not at the next reconciliation. */
 void serve_cluster_after(struct serve_req *r);

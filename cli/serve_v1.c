@@ -592,6 +592,9 @@ static const struct serve_route v1_routes[] = {
 	{ "GET", "/v1/metrics", KEY, false, NULL, serve_metrics_handler },
 	{ "GET", "/v1/templates", KEY, false, NULL, template_list },
 	{ "POST", "/v1/templates/{name}/image", KEY, true, serve_v1_template_image_start, serve_v1_template_image, true },
+	/* a cluster's hosts (docs/cluster.md): this host's template to another, or another's to this one */
+	{ "POST", "/v1/templates/{name}/push", KEY, false, NULL, serve_cluster_template_push },
+	{ "POST", "/v1/templates/{name}/pull", KEY, false, NULL, serve_cluster_template_pull },
 	{ "POST", "/v1/templates/{name}/build", KEY, true, serve_v1_template_image_start, serve_v1_template_build, true },
 };
 #undef KEY

@@ -7,6 +7,7 @@
 #  - the E2B SDK pointed at b works on a sandbox living on c (cluster_e2b.mjs) and creates through b; a port
 #    of that sandbox answers through b, an Upgrade (WebSocket) too;
 #  - listings through any host (native, paged, and E2B) hold every host's sandboxes;
+#  - a template only a holds: placed on a; pushed from a to b and pulled by c from a, then placed anywhere;
 #  - host c lost (server killed, link down): c and its sandboxes are "lost" within the lost-after delay,
 #    new creates avoid c, a lost sandbox answers 503 host_lost, a DELETE of one answers 202 (destroyed);
 #  - c back: its sandboxes are "running" again, the one the cluster gave up on is destroyed on c;
@@ -309,6 +310,44 @@ http a GET "/v2/sandboxes"
 listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["sandboxID"] for s in json.loads(sys.argv[1]) if "spaceCreatedMs" not in s)))' "$HB")
 [ "$listed" = "$all_running" ] || fail "GET /v2/sandboxes through a is not the 100 of the three hosts"
 ok "listings through any host hold every host's sandboxes: whole, in 4 ordered pages, and on the E2B plane"
+
+# --- a template only a holds: creates go to a; pushed to b, pulled by c; then creates go anywhere ----------
+# (imported with a's server running: its next heartbeat reports it)
+"$SPACE" template import solo --rootfs "$WORK/tree" --state "${ST[a]}" >/dev/null 2>&1 || fail "import solo on a"
+for i in $(seq 20); do
+	http b POST /v1/sandboxes '{"template":"solo"}'
+	[ "$HS" = 201 ] && break
+	sleep 0.25
+done
+[ "$HS" = 201 ] && [ "$(owner_header)" = a ] || fail "a create of solo (only a holds it) through b: $HS $(owner_header) $HB"
+SOLO1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")
+http a POST /v1/templates/solo/push '{"to":"b"}'
+[ "$HS" = 201 ] || fail "push solo from a to b: $HS $HB $(diag)"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["host"]=="b" and d["bytes"]>0 and d["template"]["name"]=="solo", d' "$HB" ||
+	fail "push answer: $HB"
+http c POST /v1/templates/solo/pull '{"from":"a"}'
+[ "$HS" = 201 ] || fail "pull solo by c from a: $HS $HB $(diag)"
+for h in b c; do
+	expect_rc 0 "$SPACE" template ls --json --state "${ST[$h]}"
+	grep -q '"solo"' <<<"$out" || fail "solo is not a template of $h after the push/pull: $out"
+done
+http b POST /v1/templates/solo/push '{"to":"nosuchhost"}'
+[ "$HS" = 404 ] || fail "push to an unknown host: $HS $HB"
+# With all three holding it (after a heartbeat), creates of solo spread again.
+sleep 2
+: >"$WORK/solo.owners"
+for i in $(seq 6); do
+	http a POST /v1/sandboxes '{"template":"solo"}'
+	[ "$HS" = 201 ] || fail "create of solo once everywhere: $HS $HB"
+	owner_header >>"$WORK/solo.owners"
+	SOLOS="${SOLOS:-} $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")"
+done
+[ "$(sort -u "$WORK/solo.owners" | wc -l)" -ge 2 ] || fail "creates of solo after the push and pull all went to $(sort -u "$WORK/solo.owners")"
+for id in $SOLO1 $SOLOS; do
+	http a DELETE "/v1/sandboxes/$id"
+	[ "$HS" = 204 ] || [ "$HS" = 200 ] || fail "delete $id: $HS $HB"
+done
+ok "a template only a holds: creates went to a; pushed to b, pulled by c, then creates spread"
 
 # --- the E2B SDK against b, on a sandbox living on c -----------------------------------------------------
 E2B_ID=$(sed -n 1p "$WORK/c.ids")  # used through b

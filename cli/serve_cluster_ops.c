@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `space serve --cluster`: what asks several hosts at once or moves things between them: listings of every
+ * host's sandboxes, merged into one page; templates pushed to and pulled from another host.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "serve.h"
+#include "serve_cluster_int.h"
+#include "util/util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
+
+/* --- listings across the hosts --------------------------------------------------------------------------- */
+
+#define CLUSTER_LIST_ANSWER_MAX (64u << 20)
+#define CLUSTER_LIST_TIMEOUT_S 10
+
+bool serve_cluster_list_wanted(struct serve_req *r)
+{
+	return r->srv->cluster && !r->cluster_peer && !strcmp(r->method, "GET") &&
+	       (!strcmp(r->path, "/v1/sandboxes") || !strcmp(r->path, "/sandboxes") || !strcmp(r->path, "/v2/sandboxes"));
+}
+
+/* The request, signed, to host h; its whole answer: status, body (*ret_body, NUL-terminated, the caller's)
+ * and its X-Next-Token (into next, "" when none). -errno when it could not be had. */
+static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *target, const struct host_ref *h,
+		      unsigned *ret_status, char **ret_body, char next[96])
+{
+	char extra[512];
+	int e = cluster_sign_headers(c, r, target, h->name, NULL, extra, sizeof(extra));
+	if (e < 0)
+		return e;
+	int fd = cluster_tls_connect(c->tls, h->url, h->name);
+	if (fd < 0)
+		return fd;
+	struct timeval tv = { .tv_sec = CLUSTER_LIST_TIMEOUT_S };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	e = serve_fwd_head(r, fd, target, false, extra, -1);
+	size_t len = 0, cap = 64 << 10;
+	char *buf = e == 0 ? malloc(cap + 1) : NULL;
+	if (e == 0 && !buf)
+		e = -ENOMEM;
+	while (e == 0) {
+		if (len == cap) {
+			char *nb = cap < CLUSTER_LIST_ANSWER_MAX ? realloc(buf, 2 * cap + 1) : NULL;
+			if (!nb) {
+				e = -EMSGSIZE;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = recv(fd, buf + len, cap - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			e = -errno;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	if (e < 0) {
+		free(buf);
+		return e;
+	}
+	buf[len] = '\0';
+	char *end = strstr(buf, "\r\n\r\n");
+	unsigned st = 0;
+	if (!end || sscanf(buf, "HTTP/1.%*1[01] %3u", &st) != 1) {
+		free(buf);
+		return -EBADMSG;
+	}
+	*end = '\0';
+	next[0] = '\0';
+	for (char *line = strstr(buf, "\r\n"); line; line = strstr(line + 2, "\r\n")) {
+		if (!strncasecmp(line + 2, "X-Next-Token:", 13)) {
+			const char *v = line + 15;
+			while (*v == ' ')
+				v++;
+			snprintf(next, 96, "%.*s", (int)strcspn(v, "\r"), v);
+		}
+	}
+	memmove(buf, end + 4, len - (size_t)(end + 4 - buf) + 1);
+	*ret_status = st;
+	*ret_body = buf;
+	return 0;
+}
+
+struct listed {
+	cJSON *item;
+	long long created_ms;
+	const char *id;
+};
+
+static int listed_cmp(const void *a, const void *b)
+{
+	const struct listed *x = a, *y = b;
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+enum MHD_Result serve_cluster_list(struct serve_req *r)
+{
+	struct serve_cluster *c = r->srv->cluster;
+	bool native = !strncmp(r->path, "/v1/", 4);
+	uint64_t limit = native ? SERVE_V1_LIST_LIMIT_DEFAULT : UINT32_MAX;
+	const char *ls = serve_query(r, "limit");
+	if (ls && util_parse_uint(ls, 1, UINT32_MAX, &limit) < 0)
+		limit = 1; /* each host refuses it, and so is the answer */
+	struct host_refs hs = { 0 };
+	int e = atomic_load(&c->joined) ? cluster_up_hosts(c, &hs) : -EHOSTUNREACH;
+	if (e < 0)
+		return serve_reply_error(r, 503, "cluster_unavailable", "list the hosts of the cluster: %s",
+					 atomic_load(&c->joined) ? cluster_errmsg() : "this host has not joined the cluster yet");
+	_cleanup_free_ char *target = serve_fwd_target(r);
+	cJSON *pages = cJSON_CreateArray();
+	struct listed *v = NULL;
+	size_t n = 0, cap = 0;
+	bool more = hs.too_many;
+	char missing[512] = "";
+	for (size_t i = 0; target && pages && i < hs.n; i++) {
+		unsigned st = 0;
+		char *body = NULL, next[96];
+		e = fetch_page(c, r, target, &hs.v[i], &st, &body, next);
+		if (e == 0 && st >= 400 && st < 500) {
+			/* The caller's mistake (a bad limit or cursor): every host says the same; this one's answer. */
+			cJSON *err = cJSON_Parse(body);
+			free(body);
+			free(v);
+			cJSON_Delete(pages);
+			return err ? serve_reply_json(r, st, err) : serve_reply_error(r, st, "invalid", "refused by host %s",
+											 hs.v[i].name);
+		}
+		cJSON *page = e == 0 && st == 200 ? cJSON_Parse(body) : NULL;
+		free(body);
+		cJSON *arr = native ? cJSON_GetObjectItemCaseSensitive(page, "sandboxes") : page;
+		if (!cJSON_IsArray(arr)) {
+			fprintf(stderr, "space serve: cluster: list the sandboxes of host %s: %s\n", hs.v[i].name,
+				e < 0 ? space_strerror(e) : st != 200 ? "it did not answer 200" : "not a listing");
+			size_t ml = strlen(missing);
+			snprintf(missing + ml, sizeof(missing) - ml, "%s%s", ml ? "," : "", hs.v[i].name);
+			cJSON_Delete(page);
+			continue;
+		}
+		more = more || *next || cJSON_IsString(cJSON_GetObjectItemCaseSensitive(page, "next_cursor"));
+		cJSON_AddItemToArray(pages, page); /* owns the items the vector points at */
+		cJSON *item;
+		cJSON_ArrayForEach(item, arr) {
+			const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, native ? "id" : "sandboxID"));
+			cJSON *ms = cJSON_GetObjectItemCaseSensitive(item, native ? "created_ms" : SERVE_CLUSTER_ORDER_FIELD);
+			if (!id || !cJSON_IsNumber(ms))
+				continue;
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 256;
+				struct listed *nv = realloc(v, nc * sizeof(*v));
+				if (!nv)
+					break;
+				v = nv;
+				cap = nc;
+			}
+			v[n++] = (struct listed){ item, (long long)ms->valuedouble, id };
+		}
+	}
+	if (!target || !pages) {
+		free(v);
+		cJSON_Delete(pages);
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), listed_cmp);
+	size_t taken = n < limit ? n : (size_t)limit;
+	more = more || n > taken;
+	char cursor[96] = "";
+	if (more && taken)
+		snprintf(cursor, sizeof(cursor), "%lld_%s", v[taken - 1].created_ms, v[taken - 1].id);
+	cJSON *out = cJSON_CreateArray();
+	for (size_t i = 0; out && i < taken; i++) {
+		cJSON *copy = cJSON_Duplicate(v[i].item, true);
+		cJSON_DeleteItemFromObjectCaseSensitive(copy, SERVE_CLUSTER_ORDER_FIELD);
+		cJSON_AddItemToArray(out, copy);
+	}
+	free(v);
+	cJSON_Delete(pages);
+	if (!out)
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	struct MHD_Response *resp;
+	if (native) {
+		cJSON *j = cJSON_CreateObject();
+		cJSON_AddItemToObject(j, "sandboxes", out);
+		if (*cursor)
+			cJSON_AddStringToObject(j, "next_cursor", cursor);
+		else
+			cJSON_AddNullToObject(j, "next_cursor");
+		out = j;
+	}
+	char *text = cJSON_PrintUnformatted(out);
+	cJSON_Delete(out);
+	if (!text)
+		return serve_reply_error(r, 500, "internal", "out of memory");
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	if (!native && *cursor)
+		MHD_add_response_header(resp, "X-Next-Token", cursor);
+	if (*missing)
+		MHD_add_response_header(resp, "X-Space-Cluster-Missing", missing);
+	return serve_reply(r, 200, resp);
+}
+
+/* --- templates between hosts ----------------------------------------------------------------------------- */
+
+#define CLUSTER_TEMPLATE_ANSWER_MAX (1u << 20)
+
+/* The API key the caller sent (X-API-Key, or Authorization: Bearer), to act with it on another host. */
+static const char *caller_key(struct serve_req *r)
+{
+	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	if (k && *k)
+		return k;
+	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!a || strncasecmp(a, "Bearer ", 7))
+		return NULL;
+	for (a += 7; *a == ' '; a++)
+		;
+	return *a ? a : NULL;
+}
+
+/* The URL of host name, which must be up and serving. */
+static int host_url(struct serve_cluster *c, const char *name, char url[CLUSTER_URL_MAX])
+{
+	struct host_refs hs = { 0 };
+	int e = cluster_up_hosts(c, &hs);
+	if (e < 0)
+		return e;
+	for (size_t i = 0; i < hs.n; i++)
+		if (!strcmp(hs.v[i].name, name)) {
+			snprintf(url, CLUSTER_URL_MAX, "%s", hs.v[i].url);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+/* A request of ours to host to over the cluster's TLS: signed, with the caller's key; its head sent. */
+static int peer_request(struct serve_cluster *c, const char *to, const char *method, const char *target,
+			const char *key, const char *more_headers, int *ret_fd)
+{
+	char url[CLUSTER_URL_MAX];
+	int e = host_url(c, to, url);
+	if (e < 0)
+		return e;
+	char ts[24], sig[65];
+	snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
+	cluster_sign(c->key, method, target, ts, c->name, to, sig);
+	int fd = cluster_tls_connect(c->tls, url, to);
+	if (fd < 0)
+		return fd;
+	char head[2048];
+	int n = snprintf(head, sizeof(head),
+			 "%s %s HTTP/1.1\r\nHost: %s\r\nX-API-Key: %s\r\nX-Space-Cluster-From: %s\r\n"
+			 "X-Space-Cluster-Time: %s\r\nX-Space-Cluster-Signature: %s\r\n%sConnection: close\r\n\r\n",
+			 method, target, to, key, c->name, ts, sig, more_headers ? more_headers : "");
+	e = n < 0 || (size_t)n >= sizeof(head) ? -ENAMETOOLONG : serve_fwd_send(fd, head, (size_t)n);
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/* The answer on fd (a JSON body with a Content-Length, as our server gives): status and parsed body. */
+static int peer_answer(int fd, unsigned *ret_status, cJSON **ret_body)
+{
+	char *buf = malloc(CLUSTER_TEMPLATE_ANSWER_MAX + 1);
+	size_t len = 0;
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t k = recv(fd, buf + len, CLUSTER_TEMPLATE_ANSWER_MAX - len, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+		if (len == CLUSTER_TEMPLATE_ANSWER_MAX)
+			break;
+	}
+	buf[len] = '\0';
+	char *body = strstr(buf, "\r\n\r\n");
+	unsigned st = 0;
+	if (!body || sscanf(buf, "HTTP/1.%*1[01] %3u", &st) != 1) {
+		free(buf);
+		return -EBADMSG;
+	}
+	*ret_status = st;
+	*ret_body = cJSON_Parse(body + 4);
+	free(buf);
+	return 0;
+}
+
+struct export_job {
+	space_ctx *ctx;
+	const char *name;
+	int fd;
+	int result;
+};
+
+static void *export_main(void *arg)
+{
+	struct export_job *j = arg;
+	struct space_template_export_options o = SPACE_TEMPLATE_EXPORT_OPTIONS_INIT;
+	o.fd = j->fd;
+	o.format = "oci";
+	j->result = space_template_export(j->ctx, j->name, &o);
+	close(j->fd); /* the end of the archive */
+	return NULL;
+}
+
+/* The target host's answer, relayed: its status and body, or 502 when there is none. */
+static enum MHD_Result relay_answer(struct serve_req *r, const char *to, int fd, uint64_t bytes, uint64_t t0)
+{
+	unsigned st = 0;
+	cJSON *body = NULL;
+	int e = peer_answer(fd, &st, &body);
+	close(fd);
+	if (e < 0) {
+		cJSON_Delete(body);
+		return cluster_host_error(r, to, e);
+	}
+	if (st != 201) {
+		if (body)
+			return serve_reply_json(r, st >= 400 && st < 600 ? st : 502, body);
+		return serve_reply_error(r, 502, "bad_gateway", "host %s answered %u", to, st);
+	}
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "host", to);
+	if (bytes)
+		cJSON_AddNumberToObject(j, "bytes", (double)bytes);
+	cJSON_AddNumberToObject(j, "seconds", (double)((util_now_ns() - t0) / 1000000) / 1000.0);
+	cJSON_AddItemToObject(j, "template", body ? body : cJSON_CreateNull());
+	return serve_reply_json(r, 201, j);
+}
+
+/* Checks a push or pull: the cluster, the host named by field, the caller's key; false after answering. */
+static bool template_call(struct serve_req *r, const char *field, const char **ret_host, const char **ret_key,
+			  cJSON **ret_j)
+{
+	struct serve_cluster *c = r->srv->cluster;
+	if (!c) {
+		serve_reply_error(r, 400, "not_clustered", "this server is not a host of a cluster (space serve --cluster)");
+		return false;
+	}
+	if (!atomic_load(&c->joined)) {
+		serve_reply_error(r, 503, "cluster_unavailable", "this host has not joined the cluster yet");
+		return false;
+	}
+	const char *const fields[] = { field, NULL };
+	cJSON *j = serve_body_fields(r, fields);
+	if (!j)
+		return false;
+	const char *host = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, field));
+	if (!host || !cluster_name_ok(host) || !strcmp(host, c->name) || !util_name_valid(r->params[0])) {
+		serve_reply_error(r, 400, "invalid", "'%s' must name another host of the cluster, and the template be valid",
+				  field);
+		cJSON_Delete(j);
+		return false;
+	}
+	*ret_key = caller_key(r);
+	if (!*ret_key) {
+		serve_reply_error(r, 400, "invalid", "a template goes between hosts with the caller's API key: send "
+						     "X-API-Key (a key granted to a uid acts on its own host only)");
+		cJSON_Delete(j);
+		return false;
+	}
+	*ret_host = host;
+	*ret_j = j;
+	return true;
+}
+
+enum MHD_Result serve_cluster_template_push(struct serve_req *r)
+{
+	const char *to, *key;
+	cJSON *j;
+	if (!template_call(r, "to", &to, &key, &j))
+		return MHD_YES;
+	_cleanup_(cJSON_Deletep) cJSON *body = j;
+	struct serve_cluster *c = r->srv->cluster;
+	const char *name = r->params[0];
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	struct space_template_info *t = NULL;
+	int e = space_template_get(ctx, name, &t);
+	if (e < 0)
+		return serve_reply_space_error(r, e, "template");
+	space_template_info_free(t);
+	uint64_t t0 = util_now_ns();
+	char target[128];
+	snprintf(target, sizeof(target), "/v1/templates/%s/image", name);
+	int fd = -1;
+	e = peer_request(c, to, "POST", target, key,
+			 "Content-Type: application/x-tar\r\nTransfer-Encoding: chunked\r\n", &fd);
+	if (e == -ENOENT)
+		return serve_reply_error(r, 404, "not_found", "no host '%s' is up in the cluster", to);
+	if (e < 0)
+		return e == -EIO || e == -EHOSTUNREACH ? serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_errmsg())
+						      : cluster_host_error(r, to, e);
+	/* The export writes into a pipe on a thread of its own (with a context of its own), this thread sends
+	 * what comes out as chunks; an export that fails ends the upload without its last chunk. */
+	int p[2];
+	struct export_job job = { .name = name, .result = -EIO };
+	struct space_ctx_options co = SPACE_CTX_OPTIONS_INIT;
+	co.state_dir = r->srv->state_dir;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		close(fd);
+		return serve_reply_error(r, 500, "internal", "pipe: %s", strerror(errno));
+	}
+	job.fd = p[1];
+	pthread_t th;
+	if ((e = space_ctx_new(&co, &job.ctx)) < 0 || pthread_create(&th, NULL, export_main, &job) != 0) {
+		space_ctx_free(job.ctx);
+		close(p[0]);
+		close(p[1]);
+		close(fd);
+		return serve_reply_error(r, 500, "internal", "start the export: %s", space_strerror(e < 0 ? e : -EAGAIN));
+	}
+	char buf[64 << 10], hdr[24];
+	uint64_t bytes = 0;
+	int se = 0;
+	for (;;) {
+		ssize_t n = read(p[0], buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		int hl = snprintf(hdr, sizeof(hdr), "%zx\r\n", (size_t)n);
+		if (!se)
+			se = serve_fwd_send(fd, hdr, (size_t)hl);
+		if (!se)
+			se = serve_fwd_send(fd, buf, (size_t)n);
+		if (!se)
+			se = serve_fwd_send(fd, "\r\n", 2);
+		bytes += (size_t)n;
+	}
+	close(p[0]);
+	pthread_join(th, NULL);
+	space_ctx_free(job.ctx);
+	if (job.result < 0 || se) {
+		close(fd); /* the upload ends unfinished: the receiver drops it */
+		if (job.result < 0)
+			return serve_reply_error(r, 500, "export_failed", "export template '%s': %s", name,
+						 space_strerror(job.result));
+		return cluster_host_error(r, to, se);
+	}
+	if ((se = serve_fwd_send(fd, "0\r\n\r\n", 5)) < 0) {
+		close(fd);
+		return cluster_host_error(r, to, se);
+	}
+	fprintf(stderr, "space serve: cluster: template %s pushed to host %s (%llu bytes)\n", name, to,
+		(unsigned long long)bytes);
+	return relay_answer(r, to, fd, bytes, t0);
+}
+
+enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
+{
+	const char *from, *key;
+	cJSON *j;
+	if (!template_call(r, "from", &from, &key, &j))
+		return MHD_YES;
+	_cleanup_(cJSON_Deletep) cJSON *body = j;
+	struct serve_cluster *c = r->srv->cluster;
+	/* Asked of the host that has it: a push to this one. */
+	char target[128], push[128];
+	snprintf(target, sizeof(target), "/v1/templates/%s/push", r->params[0]);
+	int n = snprintf(push, sizeof(push), "{\"to\":\"%s\"}", c->name);
+	char more[96];
+	snprintf(more, sizeof(more), "Content-Type: application/json\r\nContent-Length: %d\r\n", n);
+	uint64_t t0 = util_now_ns();
+	int fd = -1;
+	int e = peer_request(c, from, "POST", target, key, more, &fd);
+	if (e == -ENOENT)
+		return serve_reply_error(r, 404, "not_found", "no host '%s' is up in the cluster", from);
+	if (e < 0)
+		return e == -EIO || e == -EHOSTUNREACH ? serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_errmsg())
+						      : cluster_host_error(r, from, e);
+	if ((e = serve_fwd_send(fd, push, (size_t)n)) < 0) {
+		close(fd);
+		return cluster_host_error(r, from, e);
+	}
+	unsigned st = 0;
+	cJSON *answer = NULL;
+	e = peer_answer(fd, &st, &answer);
+	close(fd);
+	if (e < 0)
+		return cluster_host_error(r, from, e);
+	if (st != 201) {
+		if (answer)
+			return serve_reply_json(r, st >= 400 && st < 600 ? st : 502, answer);
+		return serve_reply_error(r, 502, "bad_gateway", "host %s answered %u", from, st);
+	}
+	/* Its answer holds this host's: the template as imported here. */
+	cJSON *mine = cJSON_DetachItemFromObjectCaseSensitive(answer, "template");
+	cJSON *bytes = cJSON_GetObjectItemCaseSensitive(answer, "bytes");
+	cJSON *out = cJSON_CreateObject();
+	cJSON_AddStringToObject(out, "host", from);
+	if (cJSON_IsNumber(bytes))
+		cJSON_AddNumberToObject(out, "bytes", bytes->valuedouble);
+	cJSON_AddNumberToObject(out, "seconds", (double)((util_now_ns() - t0) / 1000000) / 1000.0);
+	cJSON_AddItemToObject(out, "template", mine ? mine : cJSON_CreateNull());
+	cJSON_Delete(answer);
+	return serve_reply_json(r, 201, out);
+}
+
