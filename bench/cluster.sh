@@ -52,7 +52,7 @@ start() {
 	shift 2
 	"$SPACE" serve --listen "127.0.0.1:$port" --state "${ST[$h]}" "$@" >"$WORK/$h.log" 2>"$WORK/$h.err" &
 	PID[$h]=$!
-	on_exit "kill ${PID[$h]} 2>/dev/null; wait ${PID[$h]} 2>/dev/null"
+	on_exit "kill_ours ${PID[$h]} 2>/dev/null; wait ${PID[$h]} 2>/dev/null"
 	URL[$h]="http://127.0.0.1:$port"
 	for i in $(seq 100); do
 		curl -sf "${URL[$h]}/v1/health" >/dev/null 2>&1 && return 0

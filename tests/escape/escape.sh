@@ -64,7 +64,7 @@ ln -s secret "$CANARY/link"
 # Host processes the sandboxes will try to kill and trace.
 sleep 100000 &
 victim=$!
-on_exit "kill $victim"
+on_exit "kill_ours $victim"
 # Mounts other than other tests' scratch mounts in /tmp (the machine is shared), netns, modules.
 snapshot() {
 	awk -v c="$CANARY" -v s="$STATE" '$2 !~ "^/tmp/" || index($2, c) == 1 || index($2, s) == 1 { print $1, $2, $3, $4 }' \
@@ -95,7 +95,7 @@ while True:
         c.close()
 EOF
 listener=$!
-on_exit "kill $listener"
+on_exit "kill_ours $listener"
 for _ in $(seq 50); do [ -e "$WORK/accepted.ready" ] && break; sleep 0.1; done
 [ -e "$WORK/accepted.ready" ] || fail "host listener did not start: $(cat "$WORK/listener.log")"
 

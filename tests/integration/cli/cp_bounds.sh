@@ -120,7 +120,7 @@ interrupt() {
 	# A script's background jobs start with SIGINT ignored: give the copy the default a terminal's has.
 	env --default-signal=INT "$@" "$SPACE" cp "$id:/root/slow" "$OUT/existing" "${S[@]}" 2>"$WORK/cp.err" &
 	cp_pid=$!
-	on_exit "kill -9 $cp_pid"
+	on_exit "kill_ours -9 $cp_pid"
 	for _ in $(seq 1000); do tmpfile_has_data "$cp_pid" && break; running "$cp_pid" || break; sleep 0.005; done
 	kill -STOP "$cp_pid"
 	running "$cp_pid" || fail "the copy ended before SIG$sig could reach it ($(cat "$WORK/cp.err"))"

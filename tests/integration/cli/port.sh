@@ -18,7 +18,7 @@ expect_rc 0 "$SPACE" exec "$ID" "${S[@]}" -- sh -c "$PORT_SERVERS"
 start_port() {
 	"$SPACE" port "$ID" "$1" --listen 127.0.0.1:0 --json "${S[@]}" >"$WORK/port.out" 2>"$WORK/port.err" &
 	FWD_PID=$!
-	on_exit "kill $FWD_PID"
+	on_exit "kill_ours $FWD_PID"
 	local i
 	for i in $(seq 50); do
 		FWD=$(python3 -c 'import json,sys; print(json.load(sys.stdin)["listen"])' <"$WORK/port.out" 2>/dev/null) && return 0

@@ -34,7 +34,7 @@ n=$((300000 + RANDOM))
 "$SPACE" run --template tiny --isolation jail --allow api.test --snapshot-every 1 "${S[@]}" -- sleep "$n" \
 	>"$WORK/run.out" 2>&1 &
 run=$!
-on_exit "kill -9 $run 2>/dev/null"
+on_exit "kill_ours -9 $run 2>/dev/null"
 wait_for pgrep -f "^sleep $n\$" >/dev/null || { cat "$WORK/run.out"; fail "space run never started 'sleep $n'"; }
 id=$(live_ids)
 [ "$(echo "$id" | wc -w)" = 1 ] || fail "wanted one sandbox, got: $id"

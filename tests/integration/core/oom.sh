@@ -45,7 +45,7 @@ if "$SPACE" serve --help >/dev/null 2>&1 && command -v curl >/dev/null; then
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	"$SPACE" serve --listen "127.0.0.1:$port" "${S[@]}" >"$WORK/serve.out" 2>"$WORK/serve.err" &
 	spid=$!
-	on_exit "kill $spid; wait $spid"
+	on_exit "kill_ours $spid; wait $spid"
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/health" >/dev/null && break; sleep 0.1; done
 	api=http://127.0.0.1:$port/v1
 	sid=$(curl -s -H "$H" -d '{"template": "tiny", "isolation": "jail", "memory_mib": 64}' "$api/sandboxes" |

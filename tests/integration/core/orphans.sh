@@ -28,7 +28,7 @@ gone() { ! pgrep -f "^sleep $1\$" >/dev/null; }
 n1=$((200000 + RANDOM))
 "$SPACE" run "${J[@]}" -- sleep "$n1" >/dev/null 2>&1 &
 run1=$!
-on_exit "kill -9 $run1"
+on_exit "kill_ours -9 $run1"
 wait_for running "$n1" || fail "space run never started 'sleep $n1'"
 id1=$(live_ids)
 [ "$(echo "$id1" | wc -w)" = 1 ] || fail "wanted one sandbox, got: $id1"
@@ -54,7 +54,7 @@ ok
 n2=$((200000 + RANDOM))
 "$SPACE" run "${J[@]}" -- sleep "$n2" >/dev/null 2>&1 &
 run2=$!
-on_exit "kill -9 $run2"
+on_exit "kill_ours -9 $run2"
 wait_for running "$n2" || fail "space run never started 'sleep $n2'"
 id2=$(live_ids)
 expect_rc 0 "$SPACE" pause "$id2" "${S[@]}"

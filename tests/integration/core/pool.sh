@@ -90,7 +90,7 @@ printf '%s\n' "${now[@]}" | grep -qx "$victim" && fail "dead pooled sandbox $vic
 # `space serve` refills in the background after a hand-out.
 "$SPACE" serve --listen 127.0.0.1:0 "${S[@]}" 2>"$WORK/serve.log" &
 spid=$!
-on_exit "kill $spid; wait $spid"
+on_exit "kill_ours $spid; wait $spid"
 expect_rc 0 "$SPACE" create --template tiny "${S[@]}"
 id3=$out
 on_exit "'$SPACE' rm '$id3' --state '$STATE'"

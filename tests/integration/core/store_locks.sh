@@ -32,7 +32,7 @@ hold() {
 	mkdir -p "$STATE/locks"
 	flock -x "$STATE/locks/$1.lock" sh -c "touch '$WORK/held'; sleep $2" &
 	holder=$!
-	on_exit "kill $holder 2>/dev/null"
+	on_exit "kill_ours $holder 2>/dev/null"
 	while [ ! -e "$WORK/held" ]; do sleep 0.02; done
 }
 # waits_for_lock ID CMD...: CMD, run while ID's lock is held for 2 s, succeeds only after (>= 1.5 s).

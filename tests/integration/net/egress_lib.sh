@@ -36,6 +36,6 @@ egress_upstreams() {
 	: >"$dir/requests.log"
 	coproc UP { exec python3 "$SPACE_SOURCE_DIR/tests/integration/net/upstream.py" "$dir/requests.log" \
 		"$dir/srv.pem" "$dir/srv.key"; }
-	on_exit "kill $UP_PID"
+	on_exit "kill_ours $UP_PID"
 	read -r -t 10 HP SP <&"${UP[0]}" || fail "upstream servers did not start"
 }

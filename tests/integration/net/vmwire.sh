@@ -18,16 +18,16 @@ W=$(mktemp -d /tmp/space-vmwire.XXXXXX)
 on_exit "rm -rf '$W'"
 
 unshare --net sleep 600 & V=$!
-on_exit "kill $V"
+on_exit "kill_ours $V"
 unshare --net sleep 600 & G=$!
-on_exit "kill $G"
+on_exit "kill_ours $G"
 sleep 0.2
 probe=$(nsenter --net=/proc/$V/ns/net sh -c 'ip tuntap add probe0 mode tap && tc qdisc add dev probe0 ingress &&
 	tc filter add dev probe0 ingress bpf da bytecode "1,6 0 0 2" && ip link add probe1 type veth peer name probe2 &&
 	tc filter add dev probe0 ingress prio 2 bpf bytecode "1,6 0 0 4294967295" action mirred egress redirect dev probe1;
 	r=$?; ip link del probe0; ip link del probe1; exit $r' 2>&1) || skip "this kernel lacks tc ingress/cls_bpf/act_mirred: $probe"
 python3 "$here/tap_relay.py" /proc/$V/ns/net /proc/$G/ns/net >"$W/relay.out" 2>&1 & R=$!
-on_exit "kill $R"
+on_exit "kill_ours $R"
 for _ in $(seq 50); do grep -q ready "$W/relay.out" && break; sleep 0.1; done
 grep -q ready "$W/relay.out" || fail "tap relay: $(cat "$W/relay.out")"
 # What the agent does from space.net=10.201.0.2/30,10.201.0.1,02:00:0a:c9:00:02,1500.
@@ -36,13 +36,13 @@ nsenter --net=/proc/$G/ns/net sh -c 'ip link set lo up && ip link set eth0 addre
 	ip route add default via 10.201.0.1' || fail "configure the guest side"
 echo "nameserver 10.201.0.1" >"$W/resolv.conf"
 python3 -m http.server --bind 127.0.0.1 0 --directory "$W" >"$W/http.log" 2>&1 & H=$!
-on_exit "kill $H"
+on_exit "kill_ours $H"
 for _ in $(seq 50); do port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$W/http.log"); [ -n "$port" ] && break; sleep 0.1; done
 [ -n "$port" ] || fail "http server: $(cat "$W/http.log")"
 mkdir -p "$W/state/gateway"
 printf '{"allow":[{"host":"plain.test","port":0}],"resolve":{"plain.test":"127.0.0.1:%s"}}' "$port" >"$W/cfg.json"
 "$gw" --state "$W/state" --sandbox sb-vmwire --netns-pid "$V" --tap tap0 <"$W/cfg.json" >"$W/gateway.log" 2>&1 & GW=$!
-on_exit "kill $GW"
+on_exit "kill_ours $GW"
 for _ in $(seq 50); do grep -q '^ready' "$W/gateway.log" && break; sleep 0.1; done
 grep -q '^ready' "$W/gateway.log" || fail "space-gateway --tap: $(cat "$W/gateway.log")"
 

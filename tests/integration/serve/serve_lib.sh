@@ -26,7 +26,7 @@ start_server() {
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	"$SPACE" serve --listen "127.0.0.1:$port" --state "$STATE" "$@" >"$WORK/access.log" 2>"$WORK/serve.err" &
 	SERVE_PID=$!
-	on_exit "kill $SERVE_PID; wait $SERVE_PID"
+	on_exit "kill_ours $SERVE_PID; wait $SERVE_PID"
 	export SERVE_PID SERVE_URL="http://127.0.0.1:$port" SERVE_STATE="$STATE"
 	for i in $(seq 100); do
 		curl -sf "$SERVE_URL/v1/health" >/dev/null 2>&1 && return 0

@@ -46,7 +46,7 @@ ok "the import happens once: a removed key stays removed"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$SPACE" serve --listen "127.0.0.1:$port" "${S[@]}" >/dev/null 2>"$STATE/serve.err" &
 pid=$!
-on_exit "kill $pid; wait $pid"
+on_exit "kill_ours $pid; wait $pid"
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/v1/health" >/dev/null 2>&1 && break; sleep 0.1; done
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: $new_key" "http://127.0.0.1:$port/v1/sandboxes")
 [ "$code" = 200 ] || fail "the new key: $code ($(cat "$STATE/serve.err"))"
