@@ -793,6 +793,7 @@ int cluster_sandbox_set(struct cluster_store *cs, const char *id, const char *ho
 
 /* --- checkpoints ------------------------------------------------------------------------------------------ */
 
+/* Every heartbeat publishes the whole set: rows that did not change are not written again. */
 int cluster_checkpoints_publish(struct cluster_store *cs, const char *host, const char *const *ids,
 				const char *const *sandboxes)
 {
@@ -804,7 +805,8 @@ int cluster_checkpoints_publish(struct cluster_store *cs, const char *host, cons
 		     "WITH gone AS (DELETE FROM space_checkpoints WHERE host = $1 AND NOT id = ANY ($2::text[]))"
 		     " INSERT INTO space_checkpoints (id, host, sandbox)"
 		     "   SELECT i, $1, s FROM unnest($2::text[], $3::text[]) AS t(i, s)"
-		     " ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, sandbox = EXCLUDED.sandbox",
+		     " ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, sandbox = EXCLUDED.sandbox"
+		     " WHERE space_checkpoints.host <> EXCLUDED.host OR space_checkpoints.sandbox <> EXCLUDED.sandbox",
 		     3, p, NULL);
 }
 

@@ -112,23 +112,6 @@ static bool route_find(struct serve_req *r)
 	return false;
 }
 
-/* The API key of the request: X-API-Key or Authorization: Bearer. (X-Access-Token is the envd plane's
- * per-sandbox token, never an API key.) */
-static const char *request_key(struct serve_req *r)
-{
-	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
-	if (k && *k)
-		return k;
-	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (a && !strncasecmp(a, "Bearer ", 7)) {
-		a += 7;
-		while (*a == ' ')
-			a++;
-		return *a ? a : NULL;
-	}
-	return NULL;
-}
-
 /* A request without a key on the unix socket: the key the operator granted the caller's uid, if any. */
 static bool authenticate_peer(struct serve_req *r, uint32_t uid)
 {
@@ -153,7 +136,7 @@ static bool authenticate_peer(struct serve_req *r, uint32_t uid)
 
 static bool authenticate(struct serve_req *r)
 {
-	const char *key = request_key(r);
+	const char *key = serve_request_key(r);
 	uint32_t uid;
 	char peer[64];
 	/* (The cluster's connections are unix socket pairs too: their "peer" is this very process.) */

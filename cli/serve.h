@@ -278,6 +278,9 @@ enum MHD_Result serve_reply_space_error(struct serve_req *r, int err, const char
 /* Queues a prepared response with status, adding the common headers; destroys it. */
 enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Response *resp);
 
+/* The API key of the request: X-API-Key or Authorization: Bearer; NULL when none. (X-Access-Token is the
+ * envd plane's per-sandbox token, never an API key.) */
+const char *serve_request_key(struct serve_req *r);
 /* A query argument, or NULL. */
 const char *serve_query(struct serve_req *r, const char *name);
 /* A boolean query argument: "1"/"true" is true, absent is def. */

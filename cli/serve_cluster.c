@@ -475,6 +475,15 @@ int cluster_up_hosts(struct serve_cluster *c, struct host_refs *ret)
 	return cluster_host_list(c->cs, up_host, ret);
 }
 
+const char *cluster_caller_errmsg(int e)
+{
+	if (e == -EHOSTUNREACH)
+		return "the cluster store is unreachable";
+	if (e == -EIO)
+		return "the cluster store failed";
+	return cluster_errmsg();
+}
+
 /* --- signatures ------------------------------------------------------------------------------------------ */
 
 void cluster_sign(const char *key, const char *method, const char *target, const char *time_s, const char *from,
@@ -553,7 +562,7 @@ int cluster_verify_peer(struct serve_req *r, const char *from)
 		char key[CLUSTER_KEY_HEX + 1], want[65];
 		int e = peer_key(c, from, pass == 1, key);
 		if (e == -EHOSTUNREACH)
-			return serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_errmsg()), -1;
+			return serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_caller_errmsg(e)), -1;
 		if (e < 0)
 			break;
 		cluster_sign(key, r->method, target, ts, from, c->name, want);
@@ -594,7 +603,8 @@ int serve_cluster_apikey_check(struct serve *srv, const char *key)
 	char hash[65];
 	serve_apikey_hash_hex(key, hash);
 	int e = cluster_apikey_check(srv->cluster->cs, hash);
-	if (e < 0 && e != -EACCES)
+	/* (An unreachable store is logged once by the heartbeat, not once per caller's request.) */
+	if (e < 0 && e != -EACCES && e != -EHOSTUNREACH)
 		fprintf(stderr, "space serve: cluster: check an API key: %s\n", cluster_errmsg());
 	return e;
 }

@@ -19,12 +19,12 @@
 
 /* --- forwarding ------------------------------------------------------------------------------------------ */
 
-int cluster_sign_headers(struct serve_cluster *c, struct serve_req *r, const char *target, const char *to,
+int cluster_sign_headers(struct serve_cluster *c, const char *method, const char *target, const char *to,
 			const char *claim, char *out, size_t n)
 {
 	char ts[24], sig[65];
 	snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
-	cluster_sign(c->key, r->method, target, ts, c->name, to, sig);
+	cluster_sign(c->key, method, target, ts, c->name, to, sig);
 	int k = snprintf(out, n, "X-Space-Cluster-From: %s\r\nX-Space-Cluster-Time: %s\r\nX-Space-Cluster-Signature: %s\r\n%s%s%s",
 			 c->name, ts, sig, claim ? "X-Space-Cluster-Claim: " : "", claim ? claim : "", claim ? "\r\n" : "");
 	return k < 0 || (size_t)k >= n ? -ENAMETOOLONG : 0;
@@ -63,7 +63,7 @@ static int fwd_open(struct serve_req *r, struct fwd *f, const char *claim, long 
 	if (!target)
 		return -ENOMEM;
 	char extra[512];
-	int e = cluster_sign_headers(c, r, target, f->host, claim, extra, sizeof(extra));
+	int e = cluster_sign_headers(c, r->method, target, f->host, claim, extra, sizeof(extra));
 	if (e < 0)
 		return e;
 	f->fd = cluster_tls_connect(c->tls, f->url, f->host);
@@ -157,7 +157,7 @@ static enum MHD_Result lost_run(struct serve_req *r)
 			return serve_reply_json(r, 202, j);
 		}
 		if (e == -EHOSTUNREACH)
-			return serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_errmsg());
+			return serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_caller_errmsg(e));
 	}
 	if (r->route == &lost_open_route) /* not authenticated: the sandbox's token lives on that host */
 		return serve_reply_error(r, 503, "host_lost", "sandbox %s is on a host that is lost", id);
@@ -256,7 +256,7 @@ int serve_cluster_dispatch(struct serve_req *r)
 	if (e == -ENOENT || (e == 0 && (!strcmp(s.host, c->name) || s.state == CLUSTER_SANDBOX_DESTROYED)))
 		return 0; /* answered here, as any unknown sandbox */
 	if (e < 0) {
-		serve_reply_error(r, 503, "cluster_unavailable", "where %s lives: %s", id, cluster_errmsg());
+		serve_reply_error(r, 503, "cluster_unavailable", "where %s lives: %s", id, cluster_caller_errmsg(e));
 		return -1;
 	}
 	snprintf(r->params[0], sizeof(r->params[0]), "%s", id);
@@ -334,7 +334,7 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 		r->cluster_place_ns += util_now_ns() - t0;
 		if (e < 0) {
 			char msg[600];
-			snprintf(msg, sizeof(msg), "place a sandbox of template '%s': %s", template, cluster_errmsg());
+			snprintf(msg, sizeof(msg), "place a sandbox of template '%s': %s", template, cluster_caller_errmsg(e));
 			if (e == -ENOENT)
 				return create_error(r, e2b, 404, "not_found", msg);
 			return create_error(r, e2b, 503,

@@ -64,13 +64,17 @@ int cluster_up_hosts(struct serve_cluster *c, struct host_refs *ret);
 /* HMAC-SHA256 under key over "space-cluster-v1", method, target, time, from and to, in hex. */
 void cluster_sign(const char *key, const char *method, const char *target, const char *time_s, const char *from,
 		  const char *to, char out[65]);
-/* Our headers of a request of r's method and target forwarded to host to: who signs it for whom, and (a
- * create) the placement's claim. */
-int cluster_sign_headers(struct serve_cluster *c, struct serve_req *r, const char *target, const char *to,
+/* Our headers (whole lines) of a request of method and target to host to: who signs it for whom, and (a
+ * create) the placement's claim (NULL: none). */
+int cluster_sign_headers(struct serve_cluster *c, const char *method, const char *target, const char *to,
 			 const char *claim, char *out, size_t n);
 /* A request that says it comes from a host of the cluster: 1 when it came over the cluster's listener from
  * that host and its signature holds (r->cluster_peer), else -1 after answering 401. */
 int cluster_verify_peer(struct serve_req *r, const char *from);
+/* What an API caller is told of the store's failure e: for an unreachable or failing store a fixed line (the
+ * store's own message names its address, which is not the caller's to know; the heartbeat logs it), else
+ * our own message (placement: no host, no capacity, no template). */
+const char *cluster_caller_errmsg(int e);
 /* 502 host_unreachable: host did not answer (e). */
 enum MHD_Result cluster_host_error(struct serve_req *r, const char *host, int e);
 /* Publishes the checkpoints this host holds. */

@@ -32,28 +32,17 @@ bool serve_cluster_list_wanted(struct serve_req *r)
 	       (!strcmp(r->path, "/v1/sandboxes") || !strcmp(r->path, "/sandboxes") || !strcmp(r->path, "/v2/sandboxes"));
 }
 
-/* The request, signed, to host h; its whole answer: status, body (*ret_body, NUL-terminated, the caller's)
- * and its X-Next-Token (into next, "" when none). -errno when it could not be had. */
-static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *target, const struct host_ref *h,
-		      unsigned *ret_status, char **ret_body, char next[96])
+/* The whole answer on fd, up to max bytes (-EMSGSIZE over it): its status, and *ret_buf (the caller's, NUL-
+ * terminated) holding the head, NUL-terminated at its end, then the body at *ret_body. -EBADMSG when it is
+ * not HTTP. */
+static int read_answer(int fd, size_t max, unsigned *ret_status, char **ret_buf, char **ret_body)
 {
-	char extra[512];
-	int e = cluster_sign_headers(c, r, target, h->name, NULL, extra, sizeof(extra));
-	if (e < 0)
-		return e;
-	int fd = cluster_tls_connect(c->tls, h->url, h->name);
-	if (fd < 0)
-		return fd;
-	struct timeval tv = { .tv_sec = CLUSTER_LIST_TIMEOUT_S };
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	e = serve_fwd_head(r, fd, target, false, extra, -1);
 	size_t len = 0, cap = 64 << 10;
-	char *buf = e == 0 ? malloc(cap + 1) : NULL;
-	if (e == 0 && !buf)
-		e = -ENOMEM;
+	char *buf = malloc(cap + 1);
+	int e = buf ? 0 : -ENOMEM;
 	while (e == 0) {
 		if (len == cap) {
-			char *nb = cap < CLUSTER_LIST_ANSWER_MAX ? realloc(buf, 2 * cap + 1) : NULL;
+			char *nb = cap < max ? realloc(buf, 2 * cap + 1) : NULL;
 			if (!nb) {
 				e = -EMSGSIZE;
 				break;
@@ -70,19 +59,42 @@ static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *
 			break;
 		len += (size_t)n;
 	}
-	close(fd);
+	char *end = e == 0 ? (buf[len] = '\0', strstr(buf, "\r\n\r\n")) : NULL;
+	unsigned st = 0;
+	if (e == 0 && (!end || sscanf(buf, "HTTP/1.%*1[01] %3u", &st) != 1))
+		e = -EBADMSG;
 	if (e < 0) {
 		free(buf);
 		return e;
 	}
-	buf[len] = '\0';
-	char *end = strstr(buf, "\r\n\r\n");
-	unsigned st = 0;
-	if (!end || sscanf(buf, "HTTP/1.%*1[01] %3u", &st) != 1) {
-		free(buf);
-		return -EBADMSG;
-	}
 	*end = '\0';
+	*ret_status = st;
+	*ret_buf = buf;
+	*ret_body = end + 4;
+	return 0;
+}
+
+/* The request, signed, to host h; its whole answer: status, body (*ret_body, NUL-terminated, the caller's)
+ * and its X-Next-Token (into next, "" when none). -errno when it could not be had. */
+static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *target, const struct host_ref *h,
+		      unsigned *ret_status, char **ret_body, char next[96])
+{
+	char extra[512];
+	int e = cluster_sign_headers(c, r->method, target, h->name, NULL, extra, sizeof(extra));
+	if (e < 0)
+		return e;
+	int fd = cluster_tls_connect(c->tls, h->url, h->name);
+	if (fd < 0)
+		return fd;
+	struct timeval tv = { .tv_sec = CLUSTER_LIST_TIMEOUT_S };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	e = serve_fwd_head(r, fd, target, false, extra, -1);
+	char *buf = NULL, *body = NULL;
+	if (e == 0)
+		e = read_answer(fd, CLUSTER_LIST_ANSWER_MAX, ret_status, &buf, &body);
+	close(fd);
+	if (e < 0)
+		return e;
 	next[0] = '\0';
 	for (char *line = strstr(buf, "\r\n"); line; line = strstr(line + 2, "\r\n")) {
 		if (!strncasecmp(line + 2, "X-Next-Token:", 13)) {
@@ -92,8 +104,7 @@ static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *
 			snprintf(next, 96, "%.*s", (int)strcspn(v, "\r"), v);
 		}
 	}
-	memmove(buf, end + 4, len - (size_t)(end + 4 - buf) + 1);
-	*ret_status = st;
+	memmove(buf, body, strlen(body) + 1);
 	*ret_body = buf;
 	return 0;
 }
@@ -124,7 +135,7 @@ enum MHD_Result serve_cluster_list(struct serve_req *r)
 	int e = atomic_load(&c->joined) ? cluster_up_hosts(c, &hs) : -EHOSTUNREACH;
 	if (e < 0)
 		return serve_reply_error(r, 503, "cluster_unavailable", "list the hosts of the cluster: %s",
-					 atomic_load(&c->joined) ? cluster_errmsg() : "this host has not joined the cluster yet");
+					 atomic_load(&c->joined) ? cluster_caller_errmsg(e) : "this host has not joined the cluster yet");
 	_cleanup_free_ char *target = serve_fwd_target(r);
 	cJSON *pages = cJSON_CreateArray();
 	struct listed *v = NULL;
@@ -227,20 +238,6 @@ enum MHD_Result serve_cluster_list(struct serve_req *r)
 
 #define CLUSTER_TEMPLATE_ANSWER_MAX (1u << 20)
 
-/* The API key the caller sent (X-API-Key, or Authorization: Bearer), to act with it on another host. */
-static const char *caller_key(struct serve_req *r)
-{
-	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
-	if (k && *k)
-		return k;
-	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!a || strncasecmp(a, "Bearer ", 7))
-		return NULL;
-	for (a += 7; *a == ' '; a++)
-		;
-	return *a ? a : NULL;
-}
-
 /* The URL of host name, which must be up and serving. */
 static int host_url(struct serve_cluster *c, const char *name, char url[CLUSTER_URL_MAX])
 {
@@ -264,17 +261,15 @@ static int peer_request(struct serve_cluster *c, const char *to, const char *met
 	int e = host_url(c, to, url);
 	if (e < 0)
 		return e;
-	char ts[24], sig[65];
-	snprintf(ts, sizeof(ts), "%lld", (long long)time(NULL));
-	cluster_sign(c->key, method, target, ts, c->name, to, sig);
+	char sig[512];
+	if ((e = cluster_sign_headers(c, method, target, to, NULL, sig, sizeof(sig))) < 0)
+		return e;
 	int fd = cluster_tls_connect(c->tls, url, to);
 	if (fd < 0)
 		return fd;
 	char head[2048];
-	int n = snprintf(head, sizeof(head),
-			 "%s %s HTTP/1.1\r\nHost: %s\r\nX-API-Key: %s\r\nX-Space-Cluster-From: %s\r\n"
-			 "X-Space-Cluster-Time: %s\r\nX-Space-Cluster-Signature: %s\r\n%sConnection: close\r\n\r\n",
-			 method, target, to, key, c->name, ts, sig, more_headers ? more_headers : "");
+	int n = snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: %s\r\nX-API-Key: %s\r\n%s%sConnection: close\r\n\r\n",
+			 method, target, to, key, sig, more_headers ? more_headers : "");
 	e = n < 0 || (size_t)n >= sizeof(head) ? -ENAMETOOLONG : serve_fwd_send(fd, head, (size_t)n);
 	if (e < 0) {
 		close(fd);
@@ -284,34 +279,54 @@ static int peer_request(struct serve_cluster *c, const char *to, const char *met
 	return 0;
 }
 
-/* The answer on fd (a JSON body with a Content-Length, as our server gives): status and parsed body. */
-static int peer_answer(int fd, unsigned *ret_status, cJSON **ret_body)
+/* peer_request's failure, answered: 404 for a host that is not up, 503 without the store, else 502. */
+static enum MHD_Result peer_request_error(struct serve_req *r, const char *host, int e)
 {
-	char *buf = malloc(CLUSTER_TEMPLATE_ANSWER_MAX + 1);
-	size_t len = 0;
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t k = recv(fd, buf + len, CLUSTER_TEMPLATE_ANSWER_MAX - len, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		len += (size_t)k;
-		if (len == CLUSTER_TEMPLATE_ANSWER_MAX)
-			break;
-	}
-	buf[len] = '\0';
-	char *body = strstr(buf, "\r\n\r\n");
+	if (e == -ENOENT)
+		return serve_reply_error(r, 404, "not_found", "no host '%s' is up in the cluster", host);
+	if (e == -EIO || e == -EHOSTUNREACH)
+		return serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_caller_errmsg(e));
+	return cluster_host_error(r, host, e);
+}
+
+/* Host host's answer on fd (a JSON body, as our server gives; closed here): its body on 201 into *ret_body
+ * (the caller's; NULL when it is not JSON); false after relaying any other answer (its status and body),
+ * or 502 when there is none. */
+static bool peer_created(struct serve_req *r, const char *host, int fd, cJSON **ret_body)
+{
 	unsigned st = 0;
-	if (!body || sscanf(buf, "HTTP/1.%*1[01] %3u", &st) != 1) {
-		free(buf);
-		return -EBADMSG;
+	char *buf = NULL, *body = NULL;
+	int e = read_answer(fd, CLUSTER_TEMPLATE_ANSWER_MAX, &st, &buf, &body);
+	close(fd);
+	if (e < 0) {
+		cluster_host_error(r, host, e);
+		return false;
 	}
-	*ret_status = st;
-	*ret_body = cJSON_Parse(body + 4);
+	cJSON *j = cJSON_Parse(body);
 	free(buf);
-	return 0;
+	if (st == 201) {
+		*ret_body = j;
+		return true;
+	}
+	if (j)
+		serve_reply_json(r, st >= 400 && st < 600 ? st : 502, j);
+	else
+		serve_reply_error(r, 502, "bad_gateway", "host %s answered %u", host, st);
+	return false;
+}
+
+/* A template moved, as the answer says: the other host, the archive's bytes, the time, and the template as
+ * that host has it (taken). */
+static enum MHD_Result template_moved(struct serve_req *r, const char *host, double bytes, uint64_t t0,
+				      cJSON *template)
+{
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "host", host);
+	if (bytes > 0)
+		cJSON_AddNumberToObject(j, "bytes", bytes);
+	cJSON_AddNumberToObject(j, "seconds", (double)((util_now_ns() - t0) / 1000000) / 1000.0);
+	cJSON_AddItemToObject(j, "template", template ? template : cJSON_CreateNull());
+	return serve_reply_json(r, 201, j);
 }
 
 struct export_job {
@@ -330,31 +345,6 @@ static void *export_main(void *arg)
 	j->result = space_template_export(j->ctx, j->name, &o);
 	close(j->fd); /* the end of the archive */
 	return NULL;
-}
-
-/* The target host's answer, relayed: its status and body, or 502 when there is none. */
-static enum MHD_Result relay_answer(struct serve_req *r, const char *to, int fd, uint64_t bytes, uint64_t t0)
-{
-	unsigned st = 0;
-	cJSON *body = NULL;
-	int e = peer_answer(fd, &st, &body);
-	close(fd);
-	if (e < 0) {
-		cJSON_Delete(body);
-		return cluster_host_error(r, to, e);
-	}
-	if (st != 201) {
-		if (body)
-			return serve_reply_json(r, st >= 400 && st < 600 ? st : 502, body);
-		return serve_reply_error(r, 502, "bad_gateway", "host %s answered %u", to, st);
-	}
-	cJSON *j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "host", to);
-	if (bytes)
-		cJSON_AddNumberToObject(j, "bytes", (double)bytes);
-	cJSON_AddNumberToObject(j, "seconds", (double)((util_now_ns() - t0) / 1000000) / 1000.0);
-	cJSON_AddItemToObject(j, "template", body ? body : cJSON_CreateNull());
-	return serve_reply_json(r, 201, j);
 }
 
 /* Checks a push or pull: the cluster, the host named by field, the caller's key; false after answering. */
@@ -381,7 +371,7 @@ static bool template_call(struct serve_req *r, const char *field, const char **r
 		cJSON_Delete(j);
 		return false;
 	}
-	*ret_key = caller_key(r);
+	*ret_key = serve_request_key(r);
 	if (!*ret_key) {
 		serve_reply_error(r, 400, "invalid", "a template goes between hosts with the caller's API key: send "
 						     "X-API-Key (a key granted to a uid acts on its own host only)");
@@ -416,11 +406,8 @@ enum MHD_Result serve_cluster_template_push(struct serve_req *r)
 	int fd = -1;
 	e = peer_request(c, to, "POST", target, key,
 			 "Content-Type: application/x-tar\r\nTransfer-Encoding: chunked\r\n", &fd);
-	if (e == -ENOENT)
-		return serve_reply_error(r, 404, "not_found", "no host '%s' is up in the cluster", to);
 	if (e < 0)
-		return e == -EIO || e == -EHOSTUNREACH ? serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_errmsg())
-						      : cluster_host_error(r, to, e);
+		return peer_request_error(r, to, e);
 	/* The export writes into a pipe on a thread of its own (with a context of its own), this thread sends
 	 * what comes out as chunks; an export that fails ends the upload without its last chunk. */
 	int p[2];
@@ -474,7 +461,10 @@ enum MHD_Result serve_cluster_template_push(struct serve_req *r)
 	}
 	fprintf(stderr, "space serve: cluster: template %s pushed to host %s (%llu bytes)\n", name, to,
 		(unsigned long long)bytes);
-	return relay_answer(r, to, fd, bytes, t0);
+	cJSON *made = NULL;
+	if (!peer_created(r, to, fd, &made))
+		return MHD_YES;
+	return template_moved(r, to, (double)bytes, t0, made);
 }
 
 enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
@@ -494,36 +484,20 @@ enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
 	uint64_t t0 = util_now_ns();
 	int fd = -1;
 	int e = peer_request(c, from, "POST", target, key, more, &fd);
-	if (e == -ENOENT)
-		return serve_reply_error(r, 404, "not_found", "no host '%s' is up in the cluster", from);
 	if (e < 0)
-		return e == -EIO || e == -EHOSTUNREACH ? serve_reply_error(r, 503, "cluster_unavailable", "%s", cluster_errmsg())
-						      : cluster_host_error(r, from, e);
+		return peer_request_error(r, from, e);
 	if ((e = serve_fwd_send(fd, push, (size_t)n)) < 0) {
 		close(fd);
 		return cluster_host_error(r, from, e);
 	}
-	unsigned st = 0;
 	cJSON *answer = NULL;
-	e = peer_answer(fd, &st, &answer);
-	close(fd);
-	if (e < 0)
-		return cluster_host_error(r, from, e);
-	if (st != 201) {
-		if (answer)
-			return serve_reply_json(r, st >= 400 && st < 600 ? st : 502, answer);
-		return serve_reply_error(r, 502, "bad_gateway", "host %s answered %u", from, st);
-	}
+	if (!peer_created(r, from, fd, &answer))
+		return MHD_YES;
 	/* Its answer holds this host's: the template as imported here. */
-	cJSON *mine = cJSON_DetachItemFromObjectCaseSensitive(answer, "template");
 	cJSON *bytes = cJSON_GetObjectItemCaseSensitive(answer, "bytes");
-	cJSON *out = cJSON_CreateObject();
-	cJSON_AddStringToObject(out, "host", from);
-	if (cJSON_IsNumber(bytes))
-		cJSON_AddNumberToObject(out, "bytes", bytes->valuedouble);
-	cJSON_AddNumberToObject(out, "seconds", (double)((util_now_ns() - t0) / 1000000) / 1000.0);
-	cJSON_AddItemToObject(out, "template", mine ? mine : cJSON_CreateNull());
+	enum MHD_Result ret = template_moved(r, from, cJSON_IsNumber(bytes) ? bytes->valuedouble : 0, t0,
+					     cJSON_DetachItemFromObjectCaseSensitive(answer, "template"));
 	cJSON_Delete(answer);
-	return serve_reply_json(r, 201, out);
+	return ret;
 }
 

@@ -12,6 +12,21 @@
 #include "util/cleanup.h"
 #include "util/escape.h"
 
+const char *serve_request_key(struct serve_req *r)
+{
+	const char *k = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-API-Key");
+	if (k && *k)
+		return k;
+	const char *a = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	if (a && !strncasecmp(a, "Bearer ", 7)) {
+		a += 7;
+		while (*a == ' ')
+			a++;
+		return *a ? a : NULL;
+	}
+	return NULL;
+}
+
 enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Response *resp)
 {
 	if (!resp)

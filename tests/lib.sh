@@ -146,29 +146,9 @@ PORT_SERVERS='
 	httpd -p 127.0.0.1:8000 -h /srv
 	setsid nc -ll -p 9000 -e /up.sh </dev/null >/dev/null 2>&1 &
 	sleep 0.3'
-# upgrade_echo HOST:PORT [HOST-HEADER [ACCESS-TOKEN]]: sends an Upgrade request, then a line after the
-# answer's head; prints "<status line> | <line echoed>".
-upgrade_echo() {
-	python3 - "$1" "${2:-x}" "${3:-}" <<'PY'
-import socket, sys
-h, p = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((h, int(p)), timeout=20)
-tok = "X-Access-Token: %s\r\n" % sys.argv[3] if sys.argv[3] else ""
-s.sendall(("GET /ws HTTP/1.1\r\nHost: %s\r\n%sUpgrade: echo\r\nConnection: Upgrade\r\n\r\n" % (sys.argv[2], tok)).encode())
-buf = b""
-while b"\r\n\r\n" not in buf:
-    d = s.recv(4096)
-    if not d: break
-    buf += d
-head, _, rest = buf.partition(b"\r\n\r\n")
-s.sendall(b"ping over the upgrade\n")
-while b"\n" not in rest:
-    d = s.recv(4096)
-    if not d: break
-    rest += d
-print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
-PY
-}
+# upgrade_echo HOST:PORT [HOST-HEADER [ACCESS-TOKEN [HEADER...]]]: sends an Upgrade request (with the extra
+# header lines), then a line after the answer's head; prints "<status line> | <line echoed>" (upgrade_echo.py).
+upgrade_echo() { python3 "$(dirname "${BASH_SOURCE[0]}")/upgrade_echo.py" "$1" "${2:-x}" "${3:-}" "${@:4}"; }
 # host_listener DIR: a listener on the host's 127.0.0.1 (an ephemeral port, in $HP) that writes DIR/reached
 # when anything connects; killed at exit.
 host_listener() {

@@ -374,25 +374,8 @@ TOKEN=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["envdAccessTo
 got=$(in_ns "${NS[b]}" curl -s -m 20 -H "E2b-Sandbox-Id: $E2B_ID" -H "E2b-Sandbox-Port: 8000" \
 	-H "X-Access-Token: $TOKEN" "${URL[b]}/hello.txt")
 [ "$got" = "hello from the sandbox" ] || fail "port 8000 of c's sandbox through b: '$got' $(diag)"
-got=$(in_ns "${NS[b]}" python3 - "${IP[b]}" "$E2B_ID" "$TOKEN" <<'PY'
-import socket, sys
-s = socket.create_connection((sys.argv[1], 8080), timeout=20)
-s.sendall(("GET /ws HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: %s\r\nE2b-Sandbox-Port: 9000\r\nX-Access-Token: %s\r\n"
-           "Upgrade: echo\r\nConnection: Upgrade\r\n\r\n" % (sys.argv[2], sys.argv[3])).encode())
-buf = b""
-while b"\r\n\r\n" not in buf:
-    d = s.recv(4096)
-    if not d: break
-    buf += d
-head, _, rest = buf.partition(b"\r\n\r\n")
-s.sendall(b"ping over the upgrade\n")
-while b"\n" not in rest:
-    d = s.recv(4096)
-    if not d: break
-    rest += d
-print(head.split(b"\r\n")[0].decode(), "|", rest.decode().strip())
-PY
-)
+got=$(in_ns "${NS[b]}" python3 "$(dirname "$0")/../../upgrade_echo.py" "${IP[b]}:8080" x "$TOKEN" \
+	"E2b-Sandbox-Id: $E2B_ID" "E2b-Sandbox-Port: 9000")
 [ "$got" = "HTTP/1.1 101 Switching Protocols | ping over the upgrade" ] || fail "upgrade to c's sandbox through b: '$got' $(diag)"
 ok "a port of c's sandbox through b: a file, and an Upgrade relayed both ways"
 # The sandbox the SDK created and killed is "destroyed" in the cluster (the owner tells within a few beats).
