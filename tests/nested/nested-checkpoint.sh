@@ -16,7 +16,7 @@ src=${SPACE_SOURCE_DIR:?}
 work=${SPACE_BUILD_DIR:?}/nested-checkpoint
 space=${SPACE_CLI:?}
 mkdir -p "$work"
-rm -f "$work"/*.log "$work"/result.txt
+rm -f "$work"/*.log "$work"/result.txt "$work"/exec.err
 
 nested_kernel
 [ -d "$mods" ] || { echo "SKIP: $mods missing"; exit 77; }
@@ -56,7 +56,14 @@ SP init --loop-pool 3G > $work/init.log 2>&1 || { fail "space init: \$(tail -n 3
 SP template import tiny --rootfs '$tree' --kernel '$bz' --modules '$mods' > $work/import.log 2>&1 ||
 	{ fail "template import: \$(tail -n 3 $work/import.log)"; exit 1; }
 
-count() { SP exec "\$1" -- cat /run/count 2>/dev/null; }
+count() { SP exec "\$1" -- cat /run/count 2>>$work/exec.err; }
+# why ID: what a failed check of sandbox ID shows of it: its state, the last exec's error, its log's end.
+why() {
+	printf ' [%s: %s; exec: %s; log: %s]' "\$1" \
+		"\$(SP ls --json 2>&1 | python3 -c "import json,sys; s=[s for s in json.load(sys.stdin) if s['id']=='\$1']; print(s[0]['status'] + ' ' + (s[0].get('reason') or '') if s else 'no such sandbox')" 2>&1 | cut -c1-160)" \
+		"\$(tail -n 2 $work/exec.err 2>/dev/null | tr '\\n' ' ' | cut -c1-240)" \
+		"\$(tail -n 3 "\$S/run/\$1/sandbox.log" 2>/dev/null | tr '\\n' ' ' | cut -c1-300)"
+}
 # The counter: its state is the shell variable; /run/count (tmpfs) only shows it.
 id=\$(SP create --isolation vm --template tiny --memory 256 2> $work/create.err)
 [ -n "\$id" ] || { fail "create: \$(tail -n 5 $work/create.err)"; exit 1; }
@@ -104,22 +111,25 @@ for f in "\$f1" "\$f2"; do
 	if [ -n "\$a" ] && [ -n "\$b" ] && [ "\$b" -gt "\$a" ] && [ "\$a" -ge "\$c_cp" ] && [ "\$a" -lt "\$c_pre" ]; then
 		pass "\$f: the counter continues from the checkpoint (\$a -> \$b; the original was at \$c_pre)"
 	else
-		fail "\$f: counter '\$a' -> '\$b' (checkpoint \$c_cp, original \$c_pre)"
+		fail "\$f: counter '\$a' -> '\$b' (checkpoint \$c_cp, original \$c_pre)\$(why "\$f")"
 	fi
 	out=\$(SP exec "\$f" -- sh -c 'cat /root/before; test -e /root/after && echo AFTER; hostname')
 	[ "\$out" = "before
-\$f" ] && pass "\$f: the disk is the checkpoint's, hostname \$f" || fail "\$f: disk/hostname: \$out"
+\$f" ] && pass "\$f: the disk is the checkpoint's, hostname \$f" || fail "\$f: disk/hostname: \$out\$(why "\$f")"
 done
 # Independent: each writes the same path and reads its own; stopping one counter leaves the other.
-SP exec "\$f1" -- sh -c 'echo one > /root/mine' && SP exec "\$f2" -- sh -c 'echo two > /root/mine'
-o1=\$(SP exec "\$f1" -- cat /root/mine); o2=\$(SP exec "\$f2" -- cat /root/mine)
-[ "\$o1" = one ] && [ "\$o2" = two ] && pass "forks' writes never meet (one/two)" || fail "forks' writes: \$o1/\$o2"
-SP exec "\$f1" -- kill "\$cpid"
+SP exec "\$f1" -- sh -c 'echo one > /root/mine' 2>>$work/exec.err && SP exec "\$f2" -- sh -c 'echo two > /root/mine' 2>>$work/exec.err
+o1=\$(SP exec "\$f1" -- cat /root/mine 2>>$work/exec.err); o2=\$(SP exec "\$f2" -- cat /root/mine 2>>$work/exec.err)
+[ "\$o1" = one ] && [ "\$o2" = two ] && pass "forks' writes never meet (one/two)" || fail "forks' writes: '\$o1'/'\$o2'\$(why "\$f1")\$(why "\$f2")"
+SP exec "\$f1" -- kill "\$cpid" 2>>$work/exec.err
 a=\$(count "\$f1"); b2=\$(count "\$f2"); sleep 1; a2=\$(count "\$f1"); b3=\$(count "\$f2")
-[ "\$a" = "\$a2" ] && [ "\$b3" -gt "\$b2" ] && pass "stopping the counter of one fork leaves the other counting (\$b2 -> \$b3)" ||
-	fail "independent counters: f1 \$a -> \$a2, f2 \$b2 -> \$b3"
-r1=\$(SP exec "\$f1" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1'); r2=\$(SP exec "\$f2" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1')
-[ -n "\$r1" ] && [ "\$r1" != "\$r2" ] && pass "the forks' random streams differ (reseeded)" || fail "random: '\$r1' vs '\$r2'"
+[ -n "\$a" ] && [ "\$a" = "\$a2" ] && [ -n "\$b2" ] && [ -n "\$b3" ] && [ "\$b3" -gt "\$b2" ] &&
+	pass "stopping the counter of one fork leaves the other counting (\$b2 -> \$b3)" ||
+	fail "independent counters: f1 '\$a' -> '\$a2', f2 '\$b2' -> '\$b3'\$(why "\$f1")\$(why "\$f2")"
+r1=\$(SP exec "\$f1" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1' 2>>$work/exec.err)
+r2=\$(SP exec "\$f2" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1' 2>>$work/exec.err)
+[ -n "\$r1" ] && [ -n "\$r2" ] && [ "\$r1" != "\$r2" ] && pass "the forks' random streams differ (reseeded)" ||
+	fail "random: '\$r1' vs '\$r2'\$(why "\$f1")\$(why "\$f2")"
 gt=\$(SP exec "\$f2" -- date +%s); ht=\$(date +%s)
 d=\$((gt - ht)); [ \$d -lt 0 ] && d=\$((-d))
 [ \$d -le 5 ] && pass "a fork's clock is the host's (off by \$d s)" || fail "fork clock off by \$d s"
