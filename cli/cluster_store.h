@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The cluster store: the control plane several `space serve --cluster` hosts share, in PostgreSQL
- * (libpq). PostgreSQL's own replication and failover are the distributed engine; nothing here votes.
+ * The cluster store: the control plane several `space serve --cluster` hosts share. Two back-ends behind
+ * this one interface (cluster_store_int.h), holding the same rows and tested alike:
+ * - PostgreSQL (libpq; any libpq conninfo): hosts on several machines. PostgreSQL's own replication and
+ *   failover are the distributed engine; nothing here votes.
+ * - SQLite ("sqlite:/ABSOLUTE/PATH"): servers on one machine sharing a file (a trial cluster, tests).
  *
- * Rows (schema and migrations in cluster_store.c, docs/cluster.md):
+ * Rows (schema and migrations in cluster_store_pg.c and cluster_store_sqlite.c, docs/cluster.md):
  * - hosts: name, the URL other hosts reach it at, its capacity (live sandboxes it takes), what it can
  *   run (isolations, templates, warm-pool stock), its heartbeat, state up|lost, and its key (signs the
  *   requests it forwards; docs/cluster.md says who can read it);
@@ -12,11 +15,11 @@
  * - api_keys: SHA-256 of every host's API keys, so a key made on one host opens every host;
  * - checkpoints: which host holds a checkpoint (calls by checkpoint id go there).
  *
- * Every call takes a connection from a small pool (connections are made on demand and dropped when the
- * server is gone), so the store is safe to share between threads. A call that cannot reach PostgreSQL
- * fails within the connect timeout (3 s unless the conninfo says otherwise) with -EHOSTUNREACH and a
- * message, and so does one whose bytes go unacknowledged for 3 s (tcp_user_timeout); a statement over 5 s
- * is cancelled by the server (statement_timeout).
+ * The store is safe to share between threads. PostgreSQL: every call takes a connection from a small pool
+ * (made on demand, dropped when the server is gone); a call that cannot reach the server fails within the
+ * connect timeout (3 s unless the conninfo says otherwise) with -EHOSTUNREACH and a message, and so does one
+ * whose bytes go unacknowledged for 3 s (tcp_user_timeout); a statement over 5 s is cancelled by the server
+ * (statement_timeout). SQLite: one connection, a call waits at most 5 s for another process's write.
  */
 #pragma once
 
@@ -32,10 +35,14 @@ struct cluster_store;
 #define CLUSTER_ID_MAX 32             /* sandbox ids */
 #define CLUSTER_TEMPLATES_MAX 256     /* templates a host reports */
 
-/* Connects (checking the server answers) and creates or migrates the schema (under an advisory lock, so
- * hosts starting together migrate once). conninfo: a libpq keyword string or URI. */
+/* Connects (checking the server answers) and creates or migrates the schema (under a lock, so hosts
+ * starting together migrate once). conninfo: "sqlite:/ABSOLUTE/PATH", or a libpq keyword string or URI. */
 int cluster_open(const char *conninfo, struct cluster_store **ret, char *err, size_t errlen);
 void cluster_close(struct cluster_store *cs);
+/* Whether conninfo names the SQLite back-end. */
+bool cluster_conninfo_sqlite(const char *conninfo);
+/* "postgresql" or "sqlite". */
+const char *cluster_backend(const struct cluster_store *cs);
 /* The message of the calling thread's last failed call. */
 const char *cluster_errmsg(void);
 /* The schema version this build writes. */

@@ -1,44 +1,25 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The cluster store in PostgreSQL (cluster_store.h): schema, migrations, and every statement the hosts run. */
+/* The cluster store in PostgreSQL (cluster_store_int.h): schema, migrations, and every statement the hosts
+ * run. Hosts on several machines share it; PostgreSQL's replication and failover are the distributed engine. */
 #include <errno.h>
-#include <fcntl.h>
 #include <libpq-fe.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "cluster_store.h"
+#include "cluster_store_int.h"
 #include "util/cleanup.h"
 
 #define CLUSTER_POOL_MAX 8            /* connections per process */
 #define CLUSTER_MIGRATE_LOCK 0x73706163 /* pg_advisory_xact_lock key of the migrations ("spac") */
-#define CLUSTER_DESTROYED_KEEP "1 hour" /* destroyed rows answer "was removed" this long */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
-static __thread char errbuf[512];
+#define seterr cluster_seterr
 
-const char *cluster_errmsg(void) { return errbuf; }
-
-static int seterr(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int seterr(int e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
-	va_end(ap);
-	/* libpq's messages span lines (and end with a newline): one line, for logs and JSON */
-	for (char *p = errbuf; *p; p++)
-		if (*p == '\n' || *p == '\t' || *p == '\r')
-			*p = ' ';
-	size_t n = strlen(errbuf);
-	while (n && errbuf[n - 1] == ' ')
-		errbuf[--n] = '\0';
-	return e;
-}
-
-struct cluster_store {
+struct pg_store {
+	struct cluster_store base;
 	char *conninfo;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -90,36 +71,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX space_checkpoints_host ON space_checkpoints (host);",
 };
 
-int cluster_schema_version(void) { return (int)(sizeof(migrations) / sizeof(migrations[0])); }
-
-bool cluster_name_ok(const char *name)
-{
-	size_t n = name ? strlen(name) : 0;
-	return n > 0 && n < CLUSTER_NAME_MAX && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
-	       name[0] != '-';
-}
-
-const char *cluster_sandbox_state_name(enum cluster_sandbox_state s)
-{
-	switch (s) {
-	case CLUSTER_SANDBOX_RUNNING:
-		return "running";
-	case CLUSTER_SANDBOX_LOST:
-		return "lost";
-	case CLUSTER_SANDBOX_DESTROYED:
-		return "destroyed";
-	}
-	return "unknown";
-}
-
-static enum cluster_sandbox_state state_parse(const char *s)
-{
-	if (!strcmp(s, "running"))
-		return CLUSTER_SANDBOX_RUNNING;
-	if (!strcmp(s, "lost"))
-		return CLUSTER_SANDBOX_LOST;
-	return CLUSTER_SANDBOX_DESTROYED;
-}
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CLUSTER_SCHEMA_VERSION, "one migration per version");
 
 /* --- connections ----------------------------------------------------------------------------------------- */
 
@@ -150,8 +102,9 @@ static void quiet_notice(void *arg, const char *msg)
 	(void)msg;
 }
 
-static PGconn *take(struct cluster_store *cs)
+static PGconn *take(struct cluster_store *base)
 {
+	struct pg_store *cs = (struct pg_store *)base;
 	pthread_mutex_lock(&cs->lock);
 	for (;;) {
 		if (cs->n_idle) {
@@ -185,8 +138,9 @@ static PGconn *take(struct cluster_store *cs)
 }
 
 /* Back to the pool; a broken connection is dropped (the next call makes a new one). */
-static void give(struct cluster_store *cs, PGconn *c)
+static void give(struct cluster_store *base, PGconn *c)
 {
+	struct pg_store *cs = (struct pg_store *)base;
 	pthread_mutex_lock(&cs->lock);
 	if (PQstatus(c) == CONNECTION_OK && PQtransactionStatus(c) == PQTRANS_IDLE) {
 		cs->idle[cs->n_idle++] = c;
@@ -276,7 +230,7 @@ static int migrate(PGconn *c)
 	int v = atoi(PQgetvalue(res, 0, 0));
 	PQclear(res);
 	/* A newer schema than ours only added: this build works on it, as during a rolling upgrade. */
-	for (; v < cluster_schema_version(); v++) {
+	for (; v < CLUSTER_SCHEMA_VERSION; v++) {
 		/* a simple query: the migration may hold several statements */
 		res = PQexec(c, migrations[v]);
 		if (!res || PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -306,33 +260,34 @@ fail:
 	return e;
 }
 
-int cluster_open(const char *conninfo, struct cluster_store **ret, char *err, size_t errlen)
+static void pg_close(struct cluster_store *base);
+static const struct cluster_store_ops pg_ops;
+
+int cluster_pg_open(const char *conninfo, struct cluster_store **ret)
 {
-	struct cluster_store *cs = calloc(1, sizeof(*cs));
+	struct pg_store *cs = calloc(1, sizeof(*cs));
 	if (!cs || !(cs->conninfo = strdup(conninfo))) {
 		free(cs);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return seterr(-ENOMEM, "out of memory");
 	}
+	cs->base.ops = &pg_ops;
 	pthread_mutex_init(&cs->lock, NULL);
 	pthread_cond_init(&cs->cond, NULL);
-	PGconn *c = take(cs);
+	PGconn *c = take(&cs->base);
 	int e = c ? migrate(c) : -EHOSTUNREACH;
 	if (c)
-		give(cs, c);
+		give(&cs->base, c);
 	if (e < 0) {
-		snprintf(err, errlen, "%s", errbuf);
-		cluster_close(cs);
+		pg_close(&cs->base);
 		return e;
 	}
-	*ret = cs;
+	*ret = &cs->base;
 	return 0;
 }
 
-void cluster_close(struct cluster_store *cs)
+static void pg_close(struct cluster_store *base)
 {
-	if (!cs)
-		return;
+	struct pg_store *cs = (struct pg_store *)base;
 	for (unsigned i = 0; i < cs->n_idle; i++)
 		PQfinish(cs->idle[i]);
 	pthread_mutex_destroy(&cs->lock);
@@ -342,23 +297,6 @@ void cluster_close(struct cluster_store *cs)
 }
 
 /* --- hosts ------------------------------------------------------------------------------------------------ */
-
-static int random_hex(char *out, size_t bytes)
-{
-	unsigned char b[64];
-	if (bytes > sizeof(b))
-		return -EINVAL;
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = read(fd, b, bytes);
-	close(fd);
-	if (n != (ssize_t)bytes)
-		return -EIO;
-	for (size_t i = 0; i < bytes; i++)
-		snprintf(out + 2 * i, 3, "%02x", b[i]);
-	return 0;
-}
 
 /* A text[] literal of NULL-terminated strings ({"a","b"}); NULL when out of memory. Names are checked
  * by the caller's source (template names), but quote and escape anyway. */
@@ -457,17 +395,13 @@ static int report_run(struct cluster_store *cs, const struct cluster_host_report
 	return 0;
 }
 
-int cluster_host_register(struct cluster_store *cs, const struct cluster_host_report *h, unsigned stale_s,
-			  uint64_t *ret_incarnation, char ret_key[CLUSTER_KEY_HEX + 1], unsigned *ret_age_s)
+static int pg_host_register(struct cluster_store *cs, const struct cluster_host_report *h, unsigned stale_s,
+			    const char *key, uint64_t *ret_incarnation, unsigned *ret_age_s)
 {
-	if (!cluster_name_ok(h->name))
-		return seterr(-EINVAL, "bad host name '%s' (want 1-63 of a-z, 0-9, -)", h->name);
-	int e = random_hex(ret_key, CLUSTER_KEY_HEX / 2);
-	if (e < 0)
-		return seterr(e, "random host key: %s", strerror(-e));
+	int e;
 	char stale[16];
 	snprintf(stale, sizeof(stale), "%u", stale_s);
-	const char *extra[2] = { ret_key, stale };
+	const char *extra[2] = { key, stale };
 	/* The name is taken over unless another server still serves it (heartbeat younger than stale_s). */
 	static const char sql[] =
 		"INSERT INTO space_hosts AS h (name, url, capacity, cpus, mem_total, mem_available, pool_free, isolations,"
@@ -497,11 +431,11 @@ int cluster_host_register(struct cluster_store *cs, const struct cluster_host_re
 	*ret_age_s = res && PQntuples(res) == 1 ? (unsigned)atoi(PQgetvalue(res, 0, 0)) : 0;
 	PQclear(res);
 	give(cs, c);
-	return seterr(-EBUSY, "host name '%s' is in use: its server heartbeat %u s ago", h->name, *ret_age_s);
+	return -EBUSY;
 }
 
-int cluster_host_heartbeat(struct cluster_store *cs, const struct cluster_host_report *h, uint64_t incarnation,
-			   bool *ret_was_lost)
+static int pg_host_heartbeat(struct cluster_store *cs, const struct cluster_host_report *h, uint64_t incarnation,
+			     bool *ret_was_lost)
 {
 	char inc[24];
 	snprintf(inc, sizeof(inc), "%llu", (unsigned long long)incarnation);
@@ -518,7 +452,7 @@ int cluster_host_heartbeat(struct cluster_store *cs, const struct cluster_host_r
 	if (e < 0)
 		return e;
 	if (PQntuples(res) != 1)
-		e = seterr(-ESTALE, "host name '%s' was taken over by another server", h->name);
+		e = -ESTALE;
 	else
 		*ret_was_lost = !strcmp(PQgetvalue(res, 0, 0), "lost");
 	PQclear(res);
@@ -526,7 +460,7 @@ int cluster_host_heartbeat(struct cluster_store *cs, const struct cluster_host_r
 	return e;
 }
 
-int cluster_host_stop(struct cluster_store *cs, const char *name, uint64_t incarnation)
+static int pg_host_stop(struct cluster_store *cs, const char *name, uint64_t incarnation)
 {
 	char inc[24];
 	snprintf(inc, sizeof(inc), "%llu", (unsigned long long)incarnation);
@@ -534,8 +468,8 @@ int cluster_host_stop(struct cluster_store *cs, const char *name, uint64_t incar
 	return exec1(cs, "UPDATE space_hosts SET serving = false WHERE name = $1 AND incarnation = $2", 2, p, NULL);
 }
 
-int cluster_sweep(struct cluster_store *cs, unsigned lost_after_s,
-		  void (*fn)(const char *host, unsigned sandboxes, void *arg), void *arg)
+static int pg_sweep(struct cluster_store *cs, unsigned lost_after_s,
+		    void (*fn)(const char *host, unsigned sandboxes, void *arg), void *arg)
 {
 	char secs[16];
 	snprintf(secs, sizeof(secs), "%u", lost_after_s);
@@ -563,7 +497,7 @@ int cluster_sweep(struct cluster_store *cs, unsigned lost_after_s,
 	 * so have reconciled): a lost host that comes back must still find the sandboxes given up on. */
 	PQclear(PQexec(c, "DELETE FROM space_placements WHERE expires < now();"
 			  "DELETE FROM space_sandboxes WHERE state = 'destroyed' AND changed < now() - interval '"
-			  CLUSTER_DESTROYED_KEEP "' AND host IN (SELECT name FROM space_hosts WHERE state = 'up')"));
+			  STR(CLUSTER_DESTROYED_KEEP_S) " seconds' AND host IN (SELECT name FROM space_hosts WHERE state = 'up')"));
 	give(cs, c);
 	return n;
 }
@@ -571,21 +505,17 @@ int cluster_sweep(struct cluster_store *cs, unsigned lost_after_s,
 static int key_row(PGresult *res, int row, void *arg)
 {
 	if (strlen(PQgetvalue(res, row, 0)) != CLUSTER_KEY_HEX)
-		return -EIO;
+		return -EBADMSG;
 	memcpy(arg, PQgetvalue(res, row, 0), CLUSTER_KEY_HEX + 1);
 	return 0;
 }
 
-int cluster_host_key(struct cluster_store *cs, const char *name, char ret_key[CLUSTER_KEY_HEX + 1])
+static int pg_host_key(struct cluster_store *cs, const char *name, char ret_key[CLUSTER_KEY_HEX + 1])
 {
 	const char *p[1] = { name };
 	int rows = 0;
 	int e = query(cs, "SELECT key FROM space_hosts WHERE name = $1", 1, p, key_row, ret_key, &rows);
-	if (e == 0 && rows != 1)
-		e = seterr(-ENOENT, "no host '%s' in the cluster", name);
-	else if (e == -EIO && rows == 1)
-		e = seterr(-EIO, "host '%s' has a malformed key in the cluster store", name);
-	return e;
+	return e == 0 && rows != 1 ? -ENOENT : e;
 }
 
 struct host_rows {
@@ -609,7 +539,7 @@ static int host_row(PGresult *res, int i, void *arg)
 	return hr->fn(&h, hr->arg);
 }
 
-int cluster_host_list(struct cluster_store *cs, int (*fn)(const struct cluster_host_row *h, void *arg), void *arg)
+static int pg_host_list(struct cluster_store *cs, int (*fn)(const struct cluster_host_row *h, void *arg), void *arg)
 {
 	static const char sql[] =
 		"SELECT h.name, h.url, h.state, h.serving, h.capacity,"
@@ -636,41 +566,41 @@ int cluster_host_list(struct cluster_store *cs, int (*fn)(const struct cluster_h
 	"     (coalesce(live.n, 0) + coalesce(pend.n, 0))::float8 / h.capacity, random()"                           \
 	"   LIMIT 1 FOR UPDATE OF h %s)"                                                                           \
 	" INSERT INTO space_placements (token, host, expires)"                                                      \
-	"   SELECT $4, name, now() + interval '" CLUSTER_CLAIM_TEXT " seconds' FROM pick RETURNING host,"          \
+	"   SELECT $4, name, now() + interval '" STR(CLUSTER_CLAIM_S) " seconds' FROM pick RETURNING host,"          \
 	"   (SELECT url FROM pick)"
-#define CLUSTER_CLAIM_TEXT "120" /* a placement claim holds capacity this long at most */
 
-/* Why nothing was placed: -ENOENT, -ENOSPC or -EHOSTDOWN with a message. */
-static int place_why(PGconn *c, const char *template, const char *isolation, const char *fresh)
+static int pg_place_counts(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
+			   long *ret_up, long *ret_holding)
 {
+	char fresh[16];
+	snprintf(fresh, sizeof(fresh), "%u", fresh_s);
 	const char *p[3] = { template, isolation, fresh };
 	static const char sql[] =
 		"SELECT count(*) FILTER (WHERE up),"
 		"  count(*) FILTER (WHERE up AND $1 = ANY (templates) AND ($2 = '' OR $2 = ANY (isolations)))"
 		" FROM (SELECT state = 'up' AND serving AND heartbeat > now() - make_interval(secs => $3::int) AS up,"
 		"   templates, isolations FROM space_hosts) h";
+	PGconn *c = take(cs);
+	if (!c)
+		return -EHOSTUNREACH;
 	PGresult *res = run(c, PGRES_TUPLES_OK, sql, 3, p);
-	if (!res)
-		return err_of(c);
-	long up = atol(PQgetvalue(res, 0, 0)), holding = atol(PQgetvalue(res, 0, 1));
+	int e = res ? 0 : err_of(c);
+	if (res) {
+		*ret_up = atol(PQgetvalue(res, 0, 0));
+		*ret_holding = atol(PQgetvalue(res, 0, 1));
+	}
 	PQclear(res);
-	if (!up)
-		return seterr(-EHOSTDOWN, "no host of the cluster is up");
-	if (!holding)
-		return seterr(-ENOENT, "no host that is up holds template '%s'%s%s", template, *isolation ? " for isolation " : "",
-			      isolation);
-	return seterr(-ENOSPC, "every host holding template '%s' is at its capacity", template);
+	give(cs, c);
+	return e;
 }
 
-int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-		  const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX], char ret_token[33])
+static int pg_place(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
+		    const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX])
 {
-	int e = random_hex(ret_token, 16);
-	if (e < 0)
-		return seterr(e, "random claim token: %s", strerror(-e));
+	int e;
 	char fresh[16];
 	snprintf(fresh, sizeof(fresh), "%u", fresh_s);
-	const char *p[5] = { template, isolation ? isolation : "", fresh, ret_token, avoid ? avoid : "" };
+	const char *p[5] = { template, isolation, fresh, token, avoid };
 	PGconn *c = take(cs);
 	if (!c)
 		return -EHOSTUNREACH;
@@ -695,14 +625,14 @@ int cluster_place(struct cluster_store *cs, const char *template, const char *is
 		snprintf(ret_url, CLUSTER_URL_MAX, "%s", PQgetvalue(res, 0, 1));
 		e = 0;
 	} else {
-		e = failed ? err_of(c) : place_why(c, p[0], p[1], fresh);
+		e = failed ? err_of(c) : -EAGAIN;
 	}
 	PQclear(res);
 	give(cs, c);
 	return e;
 }
 
-int cluster_claim_drop(struct cluster_store *cs, const char *token)
+static int pg_claim_drop(struct cluster_store *cs, const char *token)
 {
 	const char *p[1] = { token };
 	return exec1(cs, "DELETE FROM space_placements WHERE token = $1", 1, p, NULL);
@@ -710,10 +640,10 @@ int cluster_claim_drop(struct cluster_store *cs, const char *token)
 
 /* --- sandboxes ------------------------------------------------------------------------------------------- */
 
-int cluster_sandbox_add(struct cluster_store *cs, const char *id, const char *host, const char *template,
-			const char *token)
+static int pg_sandbox_add(struct cluster_store *cs, const char *id, const char *host, const char *template,
+			  const char *token)
 {
-	const char *p[4] = { id, host, template ? template : "", token ? token : "" };
+	const char *p[4] = { id, host, template, token };
 	return exec1(cs,
 		     "WITH claim AS (DELETE FROM space_placements WHERE token = $4)"
 		     " INSERT INTO space_sandboxes (id, host, state, template) VALUES ($1, $2, 'running', $3)"
@@ -728,7 +658,7 @@ static void sandbox_row(PGresult *res, int i, struct cluster_sandbox *s)
 	snprintf(s->host, sizeof(s->host), "%s", PQgetvalue(res, i, 1));
 	snprintf(s->url, sizeof(s->url), "%s", PQgetvalue(res, i, 2));
 	snprintf(s->template, sizeof(s->template), "%s", PQgetvalue(res, i, 3));
-	s->state = state_parse(PQgetvalue(res, i, 4));
+	s->state = cluster_state_parse(PQgetvalue(res, i, 4));
 	s->host_up = !strcmp(PQgetvalue(res, i, 5), "up");
 }
 
@@ -741,14 +671,12 @@ static int sandbox_one(PGresult *res, int i, void *arg)
 	return 0;
 }
 
-int cluster_sandbox_get(struct cluster_store *cs, const char *id, struct cluster_sandbox *ret)
+static int pg_sandbox_get(struct cluster_store *cs, const char *id, struct cluster_sandbox *ret)
 {
 	const char *p[1] = { id };
 	int rows = 0;
 	int e = query(cs, SANDBOX_SELECT " WHERE s.id = $1", 1, p, sandbox_one, ret, &rows);
-	if (e == 0 && rows != 1)
-		e = seterr(-ENOENT, "sandbox %s is not in the cluster", id);
-	return e;
+	return e == 0 && rows != 1 ? -ENOENT : e;
 }
 
 struct sandbox_rows {
@@ -764,28 +692,26 @@ static int sandbox_each(PGresult *res, int i, void *arg)
 	return sr->fn(&s, sr->arg);
 }
 
-int cluster_sandbox_list(struct cluster_store *cs, const char *host, bool destroyed,
-			 int (*fn)(const struct cluster_sandbox *s, void *arg), void *arg)
+static int pg_sandbox_list(struct cluster_store *cs, const char *host, bool destroyed,
+			   int (*fn)(const struct cluster_sandbox *s, void *arg), void *arg)
 {
-	const char *p[2] = { host ? host : "", destroyed ? "t" : "f" };
+	const char *p[2] = { host, destroyed ? "t" : "f" };
 	struct sandbox_rows sr = { fn, arg };
 	return query(cs, SANDBOX_SELECT " WHERE ($1 = '' OR s.host = $1) AND ($2::boolean OR s.state <> 'destroyed')"
 				       " ORDER BY s.id",
 		     2, p, sandbox_each, &sr, NULL);
 }
 
-int cluster_sandbox_give_up(struct cluster_store *cs, const char *id)
+static int pg_sandbox_give_up(struct cluster_store *cs, const char *id)
 {
 	const char *p[1] = { id };
 	long n = 0;
 	int e = exec1(cs, "UPDATE space_sandboxes SET state = 'destroyed', changed = now() WHERE id = $1 AND state = 'lost'",
 		      1, p, &n);
-	if (e == 0 && n != 1)
-		e = seterr(-ENOENT, "sandbox %s is not lost", id);
-	return e;
+	return e == 0 && n != 1 ? -ENOENT : e;
 }
 
-int cluster_sandbox_set(struct cluster_store *cs, const char *id, const char *host, enum cluster_sandbox_state st)
+static int pg_sandbox_set(struct cluster_store *cs, const char *id, const char *host, enum cluster_sandbox_state st)
 {
 	const char *p[3] = { id, host, cluster_sandbox_state_name(st) };
 	return exec1(cs, "UPDATE space_sandboxes SET state = $3, changed = now() WHERE id = $1 AND host = $2", 3, p, NULL);
@@ -794,8 +720,8 @@ int cluster_sandbox_set(struct cluster_store *cs, const char *id, const char *ho
 /* --- checkpoints ------------------------------------------------------------------------------------------ */
 
 /* Every heartbeat publishes the whole set: rows that did not change are not written again. */
-int cluster_checkpoints_publish(struct cluster_store *cs, const char *host, const char *const *ids,
-				const char *const *sandboxes)
+static int pg_checkpoints_publish(struct cluster_store *cs, const char *host, const char *const *ids,
+				  const char *const *sandboxes)
 {
 	_cleanup_free_ char *ia = array_literal(ids), *sa = array_literal(sandboxes);
 	if (!ia || !sa)
@@ -822,7 +748,7 @@ static int checkpoint_one(PGresult *res, int i, void *arg)
 	return 0;
 }
 
-int cluster_checkpoint_get(struct cluster_store *cs, const char *id, struct cluster_sandbox *ret)
+static int pg_checkpoint_get(struct cluster_store *cs, const char *id, struct cluster_sandbox *ret)
 {
 	const char *p[1] = { id };
 	int rows = 0;
@@ -830,14 +756,12 @@ int cluster_checkpoint_get(struct cluster_store *cs, const char *id, struct clus
 		      "SELECT k.id, k.host, h.url, h.state FROM space_checkpoints k JOIN space_hosts h ON h.name = k.host"
 		      " WHERE k.id = $1",
 		      1, p, checkpoint_one, ret, &rows);
-	if (e == 0 && rows != 1)
-		e = seterr(-ENOENT, "checkpoint %s is not in the cluster", id);
-	return e;
+	return e == 0 && rows != 1 ? -ENOENT : e;
 }
 
 /* --- API keys -------------------------------------------------------------------------------------------- */
 
-int cluster_apikeys_publish(struct cluster_store *cs, const char *host, const char *const *hex_hashes)
+static int pg_apikeys_publish(struct cluster_store *cs, const char *host, const char *const *hex_hashes)
 {
 	_cleanup_free_ char *arr = array_literal(hex_hashes);
 	if (!arr)
@@ -849,10 +773,33 @@ int cluster_apikeys_publish(struct cluster_store *cs, const char *host, const ch
 		     2, p, NULL);
 }
 
-int cluster_apikey_check(struct cluster_store *cs, const char *hex_hash)
+static int pg_apikey_check(struct cluster_store *cs, const char *hex_hash)
 {
 	const char *p[1] = { hex_hash };
 	long n = 0;
 	int e = exec1(cs, "SELECT 1 FROM space_api_keys WHERE hash = $1 LIMIT 1", 1, p, &n);
 	return e < 0 ? e : n ? 0 : -EACCES;
 }
+
+static const struct cluster_store_ops pg_ops = {
+	.name = "postgresql",
+	.close = pg_close,
+	.host_register = pg_host_register,
+	.host_heartbeat = pg_host_heartbeat,
+	.host_stop = pg_host_stop,
+	.sweep = pg_sweep,
+	.host_key = pg_host_key,
+	.host_list = pg_host_list,
+	.place = pg_place,
+	.place_counts = pg_place_counts,
+	.claim_drop = pg_claim_drop,
+	.sandbox_add = pg_sandbox_add,
+	.sandbox_get = pg_sandbox_get,
+	.sandbox_give_up = pg_sandbox_give_up,
+	.sandbox_list = pg_sandbox_list,
+	.sandbox_set = pg_sandbox_set,
+	.checkpoints_publish = pg_checkpoints_publish,
+	.checkpoint_get = pg_checkpoint_get,
+	.apikeys_publish = pg_apikeys_publish,
+	.apikey_check = pg_apikey_check,
+};

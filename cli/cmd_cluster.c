@@ -207,9 +207,9 @@ int cmd_cluster(struct cli *cli, int argc, char **argv)
 	struct listing l = { .json = json, .arr = cJSON_CreateArray() };
 	if (!strcmp(sub, "init")) {
 		if (json)
-			printf("{\"schema_version\":%d}\n", cluster_schema_version());
+			printf("{\"schema_version\":%d,\"backend\":\"%s\"}\n", cluster_schema_version(), cluster_backend(cs));
 		else
-			printf("cluster store ready (schema version %d)\n", cluster_schema_version());
+			printf("cluster store ready (%s, schema version %d)\n", cluster_backend(cs), cluster_schema_version());
 	} else if (!strcmp(sub, "hosts")) {
 		if (!json)
 			printf("HOST\tSTATE\tLIVE/CAPACITY\tHEARTBEAT\tURL\n");

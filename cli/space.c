@@ -132,7 +132,8 @@ static const struct cli_command commands[] = {
 	  "       (a request with E2b-Sandbox-Id and E2b-Sandbox-Port headers, or for Host PORT-ID.DOMAIN, goes to\n"
 	  "       that port of the sandbox, with its access token: docs/e2b.md)" },
 	{ "cluster", cmd_cluster, "the hosts and sandboxes of a cluster of `space serve --cluster` hosts",
-	  "cluster init --cluster CONNINFO [--json]   (creates or migrates the schema)\n"
+	  "cluster init --cluster CONNINFO [--json]   (creates or migrates the schema; CONNINFO: libpq's, or\n"
+	  "       sqlite:/ABSOLUTE/PATH for servers on one machine)\n"
 	  "       space cluster hosts --cluster CONNINFO [--json]\n"
 	  "       space cluster ls --cluster CONNINFO [--host NAME] [--all] [--json]   (--all: also destroyed ones)\n"
 	  "       space cluster ca DIR   (the cluster's CA: DIR/ca.pem, DIR/ca.key)\n"

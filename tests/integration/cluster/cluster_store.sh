@@ -1,15 +1,27 @@
 #!/bin/bash
-# The cluster store's C test (test_cluster_store) against a throwaway PostgreSQL on loopback: its own
-# directory and port, stopped and removed at exit. Root (the server runs as the postgres user).
+# The cluster store's C test (test_cluster_store), the same checks against each back-end: SQLite in a file
+# of a temporary directory, then a throwaway PostgreSQL on loopback (its own directory and port, stopped and
+# removed at exit). Root (the server runs as the postgres user).
 . "$(dirname "$0")/../../lib.sh"
 need_root
-PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ] || skip "postgresql missing (scripts/deps.sh installs it)"
-id postgres >/dev/null 2>&1 || skip "no postgres user (the postgresql package makes it)"
 TEST=${1:?the test binary}
 WORK=$(mktemp -d /tmp/space-cluster-store-XXXXXX)
 chmod 755 "$WORK"
 on_exit "rm -rf '$WORK'"
+# judge OUT NAME: the run reached its end and counted its checks, none failed
+judge() {
+	grep -Eq "^$2: [0-9]{2,} checks, 0 failed\$" "$1" || fail "$2: no completion line with 0 failed"
+}
+t0=$(date +%s%N)
+"$TEST" "sqlite:$WORK/cluster.db" >"$WORK/out-sqlite" 2>&1
+rc=$?
+cat "$WORK/out-sqlite"
+[ $rc = 0 ] || fail "test_cluster_store failed on SQLite"
+judge "$WORK/out-sqlite" "cluster-store sqlite"
+echo "sqlite: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ] || skip "postgresql missing (scripts/deps.sh installs it); SQLite passed"
+id postgres >/dev/null 2>&1 || skip "no postgres user (the postgresql package makes it); SQLite passed"
 mkdir "$WORK/pg" && chown postgres "$WORK/pg"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/pg/data" -A trust -U postgres >"$WORK/initdb.log" 2>&1 ||
@@ -17,10 +29,11 @@ runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/pg/data" -A trust -U postgres >
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w \
 	-o "-k $WORK/pg -h 127.0.0.1 -p $PORT -c fsync=off" start >/dev/null || fail "PostgreSQL did not start: $(tail -5 "$WORK/pg/log")"
 on_exit "runuser -u postgres -- '$PGBIN/pg_ctl' -D '$WORK/pg/data' -m immediate stop >/dev/null"
-"$TEST" "host=127.0.0.1 port=$PORT user=postgres dbname=postgres" >"$WORK/out" 2>&1
+t0=$(date +%s%N)
+"$TEST" "host=127.0.0.1 port=$PORT user=postgres dbname=postgres" >"$WORK/out-pg" 2>&1
 rc=$?
-cat "$WORK/out"
-[ $rc = 0 ] || fail "test_cluster_store failed"
-# It ran to its end and counted its checks.
-grep -Eq '^cluster-store: [0-9]{2,} checks, 0 failed$' "$WORK/out" || fail "no completion line"
+cat "$WORK/out-pg"
+[ $rc = 0 ] || fail "test_cluster_store failed on PostgreSQL"
+judge "$WORK/out-pg" "cluster-store postgresql"
+echo "postgresql: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 echo PASS

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The cluster store (cli/cluster_store.c) against a real PostgreSQL (conninfo in argv[1], a throwaway
- * server cluster_store.sh starts): schema, registration and its refusal while a server of that name
+ * The cluster store (cli/cluster_store*.c) against each back-end, alike: a real PostgreSQL (conninfo in
+ * argv[1], a throwaway server cluster_store.sh starts) or SQLite (argv[1] "sqlite:/PATH"): schema, registration and its refusal while a server of that name
  * serves, heartbeats and a takeover, the sweep that marks hosts and their sandboxes lost, placement
  * (capacity ratio, template, isolation, warm stock first, a host avoided, every reason it can fail),
- * concurrent placements spreading under SKIP LOCKED, give-up only of lost sandboxes, API key hashes.
+ * concurrent placements spreading under SKIP LOCKED (PostgreSQL) or serialized writers (SQLite), give-up
+ * only of lost sandboxes, API key hashes, checkpoints, and the migration from schema version 1. SQLite
+ * also: the file's checks (an absolute path, mode 0600, a second process's store sees the rows).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,8 +19,44 @@
 #include "cluster_store.h"
 
 #include <libpq-fe.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 static const char *conninfo;
+static bool is_sqlite;
+
+/* sql on the store's database, outside the store (as an operator, or an older build, would); the first
+ * column of the first row (an integer) when want_int, else 0; -1 on failure. */
+static int raw(const char *sql, bool want_int)
+{
+	int v = 0;
+	if (is_sqlite) {
+		sqlite3 *db = NULL;
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_open(conninfo + strlen("sqlite:"), &db) != SQLITE_OK)
+			v = -1;
+		else if (!want_int)
+			v = sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+		else if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+			v = sqlite3_column_int(st, 0);
+		else
+			v = -1;
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		return v;
+	}
+	PGconn *c = PQconnectdb(conninfo);
+	PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, sql) : NULL;
+	ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+	if (st == PGRES_TUPLES_OK && want_int && PQntuples(r) == 1)
+		v = atoi(PQgetvalue(r, 0, 0));
+	else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		v = -1;
+	PQclear(r);
+	PQfinish(c);
+	return v;
+}
 
 static struct cluster_host_report report(const char *name, uint32_t capacity, const char *const *templates,
 					 const char *stock)
@@ -85,16 +123,38 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	conninfo = argv[1];
+	is_sqlite = cluster_conninfo_sqlite(conninfo);
+	const char *summary = is_sqlite ? "cluster-store sqlite" : "cluster-store postgresql";
 	char err[600];
 	struct cluster_store *cs = NULL;
-	/* unreachable: a refusal within the timeout, with the reason */
-	CHECK(cluster_open("host=127.0.0.1 port=1 dbname=x connect_timeout=2", &cs, err, sizeof(err)) == -EHOSTUNREACH);
-	CHECK(strstr(err, "unreachable") != NULL);
+	if (is_sqlite) {
+		/* refused with the reason: a relative path, a directory that is not there, a file others read */
+		CHECK(cluster_open("sqlite:cluster.db", &cs, err, sizeof(err)) == -EINVAL && strstr(err, "absolute"));
+		CHECK(cluster_open("sqlite:/nonexistent-dir/cluster.db", &cs, err, sizeof(err)) == -ENOENT &&
+		      strstr(err, "directory must exist"));
+		char loose[4200];
+		snprintf(loose, sizeof(loose), "%s.loose", conninfo + strlen("sqlite:"));
+		FILE *f = fopen(loose, "w");
+		CHECK(f && fchmod(fileno(f), 0644) == 0);
+		if (f)
+			fclose(f);
+		char lc[4300];
+		snprintf(lc, sizeof(lc), "sqlite:%s", loose);
+		CHECK(cluster_open(lc, &cs, err, sizeof(err)) == -EPERM && strstr(err, "chmod 600"));
+		unlink(loose);
+	} else {
+		/* unreachable: a refusal within the timeout, with the reason */
+		CHECK(cluster_open("host=127.0.0.1 port=1 dbname=x connect_timeout=2", &cs, err, sizeof(err)) == -EHOSTUNREACH);
+		CHECK(strstr(err, "unreachable") != NULL);
+	}
 	CHECK(cluster_open(conninfo, &cs, err, sizeof(err)) == 0);
 	if (!cs) {
 		fprintf(stderr, "cluster_open: %s\n", err);
-		return check_summary("cluster-store");
+		return check_summary(summary);
 	}
+	CHECK(!strcmp(cluster_backend(cs), is_sqlite ? "sqlite" : "postgresql"));
+	struct stat stb;
+	CHECK(!is_sqlite || (stat(conninfo + strlen("sqlite:"), &stb) == 0 && (stb.st_mode & 0777) == 0600));
 	/* a second open finds the schema made */
 	struct cluster_store *cs2 = NULL;
 	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
@@ -254,23 +314,35 @@ int main(int argc, char **argv)
 	CHECK(cluster_apikeys_publish(cs, "b", (const char *const[]){ NULL }) == 0);
 	CHECK(cluster_apikey_check(cs, "aa00") == -EACCES);
 
+	/* another process's store sees the rows this one wrote, and its writes are seen here */
+	fflush(NULL);
+	pid_t child = fork();
+	if (child == 0) {
+		struct cluster_store *other = NULL;
+		struct cluster_sandbox o;
+		int ok = cluster_open(conninfo, &other, err, sizeof(err)) == 0 && cluster_sandbox_get(other, running_id, &o) == 0 &&
+			 !strcmp(o.id, running_id) && cluster_apikeys_publish(other, "c", (const char *const[]){ "cc00", NULL }) == 0;
+		cluster_close(other);
+		_exit(ok ? 0 : 1);
+	}
+	int status = -1;
+	CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(cluster_apikey_check(cs, "cc00") == 0);
+
 	/* upgrades: a store of version 1 is migrated to 2 by the next host that opens it (the table back, the
 	 * rows of version 1 kept); one of a newer version than this build is used as it is */
-	PGconn *raw = PQconnectdb(conninfo);
-	CHECK(PQstatus(raw) == CONNECTION_OK);
-	PQclear(PQexec(raw, "DROP TABLE space_checkpoints; UPDATE space_cluster_schema SET version = 1"));
+	cluster_close(cs);
+	CHECK(raw("DROP TABLE space_checkpoints", false) == 0 && raw("UPDATE space_cluster_schema SET version = 1", false) == 0);
+	CHECK(raw("SELECT version FROM space_cluster_schema", true) == 1);
 	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
 	CHECK(cs2 && cluster_checkpoint_get(cs2, "cp-two", &sb) == -ENOENT);
 	CHECK(cs2 && cluster_sandbox_get(cs2, running_id, &sb) == 0);
+	CHECK(cs2 && cluster_checkpoints_publish(cs2, "b", cps_b, cps_b_sb) == 0 && cluster_checkpoint_get(cs2, "cp-one", &sb) == 0);
 	cluster_close(cs2);
-	PGresult *v = PQexec(raw, "SELECT version FROM space_cluster_schema");
-	CHECK(v && PQntuples(v) == 1 && atoi(PQgetvalue(v, 0, 0)) == 2);
-	PQclear(v);
-	PQclear(PQexec(raw, "UPDATE space_cluster_schema SET version = 99"));
+	CHECK(raw("SELECT version FROM space_cluster_schema", true) == 2);
+	CHECK(raw("UPDATE space_cluster_schema SET version = 99", false) == 0);
 	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
+	CHECK(cs2 && cluster_sandbox_get(cs2, running_id, &sb) == 0);
 	cluster_close(cs2);
-	PQfinish(raw);
-
-	cluster_close(cs);
-	return check_summary("cluster-store");
+	return check_summary(summary);
 }

@@ -1,6 +1,7 @@
 #!/bin/bash
-# `space serve --cluster`: three hosts (a, b, c) sharing one PostgreSQL, each in a network namespace of its
-# own joined by a bridge, as separate machines would be. It checks what a user of the cluster sees:
+# `space serve --cluster`: three hosts (a, b, c) sharing one PostgreSQL (or, with the argument `sqlite`, one
+# SQLite file: the other back-end, the same checks), each in a network namespace of its own joined by a
+# bridge, as separate machines would be. It checks what a user of the cluster sees:
 #  - an API key made on a is accepted by b;
 #  - 100 creates sent to a are spread by capacity (a 100, b 50, c 50: 50, 25 and 25 of them) and each host
 #    really runs the sandboxes the cluster says it owns (`space cluster ls` against each state's `space ls`);
@@ -12,8 +13,9 @@
 #    new creates avoid c, a lost sandbox answers 503 host_lost, a DELETE of one answers 202 (destroyed);
 #  - c back: its sandboxes are "running" again, the one the cluster gave up on is destroyed on c;
 #  - a checkpoint of c's sandbox made through b is read, forked and deleted by its id through a;
-#  - PostgreSQL cut off, then stopped: a create answers 503 cluster_unavailable quickly, local sandboxes
-#    still answer; once it is reachable again, creates work again;
+#  - PostgreSQL cut off, then stopped (SQLite: its file held locked by another process): a create answers
+#    503 cluster_unavailable quickly, local sandboxes still answer; once it is reachable again, creates work
+#    again;
 #  - the servers stop on SIGTERM and nothing is left behind.
 # Jail isolation. Needs root, btrfs, loop devices, network namespaces, PostgreSQL's server binaries and
 # node with the e2b SDK (installed once into /var/cache/space/npm like the other E2B tests).
@@ -23,9 +25,15 @@ need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
 unshare --user --pid --mount --net --fork true 2>/dev/null || skip "cannot create namespaces here"
 for c in python3 curl ip nsenter; do command -v $c >/dev/null || skip "$c missing"; done
 "$SPACE" serve --help >/dev/null 2>&1 || skip "space built without libmicrohttpd"
+BACKEND=${1:-postgresql}
+case $BACKEND in
+postgresql) STORE=PostgreSQL ;;
+sqlite) STORE="the SQLite store" ;;
+*) fail "unknown back-end '$BACKEND' (postgresql, sqlite)" ;;
+esac
 PGBIN=
 for d in /usr/lib/postgresql/*/bin; do [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && PGBIN=$d; done
-[ -n "$PGBIN" ] || skip "postgresql missing (scripts/deps.sh installs it)"
+[ "$BACKEND" = sqlite ] || [ -n "$PGBIN" ] || skip "postgresql missing (scripts/deps.sh installs it)"
 need_sdk 'e2b@2'
 export SPACE_QUIET_JAIL=1
 
@@ -62,6 +70,9 @@ for h in pg a b c; do
 done
 
 # --- PostgreSQL in its namespace, run by an unprivileged user, its files in a temp dir -------------------
+if [ "$BACKEND" = sqlite ]; then
+	CONNINFO="sqlite:$WORK/cluster.db"
+else
 PGUSER=postgres
 id postgres >/dev/null 2>&1 || PGUSER=nobody
 PGDIR=$(mktemp -d /tmp/space-pg-XXXXXX)
@@ -94,6 +105,7 @@ reach_pg() {
 # The test network works: PostgreSQL is reached from the hub and from every host.
 for ns in "$HUB" "${NS[a]}" "${NS[b]}" "${NS[c]}"; do reach_pg "$ns"; done
 CONNINFO="host=${IP[pg]} port=5432 dbname=postgres user=postgres connect_timeout=2"
+fi
 
 # --- three hosts' state directories, each with the busybox tree as "tiny" and "base" ----------------------
 make_busybox_tree "$WORK/tree"
@@ -435,7 +447,7 @@ ok "DELETE of a lost sandbox through a: 202, destroyed in the cluster"
 
 # --- c back: it reconciles ------------------------------------------------------------------------------
 ip -n "$HUB" link set "${VETH[c]}" up
-reach_pg "${NS[c]}"
+[ "$BACKEND" = sqlite ] || reach_pg "${NS[c]}"
 start_host c
 grep -vx "$DEL_ID" "$WORK/c.ids" >"$WORK/c.kept"
 t0=$(now_ms) back=
@@ -473,7 +485,8 @@ http a GET "/v1/checkpoints/cp-nosuchcheckpoint"
 [ "$HS" = 404 ] || fail "an unknown checkpoint through a: $HS $HB"
 ok "a checkpoint made through b on c: read, forked and deleted by its id through a"
 
-# --- PostgreSQL unreachable: cut off first (its link down: packets dropped, nothing refused), then stopped
+# --- PostgreSQL unreachable: cut off first (its link down: packets dropped, nothing refused), then stopped.
+# SQLite: its file held locked by another process (past the store's 5 s wait), then let go.
 A_ID=$(sed -n 1p "$WORK/a.ids")
 # no_db WHY: a create through a answers 503 cluster_unavailable in under 10 s; a's own sandbox still answers.
 no_db() {
@@ -482,32 +495,50 @@ no_db() {
 	HTTP_MAX=20 http a POST /v1/sandboxes '{"template":"tiny"}'
 	took=$(($(now_ms) - t0))
 	[ "$HS" = 503 ] && [ "$(err_code)" = cluster_unavailable ] ||
-		fail "create with PostgreSQL $1: ${HB:-no answer} (status $HS after $took ms) $(diag)"
-	[ "$took" -lt 10000 ] || fail "create with PostgreSQL $1 answered after $took ms"
-	ok "create with PostgreSQL $1: 503 cluster_unavailable in $took ms"
+		fail "create with $STORE $1: ${HB:-no answer} (status $HS after $took ms) $(diag)"
+	[ "$took" -lt 10000 ] || fail "create with $STORE $1 answered after $took ms"
+	ok "create with $STORE $1: 503 cluster_unavailable in $took ms"
 	t0=$(now_ms)
 	HTTP_MAX=20 http a GET "/v1/sandboxes/$A_ID"
 	took=$(($(now_ms) - t0))
-	[ "$HS" = 200 ] || fail "GET of a's own sandbox through a with PostgreSQL $1: $HS $HB (after $took ms) $(diag)"
-	ok "a's own sandbox answers through a with PostgreSQL $1 (in $took ms)"
+	[ "$HS" = 200 ] || fail "GET of a's own sandbox through a with $STORE $1: $HS $HB (after $took ms) $(diag)"
+	ok "a's own sandbox answers through a with $STORE $1 (in $took ms)"
 }
-ip -n "$HUB" link set "${VETH[pg]}" down
-no_db "cut off"
-ip -n "$HUB" link set "${VETH[pg]}" up
+if [ "$BACKEND" = sqlite ]; then
+	# Another process holds the file's write lock (WAL: readers go on) until it is ended.
+	python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+open(sys.argv[2], "w").close()
+time.sleep(60)' "$WORK/cluster.db" "$WORK/locked" &
+	LOCKER=$!
+	for i in $(seq 100); do [ -e "$WORK/locked" ] && break; sleep 0.1; done
+	[ -e "$WORK/locked" ] || fail "the test could not lock the SQLite store"
+	no_db "locked"
+	kill_ours "$LOCKER"
+	wait "$LOCKER" 2>/dev/null
+else
+	ip -n "$HUB" link set "${VETH[pg]}" down
+	no_db "cut off"
+	ip -n "$HUB" link set "${VETH[pg]}" up
+fi
 # Reached again: creates through a work again.
 t0=$(now_ms)
 while :; do
 	http a POST /v1/sandboxes '{"template":"tiny"}'
 	[ "$HS" = 201 ] && break
 	[ $(($(now_ms) - t0)) -lt 20000 ] ||
-		fail "PostgreSQL reachable again, creates through a still fail 20 s later: $HS $HB $(diag)"
+		fail "$STORE reachable again, creates through a still fail 20 s later: $HS $HB $(diag)"
 	sleep 0.5
 done
 sid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")
 echo "$sid $(owner_header)" >>"$WORK/created2"
-ok "PostgreSQL reachable again: a create through a works after $(($(now_ms) - t0)) ms"
-pg pg_ctl -D "$PGDIR/data" -m fast -w stop >/dev/null || fail "pg_ctl stop"
-no_db stopped
+ok "$STORE reachable again: a create through a works after $(($(now_ms) - t0)) ms"
+if [ "$BACKEND" = postgresql ]; then
+	pg pg_ctl -D "$PGDIR/data" -m fast -w stop >/dev/null || fail "pg_ctl stop"
+	no_db stopped
+fi
 
 # --- the servers stop on SIGTERM; nothing is left behind -------------------------------------------------
 for h in a b c; do
@@ -525,5 +556,5 @@ done
 left=$(leaks_of $all_ids)
 [ -z "$left" ] || fail "left on the host after rm: $left"
 ok "every sandbox removed, nothing left on the host"
-echo "serve-cluster: $CHECKS checks passed"
+echo "serve-cluster ($BACKEND): $CHECKS checks passed"
 echo "PASS"
