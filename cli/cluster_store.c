@@ -61,6 +61,15 @@ enum cluster_sandbox_state cluster_state_parse(const char *s)
 	return CLUSTER_SANDBOX_DESTROYED;
 }
 
+void cluster_isolations_split(const char *isolations, const char *out[4], char *buf, size_t len)
+{
+	size_t n = 0;
+	snprintf(buf, len, "%s", isolations ? isolations : "");
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < 3; t = strtok_r(NULL, ",", &save))
+		out[n++] = t;
+	out[n] = NULL;
+}
+
 static int random_hex(char *out, size_t bytes)
 {
 	unsigned char b[64];
@@ -154,26 +163,56 @@ int cluster_host_list(struct cluster_store *cs, int (*fn)(const struct cluster_h
 
 /* --- placement ------------------------------------------------------------------------------------------- */
 
-int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-		  const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX], char ret_token[33])
+/* "a, b, c" of names (cut to fit). */
+static void names_join(const char *const *v, char *out, size_t n)
 {
+	size_t len = 0;
+	out[0] = '\0';
+	for (size_t i = 0; v[i] && len < n; i++) {
+		int k = snprintf(out + len, n - len, "%s'%s'", i ? ", " : "", v[i]);
+		if (k < 0)
+			break;
+		len += (size_t)k;
+	}
+}
+
+int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
+		  unsigned fresh_s, const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX],
+		  char ret_token[33])
+{
+	static const char *const none[] = { NULL };
+	size_t ns = 0;
+	while (secrets && secrets[ns])
+		ns++;
+	if (ns > CLUSTER_PLACE_SECRETS_MAX)
+		return cluster_seterr(-E2BIG, "a create names %zu registered secrets, over %d", ns, CLUSTER_PLACE_SECRETS_MAX);
+	secrets = secrets ? secrets : none;
 	int e = random_hex(ret_token, 16);
 	if (e < 0)
 		return cluster_seterr(e, "random claim token: %s", strerror(-e));
 	isolation = isolation ? isolation : "";
-	e = cs->ops->place(cs, template, isolation, fresh_s, avoid ? avoid : "", ret_token, ret_host, ret_url);
+	e = cs->ops->place(cs, template, isolation, secrets, fresh_s, avoid ? avoid : "", ret_token, ret_host, ret_url);
 	if (e != -EAGAIN)
 		return e;
 	/* why nothing was placed */
-	long up = 0, holding = 0;
-	if ((e = cs->ops->place_counts(cs, template, isolation, fresh_s, &up, &holding)) < 0)
+	long up = 0, holding = 0, with_secrets = 0;
+	if ((e = cs->ops->place_counts(cs, template, isolation, secrets, fresh_s, &up, &holding, &with_secrets)) < 0)
 		return e;
 	if (!up)
 		return cluster_seterr(-EHOSTDOWN, "no host of the cluster is up");
 	if (!holding)
 		return cluster_seterr(-ENOENT, "no host that is up holds template '%s'%s%s", template,
 				      *isolation ? " for isolation " : "", isolation);
-	return cluster_seterr(-ENOSPC, "every host holding template '%s' is at its capacity", template);
+	if (!with_secrets) {
+		char names[256];
+		names_join(secrets, names, sizeof(names));
+		return cluster_seterr(-ENOENT,
+				      "no host that is up and holds template '%s' has every registered secret the policy names "
+				      "(%s): register them with `space secret set` on the hosts that may run it",
+				      template, names);
+	}
+	return cluster_seterr(-ENOSPC, "every host holding template '%s'%s is at its capacity", template,
+			      ns ? " and the secrets" : "");
 }
 
 int cluster_claim_drop(struct cluster_store *cs, const char *token) { return cs->ops->claim_drop(cs, token); }

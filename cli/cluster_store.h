@@ -8,8 +8,9 @@
  *
  * Rows (schema and migrations in cluster_store_pg.c and cluster_store_sqlite.c, docs/cluster.md):
  * - hosts: name, the URL other hosts reach it at, its capacity (live sandboxes it takes), what it can
- *   run (isolations, templates, warm-pool stock), its heartbeat, state up|lost, and its key (signs the
- *   requests it forwards; docs/cluster.md says who can read it);
+ *   run (isolations, templates, warm-pool stock, the names of its registered secrets: never a value), its
+ *   heartbeat, state up|lost, and its key (signs the requests it forwards; docs/cluster.md says who can
+ *   read it);
  * - sandboxes: global id -> owning host, state running|lost|destroyed, template;
  * - placements: a claim on a host's capacity between placement and the owner's create;
  * - api_keys: SHA-256 of every host's API keys, so a key made on one host opens every host;
@@ -34,6 +35,8 @@ struct cluster_store;
 #define CLUSTER_KEY_HEX 64            /* a host key: 32 random bytes in hex */
 #define CLUSTER_ID_MAX 32             /* sandbox ids */
 #define CLUSTER_TEMPLATES_MAX 256     /* templates a host reports */
+#define CLUSTER_SECRETS_MAX 256       /* secret names a host reports */
+#define CLUSTER_PLACE_SECRETS_MAX 32  /* secret names a create may need */
 
 /* Connects (checking the server answers) and creates or migrates the schema (under a lock, so hosts
  * starting together migrate once). conninfo: "sqlite:/ABSOLUTE/PATH", or a libpq keyword string or URI. */
@@ -60,6 +63,7 @@ struct cluster_host_report {
 	uint64_t mem_total, mem_available, pool_free;
 	const char *isolations;       /* "jail" or "jail,vm" */
 	const char *const *templates; /* NULL-terminated */
+	const char *const *secrets;   /* the names of its registered secrets, NULL-terminated (NULL: none) */
 	const char *pool_stock_json;  /* {"template": ready clones, ...} */
 	const char *version;
 };
@@ -83,12 +87,14 @@ int cluster_sweep(struct cluster_store *cs, unsigned lost_after_s,
 int cluster_host_key(struct cluster_store *cs, const char *name, char ret_key[CLUSTER_KEY_HEX + 1]);
 
 /* Picks the host for a new sandbox of template (isolation NULL: any) and claims a place on it: among hosts
- * up, heartbeating within fresh_s, holding the template, under capacity and not avoid (NULL: none), one
- * with the template's warm pool stocked first, then the lowest live/capacity ratio. ret_token names the
- * claim (for cluster_sandbox_add). -ENOENT: no live host holds the template; -ENOSPC: all that do are
- * full; -EHOSTDOWN: no host is up. */
-int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-		  const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX], char ret_token[33]);
+ * up, heartbeating within fresh_s, holding the template and every registered secret in secrets (names,
+ * NULL-terminated; NULL: none), under capacity and not avoid (NULL: none), one with the template's warm
+ * pool stocked first, then the lowest live/capacity ratio. ret_token names the claim (for
+ * cluster_sandbox_add). -ENOENT: no live host holds the template (or, holding it, the secrets); -ENOSPC:
+ * all that do are full; -EHOSTDOWN: no host is up; -E2BIG: more than CLUSTER_PLACE_SECRETS_MAX secrets. */
+int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
+		  unsigned fresh_s, const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX],
+		  char ret_token[33]);
 /* Drops a placement claim whose create failed (its capacity is free again). */
 int cluster_claim_drop(struct cluster_store *cs, const char *token);
 /* Records a sandbox the host made (running) and drops its placement claim (token may be NULL). */

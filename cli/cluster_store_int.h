@@ -15,7 +15,7 @@
 
 #include "cluster_store.h"
 
-#define CLUSTER_SCHEMA_VERSION 2    /* the migrations each back-end holds */
+#define CLUSTER_SCHEMA_VERSION 3    /* the migrations each back-end holds */
 #define CLUSTER_CLAIM_S 120         /* a placement claim holds capacity this long at most */
 #define CLUSTER_DESTROYED_KEEP_S 3600 /* destroyed rows answer "was removed" this long */
 
@@ -34,12 +34,16 @@ struct cluster_store_ops {
 	/* -ENOENT: no such host; -EBADMSG: a key of the wrong length */
 	int (*host_key)(struct cluster_store *cs, const char *name, char ret_key[CLUSTER_KEY_HEX + 1]);
 	int (*host_list)(struct cluster_store *cs, int (*fn)(const struct cluster_host_row *h, void *arg), void *arg);
-	/* isolation and avoid "" for none; -EAGAIN: no host placed (the caller asks place_counts why) */
-	int (*place)(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-		     const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX]);
-	/* hosts up (heartbeat within fresh_s), and those of them holding template for isolation */
-	int (*place_counts)(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-			    long *ret_up, long *ret_holding);
+	/* isolation and avoid "" for none, secrets never NULL; -EAGAIN: no host placed (the caller asks
+	 * place_counts why) */
+	int (*place)(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
+		     unsigned fresh_s, const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX],
+		     char ret_url[CLUSTER_URL_MAX]);
+	/* hosts up (heartbeat within fresh_s), those of them holding template for isolation, and those of these
+	 * holding every secret too */
+	int (*place_counts)(struct cluster_store *cs, const char *template, const char *isolation,
+			    const char *const *secrets, unsigned fresh_s, long *ret_up, long *ret_holding,
+			    long *ret_with_secrets);
 	int (*claim_drop)(struct cluster_store *cs, const char *token);
 	int (*sandbox_add)(struct cluster_store *cs, const char *id, const char *host, const char *template,
 			   const char *token);
@@ -67,6 +71,8 @@ struct cluster_store {
 /* Sets the calling thread's message (one line) and returns e. */
 int cluster_seterr(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 enum cluster_sandbox_state cluster_state_parse(const char *s);
+/* "jail,vm" into out (at most 3 names, NULL-terminated), cut in buf. */
+void cluster_isolations_split(const char *isolations, const char *out[4], char *buf, size_t len);
 
 int cluster_pg_open(const char *conninfo, struct cluster_store **ret);
 int cluster_sqlite_open(const char *path, struct cluster_store **ret);

@@ -69,6 +69,8 @@ static const char *const migrations[] = {
 	"  host text NOT NULL REFERENCES space_hosts(name),"
 	"  sandbox text NOT NULL DEFAULT '');"
 	"CREATE INDEX space_checkpoints_host ON space_checkpoints (host);",
+	/* 2 -> 3: the names of each host's registered secrets (placement of creates that name them) */
+	"ALTER TABLE space_hosts ADD COLUMN secrets text[] NOT NULL DEFAULT '{}';",
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CLUSTER_SCHEMA_VERSION, "one migration per version");
@@ -326,11 +328,14 @@ static char *array_literal(const char *const *v)
 }
 
 /* The report's columns as parameters $2.. ($1 is the name): url, capacity, cpus, mem_total, mem_available,
- * pool_free, isolations, templates, pool_stock, version. */
+ * pool_free, isolations, templates, pool_stock, version, secrets. */
+#define REPORT_PARAMS 12
+struct report_params;
+static void report_params_free(struct report_params *rp);
 struct report_params {
 	char cap[16], cpus[16], mt[24], ma[24], pf[24];
-	char *isol, *tpl;
-	const char *p[11];
+	char *isol, *tpl, *sec;
+	const char *p[REPORT_PARAMS];
 };
 
 static int report_params(const struct cluster_host_report *h, struct report_params *rp)
@@ -340,22 +345,19 @@ static int report_params(const struct cluster_host_report *h, struct report_para
 	snprintf(rp->mt, sizeof(rp->mt), "%llu", (unsigned long long)h->mem_total);
 	snprintf(rp->ma, sizeof(rp->ma), "%llu", (unsigned long long)h->mem_available);
 	snprintf(rp->pf, sizeof(rp->pf), "%llu", (unsigned long long)h->pool_free);
-	/* "jail,vm" -> {"jail","vm"} */
-	const char *iso[4] = { NULL };
+	const char *iso[4];
 	char buf[64];
-	snprintf(buf, sizeof(buf), "%s", h->isolations ? h->isolations : "");
-	size_t ni = 0;
-	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && ni < 3; t = strtok_r(NULL, ",", &save))
-		iso[ni++] = t;
+	cluster_isolations_split(h->isolations, iso, buf, sizeof(buf));
 	rp->isol = array_literal(iso);
 	rp->tpl = array_literal(h->templates);
-	if (!rp->isol || !rp->tpl) {
-		free(rp->isol);
-		free(rp->tpl);
+	rp->sec = array_literal(h->secrets);
+	if (!rp->isol || !rp->tpl || !rp->sec) {
+		report_params_free(rp);
 		return seterr(-ENOMEM, "out of memory");
 	}
-	const char *p[11] = { h->name, h->url, rp->cap, rp->cpus, rp->mt, rp->ma, rp->pf, rp->isol, rp->tpl,
-			      h->pool_stock_json ? h->pool_stock_json : "{}", h->version ? h->version : "" };
+	const char *p[REPORT_PARAMS] = { h->name, h->url, rp->cap, rp->cpus, rp->mt, rp->ma, rp->pf, rp->isol, rp->tpl,
+					 h->pool_stock_json ? h->pool_stock_json : "{}", h->version ? h->version : "",
+					 rp->sec };
 	memcpy(rp->p, p, sizeof(p));
 	return 0;
 }
@@ -364,6 +366,7 @@ static void report_params_free(struct report_params *rp)
 {
 	free(rp->isol);
 	free(rp->tpl);
+	free(rp->sec);
 }
 
 /* Runs sql (returning rows) with the report's parameters and extra ones after them. On success the
@@ -375,15 +378,15 @@ static int report_run(struct cluster_store *cs, const struct cluster_host_report
 	int e = report_params(h, &rp);
 	if (e < 0)
 		return e;
-	const char *p[16];
+	const char *p[REPORT_PARAMS + 4];
 	memcpy(p, rp.p, sizeof(rp.p));
-	memcpy(p + 11, extra, (size_t)n_extra * sizeof(*extra));
+	memcpy(p + REPORT_PARAMS, extra, (size_t)n_extra * sizeof(*extra));
 	PGconn *c = take(cs);
 	if (!c) {
 		report_params_free(&rp);
 		return -EHOSTUNREACH;
 	}
-	PGresult *res = run(c, PGRES_TUPLES_OK, sql, 11 + n_extra, p);
+	PGresult *res = run(c, PGRES_TUPLES_OK, sql, REPORT_PARAMS + n_extra, p);
 	report_params_free(&rp);
 	if (!res) {
 		e = err_of(c);
@@ -405,14 +408,14 @@ static int pg_host_register(struct cluster_store *cs, const struct cluster_host_
 	/* The name is taken over unless another server still serves it (heartbeat younger than stale_s). */
 	static const char sql[] =
 		"INSERT INTO space_hosts AS h (name, url, capacity, cpus, mem_total, mem_available, pool_free, isolations,"
-		"  templates, pool_stock, version, key)"
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)"
+		"  templates, pool_stock, version, secrets, key)"
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13)"
 		" ON CONFLICT (name) DO UPDATE SET url = EXCLUDED.url, capacity = EXCLUDED.capacity, cpus = EXCLUDED.cpus,"
 		"  mem_total = EXCLUDED.mem_total, mem_available = EXCLUDED.mem_available, pool_free = EXCLUDED.pool_free,"
 		"  isolations = EXCLUDED.isolations, templates = EXCLUDED.templates, pool_stock = EXCLUDED.pool_stock,"
-		"  version = EXCLUDED.version, key = EXCLUDED.key, incarnation = h.incarnation + 1, serving = true,"
-		"  heartbeat = now(), state = 'up'"
-		" WHERE NOT h.serving OR h.heartbeat < now() - make_interval(secs => $13::int)"
+		"  version = EXCLUDED.version, secrets = EXCLUDED.secrets, key = EXCLUDED.key, incarnation = h.incarnation + 1,"
+		"  serving = true, heartbeat = now(), state = 'up'"
+		" WHERE NOT h.serving OR h.heartbeat < now() - make_interval(secs => $14::int)"
 		" RETURNING incarnation";
 	PGconn *c;
 	PGresult *res;
@@ -442,9 +445,9 @@ static int pg_host_heartbeat(struct cluster_store *cs, const struct cluster_host
 	const char *extra[1] = { inc };
 	static const char sql[] =
 		"UPDATE space_hosts AS h SET url = $2, capacity = $3, cpus = $4, mem_total = $5, mem_available = $6,"
-		"  pool_free = $7, isolations = $8, templates = $9, pool_stock = $10::jsonb, version = $11,"
+		"  pool_free = $7, isolations = $8, templates = $9, pool_stock = $10::jsonb, version = $11, secrets = $12,"
 		"  heartbeat = now(), state = 'up', serving = true"
-		" FROM (SELECT name, state FROM space_hosts WHERE name = $1 AND incarnation = $12 FOR UPDATE) o"
+		" FROM (SELECT name, state FROM space_hosts WHERE name = $1 AND incarnation = $13 FOR UPDATE) o"
 		" WHERE h.name = o.name RETURNING o.state";
 	PGconn *c;
 	PGresult *res;
@@ -552,8 +555,8 @@ static int pg_host_list(struct cluster_store *cs, int (*fn)(const struct cluster
 
 /* --- placement ------------------------------------------------------------------------------------------- */
 
-/* $1 template, $2 isolation ('' any), $3 fresh seconds, $4 claim token, $5 a host to avoid ('' none); %s:
- * SKIP LOCKED or nothing. */
+/* $1 template, $2 isolation ('' any), $3 fresh seconds, $4 claim token, $5 a host to avoid ('' none), $6
+ * the secrets it needs (text[]); %s: SKIP LOCKED or nothing. */
 #define PLACE_SQL                                                                                                  \
 	"WITH live AS (SELECT host, count(*) AS n FROM space_sandboxes WHERE state = 'running' GROUP BY host),"    \
 	" pend AS (SELECT host, count(*) AS n FROM space_placements WHERE expires > now() GROUP BY host),"        \
@@ -561,6 +564,7 @@ static int pg_host_list(struct cluster_store *cs, int (*fn)(const struct cluster
 	"   LEFT JOIN live ON live.host = h.name LEFT JOIN pend ON pend.host = h.name"                              \
 	"   WHERE h.state = 'up' AND h.serving AND h.heartbeat > now() - make_interval(secs => $3::int)"            \
 	"     AND $1 = ANY (h.templates) AND ($2 = '' OR $2 = ANY (h.isolations)) AND h.name <> $5"                 \
+	"     AND h.secrets @> $6::text[]"                                                                          \
 	"     AND coalesce(live.n, 0) + coalesce(pend.n, 0) < h.capacity"                                           \
 	"   ORDER BY coalesce((h.pool_stock ->> $1)::int, 0) > 0 DESC,"                                             \
 	"     (coalesce(live.n, 0) + coalesce(pend.n, 0))::float8 / h.capacity, random()"                           \
@@ -569,38 +573,47 @@ static int pg_host_list(struct cluster_store *cs, int (*fn)(const struct cluster
 	"   SELECT $4, name, now() + interval '" STR(CLUSTER_CLAIM_S) " seconds' FROM pick RETURNING host,"          \
 	"   (SELECT url FROM pick)"
 
-static int pg_place_counts(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-			   long *ret_up, long *ret_holding)
+static int pg_place_counts(struct cluster_store *cs, const char *template, const char *isolation,
+			   const char *const *secrets, unsigned fresh_s, long *ret_up, long *ret_holding,
+			   long *ret_with_secrets)
 {
 	char fresh[16];
 	snprintf(fresh, sizeof(fresh), "%u", fresh_s);
-	const char *p[3] = { template, isolation, fresh };
+	_cleanup_free_ char *sec = array_literal(secrets);
+	if (!sec)
+		return seterr(-ENOMEM, "out of memory");
+	const char *p[4] = { template, isolation, fresh, sec };
 	static const char sql[] =
-		"SELECT count(*) FILTER (WHERE up),"
-		"  count(*) FILTER (WHERE up AND $1 = ANY (templates) AND ($2 = '' OR $2 = ANY (isolations)))"
+		"SELECT count(*) FILTER (WHERE up), count(*) FILTER (WHERE up AND held),"
+		"  count(*) FILTER (WHERE up AND held AND secrets @> $4::text[])"
 		" FROM (SELECT state = 'up' AND serving AND heartbeat > now() - make_interval(secs => $3::int) AS up,"
-		"   templates, isolations FROM space_hosts) h";
+		"   $1 = ANY (templates) AND ($2 = '' OR $2 = ANY (isolations)) AS held, secrets FROM space_hosts) h";
 	PGconn *c = take(cs);
 	if (!c)
 		return -EHOSTUNREACH;
-	PGresult *res = run(c, PGRES_TUPLES_OK, sql, 3, p);
+	PGresult *res = run(c, PGRES_TUPLES_OK, sql, 4, p);
 	int e = res ? 0 : err_of(c);
 	if (res) {
 		*ret_up = atol(PQgetvalue(res, 0, 0));
 		*ret_holding = atol(PQgetvalue(res, 0, 1));
+		*ret_with_secrets = atol(PQgetvalue(res, 0, 2));
 	}
 	PQclear(res);
 	give(cs, c);
 	return e;
 }
 
-static int pg_place(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-		    const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX])
+static int pg_place(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
+		    unsigned fresh_s, const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX],
+		    char ret_url[CLUSTER_URL_MAX])
 {
 	int e;
 	char fresh[16];
 	snprintf(fresh, sizeof(fresh), "%u", fresh_s);
-	const char *p[5] = { template, isolation, fresh, token, avoid };
+	_cleanup_free_ char *sec = array_literal(secrets);
+	if (!sec)
+		return seterr(-ENOMEM, "out of memory");
+	const char *p[6] = { template, isolation, fresh, token, avoid, sec };
 	PGconn *c = take(cs);
 	if (!c)
 		return -EHOSTUNREACH;
@@ -610,7 +623,7 @@ static int pg_place(struct cluster_store *cs, const char *template, const char *
 	bool failed = false;
 	for (int pass = 0; pass < 2 && !res; pass++) {
 		snprintf(sql, sizeof(sql), PLACE_SQL, pass == 0 ? "SKIP LOCKED" : "");
-		res = run(c, PGRES_TUPLES_OK, sql, 5, p);
+		res = run(c, PGRES_TUPLES_OK, sql, 6, p);
 		if (!res) {
 			failed = true;
 			break;

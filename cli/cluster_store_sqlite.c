@@ -93,6 +93,8 @@ static const char *const migrations[] = {
 	"  host TEXT NOT NULL REFERENCES space_hosts(name),"
 	"  sandbox TEXT NOT NULL DEFAULT '');"
 	"CREATE INDEX space_checkpoints_host ON space_checkpoints (host);",
+	/* 2 -> 3: the names of each host's registered secrets */
+	"ALTER TABLE space_hosts ADD COLUMN secrets TEXT NOT NULL DEFAULT '[]' CHECK (json_type(secrets) = 'array');",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == CLUSTER_SCHEMA_VERSION, "one migration per version");
 
@@ -295,39 +297,39 @@ static void sqlite_close(struct cluster_store *base)
 
 /* --- hosts ------------------------------------------------------------------------------------------------ */
 
-/* The report's columns as values ?2..?11 ($1 is the name): url, capacity, cpus, mem_total, mem_available,
- * pool_free, isolations, templates, pool_stock, version. */
+/* The report's columns as values ?2..?12 (?1 is the name): url, capacity, cpus, mem_total, mem_available,
+ * pool_free, isolations, templates, pool_stock, version, secrets. */
+#define REPORT_VALS 12
 struct report_vals {
-	char *isol, *tpl;
-	struct val v[14];
+	char *isol, *tpl, *sec;
+	struct val v[REPORT_VALS + 2];
 };
-
-static int report_vals(const struct cluster_host_report *h, struct report_vals *rv)
-{
-	const char *iso[4] = { NULL };
-	char buf[64];
-	snprintf(buf, sizeof(buf), "%s", h->isolations ? h->isolations : "");
-	size_t ni = 0;
-	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && ni < 3; t = strtok_r(NULL, ",", &save))
-		iso[ni++] = t;
-	rv->isol = json_strings(iso);
-	rv->tpl = json_strings(h->templates);
-	if (!rv->isol || !rv->tpl) {
-		free(rv->isol);
-		free(rv->tpl);
-		return -ENOMEM;
-	}
-	const struct val v[11] = { T(h->name), T(h->url), I(h->capacity), I(h->cpus), I(h->mem_total),
-				   I(h->mem_available), I(h->pool_free), T(rv->isol), T(rv->tpl),
-				   T(h->pool_stock_json ? h->pool_stock_json : "{}"), T(h->version ? h->version : "") };
-	memcpy(rv->v, v, sizeof(v));
-	return 0;
-}
 
 static void report_vals_free(struct report_vals *rv)
 {
 	free(rv->isol);
 	free(rv->tpl);
+	free(rv->sec);
+}
+
+static int report_vals(const struct cluster_host_report *h, struct report_vals *rv)
+{
+	const char *iso[4];
+	char buf[64];
+	cluster_isolations_split(h->isolations, iso, buf, sizeof(buf));
+	rv->isol = json_strings(iso);
+	rv->tpl = json_strings(h->templates);
+	rv->sec = json_strings(h->secrets);
+	if (!rv->isol || !rv->tpl || !rv->sec) {
+		report_vals_free(rv);
+		return -ENOMEM;
+	}
+	const struct val v[REPORT_VALS] = { T(h->name), T(h->url), I(h->capacity), I(h->cpus), I(h->mem_total),
+					    I(h->mem_available), I(h->pool_free), T(rv->isol), T(rv->tpl),
+					    T(h->pool_stock_json ? h->pool_stock_json : "{}"), T(h->version ? h->version : ""),
+					    T(rv->sec) };
+	memcpy(rv->v, v, sizeof(v));
+	return 0;
 }
 
 static int sqlite_host_register(struct cluster_store *cs, const struct cluster_host_report *h, unsigned stale_s,
@@ -337,24 +339,24 @@ static int sqlite_host_register(struct cluster_store *cs, const struct cluster_h
 	int e = report_vals(h, &rv);
 	if (e < 0)
 		return e;
-	rv.v[11] = T(key);
-	rv.v[12] = I(stale_s);
+	rv.v[REPORT_VALS] = T(key);
+	rv.v[REPORT_VALS + 1] = I(stale_s);
 	/* The name is taken over unless another server still serves it (heartbeat younger than stale_s). */
 	static const char sql[] =
 		"INSERT INTO space_hosts (name, url, capacity, cpus, mem_total, mem_available, pool_free, isolations,"
-		"  templates, pool_stock, version, key, heartbeat)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, json(?10), ?11, ?12, " NOW ")"
+		"  templates, pool_stock, version, secrets, key, heartbeat)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, json(?10), ?11, ?12, ?13, " NOW ")"
 		" ON CONFLICT (name) DO UPDATE SET url = excluded.url, capacity = excluded.capacity, cpus = excluded.cpus,"
 		"  mem_total = excluded.mem_total, mem_available = excluded.mem_available, pool_free = excluded.pool_free,"
 		"  isolations = excluded.isolations, templates = excluded.templates, pool_stock = excluded.pool_stock,"
-		"  version = excluded.version, key = excluded.key, incarnation = space_hosts.incarnation + 1, serving = 1,"
-		"  heartbeat = excluded.heartbeat, state = 'up'"
-		" WHERE NOT space_hosts.serving OR space_hosts.heartbeat < " NOW " - ?13"
+		"  version = excluded.version, secrets = excluded.secrets, key = excluded.key,"
+		"  incarnation = space_hosts.incarnation + 1, serving = 1, heartbeat = excluded.heartbeat, state = 'up'"
+		" WHERE NOT space_hosts.serving OR space_hosts.heartbeat < " NOW " - ?14"
 		" RETURNING incarnation";
 	lock(cs);
 	sqlite3 *db = db_of(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	if ((e = prep(db, &st, sql, rv.v, 13)) == 0) {
+	if ((e = prep(db, &st, sql, rv.v, REPORT_VALS + 2)) == 0) {
 		int rc = sqlite3_step(st);
 		if (rc == SQLITE_ROW)
 			*ret_incarnation = (uint64_t)sqlite3_column_int64(st, 0);
@@ -383,7 +385,7 @@ static int sqlite_host_heartbeat(struct cluster_store *cs, const struct cluster_
 	int e = report_vals(h, &rv);
 	if (e < 0)
 		return e;
-	rv.v[11] = I(incarnation);
+	rv.v[REPORT_VALS] = I(incarnation);
 	lock(cs);
 	sqlite3 *db = db_of(cs);
 	if ((e = begin(db)) == 0) {
@@ -400,9 +402,9 @@ static int sqlite_host_heartbeat(struct cluster_store *cs, const struct cluster_
 			e = exec_locked(db,
 					"UPDATE space_hosts SET url = ?2, capacity = ?3, cpus = ?4, mem_total = ?5,"
 					"  mem_available = ?6, pool_free = ?7, isolations = ?8, templates = ?9,"
-					"  pool_stock = json(?10), version = ?11, heartbeat = " NOW ", state = 'up', serving = 1"
-					" WHERE name = ?1 AND incarnation = ?12",
-					rv.v, 12, NULL);
+					"  pool_stock = json(?10), version = ?11, secrets = ?12, heartbeat = " NOW ","
+					"  state = 'up', serving = 1 WHERE name = ?1 AND incarnation = ?13",
+					rv.v, REPORT_VALS + 1, NULL);
 		e = end(db, e);
 	}
 	unlock(cs);
@@ -560,14 +562,17 @@ static int sqlite_host_list(struct cluster_store *cs, int (*fn)(const struct clu
 
 /* --- placement ------------------------------------------------------------------------------------------- */
 
-/* ?1 template, ?2 isolation ('' any), ?3 fresh seconds: the hosts up, heartbeating within ?3. */
+/* ?1 template, ?2 isolation ('' any), ?3 fresh seconds: the hosts up, heartbeating within ?3; ?5 the
+ * secrets needed (a JSON array). */
 #define HOSTS_UP "state = 'up' AND serving AND heartbeat > " NOW " - ?3"
 #define HOLDS                                                                                                \
 	"EXISTS (SELECT 1 FROM json_each(templates) WHERE value = ?1)"                                        \
 	" AND (?2 = '' OR EXISTS (SELECT 1 FROM json_each(isolations) WHERE value = ?2))"
+#define HAS_SECRETS "NOT EXISTS (SELECT 1 FROM json_each(?5) n WHERE n.value NOT IN (SELECT value FROM json_each(secrets)))"
 
-static int sqlite_place(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-			const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX])
+static int sqlite_place(struct cluster_store *cs, const char *template, const char *isolation,
+			const char *const *secrets, unsigned fresh_s, const char *avoid, const char *token,
+			char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX])
 {
 	/* ?4 a host to avoid ('' none). Warm-pool stock first, then the lowest live/capacity ratio; writers are
 	 * serialized, so the claim made in the same transaction is never made twice. */
@@ -575,17 +580,20 @@ static int sqlite_place(struct cluster_store *cs, const char *template, const ch
 		"WITH load AS (SELECT name, url, capacity, pool_stock,"
 		"   (SELECT count(*) FROM space_sandboxes s WHERE s.host = h.name AND s.state = 'running') +"
 		"   (SELECT count(*) FROM space_placements p WHERE p.host = h.name AND p.expires > " NOW ") AS n"
-		"  FROM space_hosts h WHERE " HOSTS_UP " AND " HOLDS " AND name <> ?4)"
+		"  FROM space_hosts h WHERE " HOSTS_UP " AND " HOLDS " AND " HAS_SECRETS " AND name <> ?4)"
 		" SELECT name, url FROM load WHERE n < capacity"
 		" ORDER BY coalesce((SELECT value FROM json_each(pool_stock) WHERE key = ?1), 0) > 0 DESC,"
 		"   CAST(n AS REAL) / capacity, random() LIMIT 1";
-	struct val p[4] = { T(template), T(isolation), I(fresh_s), T(avoid) };
+	_cleanup_free_ char *sec = json_strings(secrets);
+	if (!sec)
+		return -ENOMEM;
+	struct val p[5] = { T(template), T(isolation), I(fresh_s), T(avoid), T(sec) };
 	lock(cs);
 	sqlite3 *db = db_of(cs);
 	int e = begin(db);
 	if (e == 0) {
 		_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-		if ((e = prep(db, &st, sql, p, 4)) == 0) {
+		if ((e = prep(db, &st, sql, p, 5)) == 0) {
 			int rc = sqlite3_step(st);
 			if (rc == SQLITE_ROW) {
 				snprintf(ret_host, CLUSTER_NAME_MAX, "%s", col(st, 0));
@@ -604,20 +612,26 @@ static int sqlite_place(struct cluster_store *cs, const char *template, const ch
 	return e;
 }
 
-static int sqlite_place_counts(struct cluster_store *cs, const char *template, const char *isolation, unsigned fresh_s,
-			       long *ret_up, long *ret_holding)
+static int sqlite_place_counts(struct cluster_store *cs, const char *template, const char *isolation,
+			       const char *const *secrets, unsigned fresh_s, long *ret_up, long *ret_holding,
+			       long *ret_with_secrets)
 {
-	static const char sql[] = "SELECT coalesce(sum(up), 0), coalesce(sum(up AND held), 0) FROM"
-				  " (SELECT (" HOSTS_UP ") AS up, (" HOLDS ") AS held FROM space_hosts)";
-	struct val p[3] = { T(template), T(isolation), I(fresh_s) };
+	static const char sql[] = "SELECT coalesce(sum(up), 0), coalesce(sum(up AND held), 0),"
+				  " coalesce(sum(up AND held AND has), 0) FROM (SELECT (" HOSTS_UP ") AS up,"
+				  " (" HOLDS ") AS held, (" HAS_SECRETS ") AS has FROM space_hosts)";
+	_cleanup_free_ char *sec = json_strings(secrets);
+	if (!sec)
+		return -ENOMEM;
+	struct val p[5] = { T(template), T(isolation), I(fresh_s), T(""), T(sec) };
 	lock(cs);
 	sqlite3 *db = db_of(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
-	int e = prep(db, &st, sql, p, 3);
+	int e = prep(db, &st, sql, p, 5);
 	if (e == 0) {
 		if (sqlite3_step(st) == SQLITE_ROW) {
 			*ret_up = (long)sqlite3_column_int64(st, 0);
 			*ret_holding = (long)sqlite3_column_int64(st, 1);
+			*ret_with_secrets = (long)sqlite3_column_int64(st, 2);
 		} else {
 			e = db_err(db, "count hosts");
 		}

@@ -41,16 +41,47 @@
 
 struct report {
 	struct cluster_host_report h;
-	char **templates;
+	char **templates, **secrets;
 	char *stock;
 };
 
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
 static void report_free(struct report *rp)
 {
-	for (size_t i = 0; rp->templates && rp->templates[i]; i++)
-		free(rp->templates[i]);
-	free(rp->templates);
+	strv_free(rp->templates);
+	strv_free(rp->secrets);
 	free(rp->stock);
+}
+
+/* The names of the registered secrets (never a value): placement sends a create whose policy names some
+ * only to a host that has them all. */
+static int report_secrets(space_ctx *ctx, struct report *rp)
+{
+	struct space_secret_info **list = NULL;
+	size_t n = 0;
+	/* secrets that cannot be listed are reported as none: no create that needs one is placed here */
+	int e = 0;
+	if (space_secret_list(ctx, &list, &n) < 0) {
+		list = NULL;
+		n = 0;
+	}
+	if (n > CLUSTER_SECRETS_MAX)
+		n = CLUSTER_SECRETS_MAX;
+	rp->secrets = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; rp->secrets && i < n; i++)
+		if (!(rp->secrets[i] = strdup(list[i]->name)))
+			e = -ENOMEM;
+	if (!rp->secrets)
+		e = -ENOMEM;
+	space_secret_info_list_free(list);
+	rp->h.secrets = (const char *const *)rp->secrets;
+	return e;
 }
 
 static void meminfo(uint64_t *total, uint64_t *avail)
@@ -115,7 +146,9 @@ static int report_make(struct serve_cluster *c, space_ctx *ctx, struct report *r
 	}
 	rp->h.templates = (const char *const *)rp->templates;
 	rp->h.pool_stock_json = rp->stock;
-	return 0;
+	if ((e = report_secrets(ctx, rp)) < 0)
+		report_free(rp);
+	return e;
 }
 
 /* --- reconciliation: this host's sandboxes against their rows ------------------------------------------- */

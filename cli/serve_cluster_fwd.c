@@ -17,6 +17,8 @@
 #include "serve_cluster_int.h"
 #include "util/util.h"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
+
 /* --- forwarding ------------------------------------------------------------------------------------------ */
 
 int cluster_sign_headers(struct serve_cluster *c, const char *method, const char *target, const char *to,
@@ -304,6 +306,34 @@ static enum MHD_Result create_here(struct serve_req *r, const char *template, co
 	return ret;
 }
 
+/* The registered secrets a create's policy names ("secret:NAME" values of network.secrets), each once, into
+ * names (NULL-terminated); false when there are more than CLUSTER_PLACE_SECRETS_MAX. Other values are the
+ * create's own to refuse. */
+static bool create_secrets(const cJSON *j, const char *names[CLUSTER_PLACE_SECRETS_MAX + 1])
+{
+	size_t n = 0;
+	names[0] = NULL;
+	const cJSON *net = cJSON_GetObjectItemCaseSensitive(j, "network");
+	const cJSON *sec = cJSON_IsObject(net) ? cJSON_GetObjectItemCaseSensitive(net, "secrets") : NULL, *it;
+	if (!cJSON_IsObject(sec))
+		return true;
+	cJSON_ArrayForEach(it, sec) {
+		const char *v = cJSON_GetStringValue(it);
+		if (!v || strncmp(v, "secret:", 7))
+			continue;
+		bool dup = false;
+		for (size_t i = 0; i < n && !dup; i++)
+			dup = !strcmp(names[i], v + 7);
+		if (dup)
+			continue;
+		if (n == CLUSTER_PLACE_SECRETS_MAX)
+			return false;
+		names[n++] = v + 7;
+		names[n] = NULL;
+	}
+	return true;
+}
+
 enum MHD_Result serve_cluster_create(struct serve_req *r)
 {
 	struct serve_cluster *c = r->srv->cluster;
@@ -316,11 +346,21 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 	/* (no template: "base", the library's default, on either plane) */
 	snprintf(template, sizeof(template), "%s", tpl ? tpl : "base");
 	snprintf(isolation, sizeof(isolation), "%s", iso && (!strcmp(iso, "vm") || !strcmp(iso, "jail")) ? iso : "");
+	const char *secrets[CLUSTER_PLACE_SECRETS_MAX + 1];
 	bool placeable = j && cJSON_IsObject(j) && strlen(template) < sizeof(template) - 1;
-	cJSON_Delete(j);
-	if (r->cluster_peer || !c || !placeable) /* the claim of the host that placed it here */
+	if (placeable && !create_secrets(j, secrets)) {
+		cJSON_Delete(j);
+		char msg[96];
+		snprintf(msg, sizeof(msg), "the policy names over %d registered secrets", CLUSTER_PLACE_SECRETS_MAX);
+		return create_error(r, e2b, 400, "invalid", msg);
+	}
+	if (r->cluster_peer || !c || !placeable) { /* the claim of the host that placed it here */
+		cJSON_Delete(j);
 		return create_here(r, template, r->cluster_peer ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
 											      "X-Space-Cluster-Claim") : NULL);
+	}
+	/* j holds the secrets' names until placement is done */
+	_cleanup_(cJSON_Deletep) cJSON *body = j;
 	if (atomic_load(&c->taken_over))
 		return create_error(r, e2b, 503, "cluster_unavailable",
 				    "this server no longer serves for the cluster: another server took over its host name");
@@ -330,7 +370,7 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 	/* A host that does not take the connection (gone, not yet lost) is avoided once: placed again. */
 	for (int attempt = 0;; attempt++) {
 		uint64_t t0 = util_now_ns();
-		int e = cluster_place(c->cs, template, isolation, c->lost_after_s, avoid, host, url, claim);
+		int e = cluster_place(c->cs, template, isolation, secrets, c->lost_after_s, avoid, host, url, claim);
 		r->cluster_place_ns += util_now_ns() - t0;
 		if (e < 0) {
 			char msg[600];

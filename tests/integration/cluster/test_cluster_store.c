@@ -102,7 +102,7 @@ static void *placer_main(void *arg)
 	struct placer *p = arg;
 	for (int i = 0; i < p->n; i++) {
 		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX];
-		if (cluster_place(p->cs, "tiny", NULL, 30, NULL, host, url, tok) < 0) {
+		if (cluster_place(p->cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) < 0) {
 			p->errors++;
 			continue;
 		}
@@ -191,7 +191,7 @@ int main(int argc, char **argv)
 	int na = 0, nb = 0, nc = 0;
 	for (int i = 0; i < 40; i++) {
 		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX];
-		int e = cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok);
+		int e = cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok);
 		CHECK(e == 0);
 		if (e < 0)
 			break;
@@ -203,21 +203,49 @@ int main(int argc, char **argv)
 	CHECK(na == 20 && nb == 10 && nc == 10);
 	/* a template only a holds goes to a; one nobody holds is -ENOENT; an isolation nobody runs too */
 	char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33];
-	CHECK(cluster_place(cs, "big", NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "a"));
-	CHECK(cluster_place(cs, "nowhere", NULL, 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(cluster_place(cs, "big", NULL, NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "a"));
+	CHECK(cluster_place(cs, "nowhere", NULL, NULL, 30, NULL, host, url, tok) == -ENOENT);
 	CHECK(strstr(cluster_errmsg(), "nowhere") != NULL);
-	CHECK(cluster_place(cs, "tiny", "vm", 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(cluster_place(cs, "tiny", "vm", NULL, 30, NULL, host, url, tok) == -ENOENT);
 	/* a host avoided (did not take a connection) is not chosen */
 	for (int i = 0; i < 5; i++) {
-		CHECK(cluster_place(cs, "tiny", NULL, 30, "b", host, url, tok) == 0);
+		CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, "b", host, url, tok) == 0);
 		CHECK(strcmp(host, "b") != 0);
 	}
 	/* warm-pool stock comes first: b reports stock and takes the next one although fuller */
 	rb.pool_stock_json = "{\"tiny\": 3}";
 	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
-	CHECK(cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "b"));
+	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "b"));
 	rb.pool_stock_json = "{}";
 	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
+
+	/* registered secrets: a create whose policy names some goes only to a host that has them all (c has
+	 * pypi and gh, b only pypi); one nobody has is -ENOENT naming them; the names only, never a value */
+	static const char *const sec_b[] = { "pypi", NULL }, *const sec_c[] = { "pypi", "gh", NULL };
+	rb.secrets = sec_b;
+	rc.secrets = sec_c;
+	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 && cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
+	int on_b = 0, on_c = 0;
+	for (int i = 0; i < 6; i++) {
+		CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "pypi", "gh", NULL }, 30, NULL, host, url, tok) == 0 &&
+		      !strcmp(host, "c"));
+		CHECK(cluster_claim_drop(cs, tok) == 0);
+		CHECK(cluster_place(cs, "tiny", NULL, sec_b, 30, NULL, host, url, tok) == 0 && strcmp(host, "a"));
+		on_b += !strcmp(host, "b"), on_c += !strcmp(host, "c");
+		CHECK(cluster_claim_drop(cs, tok) == 0);
+	}
+	CHECK(on_b + on_c == 6);
+	CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "gh", "aws", NULL }, 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(strstr(cluster_errmsg(), "'aws'") && strstr(cluster_errmsg(), "space secret set"));
+	CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "gh", NULL }, 30, "c", host, url, tok) < 0);
+	const char *many[CLUSTER_PLACE_SECRETS_MAX + 2];
+	for (int i = 0; i <= CLUSTER_PLACE_SECRETS_MAX; i++)
+		many[i] = "pypi";
+	many[CLUSTER_PLACE_SECRETS_MAX + 1] = NULL;
+	CHECK(cluster_place(cs, "tiny", NULL, many, 30, NULL, host, url, tok) == -E2BIG);
+	rb.secrets = rc.secrets = NULL; /* withdrawn with the next heartbeat */
+	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 && cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
+	CHECK(cluster_place(cs, "tiny", NULL, sec_b, 30, NULL, host, url, tok) == -ENOENT);
 
 	/* concurrent placements (4 threads x 15): every one placed, spread over all three (room for them all:
 	 * the claims above that no sandbox took still hold capacity) */
@@ -248,8 +276,8 @@ int main(int argc, char **argv)
 	rb.capacity = rc.capacity = ra.capacity = 1; /* everyone else full */
 	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
 	      cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
-	CHECK(cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "d"));
-	CHECK(cluster_place(cs, "tiny", NULL, 30, NULL, host, url, tok) == -ENOSPC);
+	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "d"));
+	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) == -ENOSPC);
 	CHECK(cluster_host_stop(cs, "d", id_) == 0);
 	ra.capacity = 400, rb.capacity = 200, rc.capacity = 200;
 	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
@@ -267,7 +295,7 @@ int main(int argc, char **argv)
 	CHECK(after.lost == before.running && after.running == 0);
 	/* creates avoid it */
 	for (int i = 0; i < 5; i++)
-		CHECK(cluster_place(cs, "tiny", NULL, 2, NULL, host, url, tok) == 0 && strcmp(host, "c"));
+		CHECK(cluster_place(cs, "tiny", NULL, NULL, 2, NULL, host, url, tok) == 0 && strcmp(host, "c"));
 	/* give up: only a lost sandbox; a running one is refused */
 	struct cluster_sandbox sb;
 	CHECK(cluster_sandbox_get(cs, "sb-seq0000", &sb) == 0);
@@ -301,7 +329,7 @@ int main(int argc, char **argv)
 	CHECK(cluster_checkpoints_publish(cs, "b", cps_b2, cps_b2_sb) == 0);
 	CHECK(cluster_checkpoint_get(cs, "cp-one", &sb) == -ENOENT);
 	CHECK(cluster_checkpoint_get(cs, "cp-two", &sb) == 0 && !strcmp(sb.host, "b"));
-	CHECK(cluster_schema_version() == 2);
+	CHECK(cluster_schema_version() == 3);
 
 	/* API keys: published per host, withdrawn when the host no longer has them */
 	const char *keys_a[] = { "aa00", "aa01", NULL }, *keys_a2[] = { "aa01", NULL }, *keys_b[] = { "aa00", NULL };
@@ -329,17 +357,21 @@ int main(int argc, char **argv)
 	CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	CHECK(cluster_apikey_check(cs, "cc00") == 0);
 
-	/* upgrades: a store of version 1 is migrated to 2 by the next host that opens it (the table back, the
-	 * rows of version 1 kept); one of a newer version than this build is used as it is */
+	/* upgrades: a store of version 1 is migrated to 3 by the next host that opens it (the table and the
+	 * column back, the rows of version 1 kept); one of a newer version than this build is used as it is */
 	cluster_close(cs);
-	CHECK(raw("DROP TABLE space_checkpoints", false) == 0 && raw("UPDATE space_cluster_schema SET version = 1", false) == 0);
+	CHECK(raw("DROP TABLE space_checkpoints", false) == 0 && raw("ALTER TABLE space_hosts DROP COLUMN secrets", false) == 0 &&
+	      raw("UPDATE space_cluster_schema SET version = 1", false) == 0);
 	CHECK(raw("SELECT version FROM space_cluster_schema", true) == 1);
 	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
 	CHECK(cs2 && cluster_checkpoint_get(cs2, "cp-two", &sb) == -ENOENT);
 	CHECK(cs2 && cluster_sandbox_get(cs2, running_id, &sb) == 0);
 	CHECK(cs2 && cluster_checkpoints_publish(cs2, "b", cps_b, cps_b_sb) == 0 && cluster_checkpoint_get(cs2, "cp-one", &sb) == 0);
+	rb.secrets = sec_b;
+	CHECK(cs2 && cluster_host_heartbeat(cs2, &rb, ib, &was_lost) == 0);
+	CHECK(cs2 && cluster_place(cs2, "tiny", NULL, sec_b, 30, NULL, host, url, tok) == 0 && !strcmp(host, "b"));
 	cluster_close(cs2);
-	CHECK(raw("SELECT version FROM space_cluster_schema", true) == 2);
+	CHECK(raw("SELECT version FROM space_cluster_schema", true) == 3);
 	CHECK(raw("UPDATE space_cluster_schema SET version = 99", false) == 0);
 	CHECK(cluster_open(conninfo, &cs2, err, sizeof(err)) == 0);
 	CHECK(cs2 && cluster_sandbox_get(cs2, running_id, &sb) == 0);

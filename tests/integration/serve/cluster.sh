@@ -323,6 +323,37 @@ listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["sandboxID"] for 
 [ "$listed" = "$all_running" ] || fail "GET /v2/sandboxes through a is not the 100 of the three hosts"
 ok "listings through any host hold every host's sandboxes: whole, in 4 ordered pages, and on the E2B plane"
 
+# --- a registered secret only c has: creates whose policy names it go to c; one nobody has is refused -------
+# (set with c's server running: its next heartbeat reports the name, never the value)
+printf 'pypi-token-value' >"$WORK/secret"
+expect_rc 0 "$SPACE" secret set pypi --from-file "$WORK/secret" --state "${ST[c]}"
+POLICY='"network":{"allow":["pypi.org"],"secrets":{"PYPI":"secret:pypi"},"inject":[{"host":"pypi.org","header":"Authorization","value":"Bearer ${PYPI}"}]}'
+t0=$(now_ms)
+while :; do
+	http a POST /v1/sandboxes "{\"template\":\"tiny\",$POLICY}"
+	[ "$HS" = 201 ] && break
+	[ $(($(now_ms) - t0)) -lt 10000 ] || fail "a create naming c's secret, through a: $HS $HB $(diag)"
+	sleep 0.25
+done
+sid=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")
+[ "$(owner_header)" = c ] || fail "a create naming secret pypi went to $(owner_header), not c (the only host with it)"
+for i in 1 2 3; do
+	http b POST /v1/sandboxes "{\"template\":\"tiny\",$POLICY}"
+	[ "$HS" = 201 ] && [ "$(owner_header)" = c ] || fail "create $i naming secret pypi through b: $HS $(owner_header) $HB"
+	sid="$sid $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")"
+done
+for i in $sid; do
+	http a DELETE "/v1/sandboxes/$i"
+	[ "$HS" = 204 ] || [ "$HS" = 200 ] || fail "delete $i through a: $HS $HB"
+	echo "$i c" >>"$WORK/created.secret"
+done
+http a POST /v1/sandboxes '{"template":"tiny","network":{"allow":["pypi.org"],"secrets":{"X":"secret:nobody-has"}}}'
+[ "$HS" = 404 ] && [ "$(err_code)" = not_found ] && grep -q "space secret set" <<<"$HB" ||
+	fail "a create naming a secret no host has: $HS $HB"
+"$SPACE" secret ls --state "${ST[a]}" | grep -q pypi && fail "the secret reached a"
+grep -rqs 'pypi-token-value' "$WORK"/*.err "$WORK"/*.log && fail "the secret's value is in a server's log"
+ok "creates naming secret pypi (only c has it) went to c, 4 of 4; one naming a secret nobody has: 404 naming space secret set"
+
 # --- a template only a holds: creates go to a; pushed to b, pulled by c; then creates go anywhere ----------
 # (imported with a's server running: its next heartbeat reports it)
 "$SPACE" template import solo --rootfs "$WORK/tree" --state "${ST[a]}" >/dev/null 2>&1 || fail "import solo on a"
@@ -547,7 +578,7 @@ for h in a b c; do
 done
 ok "the three servers stop on SIGTERM, exit 0"
 if grep -E "AddressSanitizer|LeakSanitizer|runtime error" "$WORK"/*.err; then fail "sanitizer report in a server log"; fi
-all_ids=$(cat "$WORK/created" "$WORK/created2" | cut -d' ' -f1)
+all_ids=$(cat "$WORK/created" "$WORK/created2" "$WORK/created.secret" | cut -d' ' -f1)
 for h in a b c; do
 	expect_rc 0 "$SPACE" rm --all --state "${ST[$h]}"
 	"$SPACE" ls --json --state "${ST[$h]}" | grep -q '"id"' && fail "sandboxes left on $h after rm --all"
