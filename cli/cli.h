@@ -159,3 +159,5 @@ int cli_helper_path(const char *name, char *buf, size_t len);
 void cli_sandbox_snapshots_json(struct cli *cli, cJSON *j, const char *id);
 void cli_template_snapshots_json(struct cli *cli, cJSON *j, const char *name);
 int cli_template_set_snapshots(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
+/* `space template push|pull NAME HOST`: asked of a cluster host's API (cli/cmd_template_move.c). */
+int cli_template_move(struct cli *cli, const struct cli_command *cmd, int argc, char **argv, bool push);

@@ -45,7 +45,10 @@ static const struct cli_command commands[] = {
 	  "       space template set-pool NAME N\n"
 	  "       space template set-snapshots NAME --every DURATION [--keep K] | --off\n"
 	  "       space template set-start NAME [--wait-port P] -- CMD... | --none   (run in every sandbox made\n"
-	  "       from it, on its own; with --wait-port a create returns once P listens inside, at most 60 s)" },
+	  "       from it, on its own; with --wait-port a create returns once P listens inside, at most 60 s)\n"
+	  "       space template push|pull NAME HOST [--server http://H:P|unix:/PATH] [--key-file F] [--json]\n"
+	  "       (a cluster: NAME to or from host HOST, asked of --server, default $SPACE_SERVER or\n"
+	  "       http://127.0.0.1:8080; the key from $SPACE_API_KEY or --key-file; docs/cluster.md)" },
 	{ "run", cmd_run, "run a command in a fresh sandbox, then destroy it",
 	  "run [--template T] [--isolation vm|jail] [--cpus N] [--memory SIZE] [--env K=V]... [--cwd D]\n"
 	  "       [--timeout D] [--exec-timeout D] [--snapshot-every D [--snapshot-keep K]] [-i] [-t] [NETWORK]\n"

@@ -364,12 +364,19 @@ for i in $(seq 20); do
 done
 [ "$HS" = 201 ] && [ "$(owner_header)" = a ] || fail "a create of solo (only a holds it) through b: $HS $(owner_header) $HB"
 SOLO1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")
-http a POST /v1/templates/solo/push '{"to":"b"}'
-[ "$HS" = 201 ] || fail "push solo from a to b: $HS $HB $(diag)"
+# The push through the CLI (asked of a's API, the key from the environment), the pull through the API.
+HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" --json template push solo b --server "${URL[a]}" 2>&1) ||
+	fail "space template push solo b: $HB $(diag)"
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["host"]=="b" and d["bytes"]>0 and d["template"]["name"]=="solo", d' "$HB" ||
 	fail "push answer: $HB"
 http c POST /v1/templates/solo/pull '{"from":"a"}'
 [ "$HS" = 201 ] || fail "pull solo by c from a: $HS $HB $(diag)"
+out=$(in_ns "${NS[b]}" env SPACE_API_KEY="$KEY" "$SPACE" template push solo nosuchhost --server "${URL[b]}" 2>&1) &&
+	fail "space template push to an unknown host succeeded: $out"
+grep -q "404" <<<"$out" && grep -q nosuchhost <<<"$out" || fail "space template push to an unknown host: $out"
+out=$(in_ns "${NS[b]}" env SPACE_API_KEY=wrong "$SPACE" template pull solo a --server "${URL[b]}" 2>&1) &&
+	fail "space template pull with a wrong key succeeded: $out"
+grep -q "401" <<<"$out" || fail "space template pull with a wrong key: $out"
 for h in b c; do
 	expect_rc 0 "$SPACE" template ls --json --state "${ST[$h]}"
 	grep -q '"solo"' <<<"$out" || fail "solo is not a template of $h after the push/pull: $out"
@@ -390,7 +397,7 @@ for id in $SOLO1 $SOLOS; do
 	http a DELETE "/v1/sandboxes/$id"
 	[ "$HS" = 204 ] || [ "$HS" = 200 ] || fail "delete $id: $HS $HB"
 done
-ok "a template only a holds: creates went to a; pushed to b, pulled by c, then creates spread"
+ok "a template only a holds: creates went to a; pushed to b (space template push), pulled by c, then creates spread"
 
 # --- the E2B SDK against b, on a sandbox living on c -----------------------------------------------------
 E2B_ID=$(sed -n 1p "$WORK/c.ids")  # used through b
