@@ -87,20 +87,6 @@ static int random_hex(char *out, size_t bytes)
 	return 0;
 }
 
-#define SQLITE_PREFIX "sqlite:"
-
-bool cluster_conninfo_sqlite(const char *conninfo) { return !strncmp(conninfo, SQLITE_PREFIX, strlen(SQLITE_PREFIX)); }
-
-int cluster_open(const char *conninfo, struct cluster_store **ret, char *err, size_t errlen)
-{
-	*ret = NULL;
-	int e = cluster_conninfo_sqlite(conninfo) ? cluster_sqlite_open(conninfo + strlen(SQLITE_PREFIX), ret)
-						  : cluster_pg_open(conninfo, ret);
-	if (e < 0)
-		snprintf(err, errlen, "%s", errbuf);
-	return e;
-}
-
 void cluster_close(struct cluster_store *cs)
 {
 	if (cs)

@@ -4,6 +4,7 @@
  * makes keys and tokens, words the errors every back-end shares, and calls one of these. A back-end sets
  * its own message (cluster_seterr) only for what is its own: an unreachable server, a failed statement.
  *
+ * cluster_store_open.c picks one by the conninfo:
  * - PostgreSQL (cluster_store_pg.c, libpq): hosts on several machines.
  * - SQLite (cluster_store_sqlite.c, conninfo "sqlite:/ABSOLUTE/PATH"): servers on one machine sharing a
  *   file (a trial cluster, tests); never on a network file system (refused).
