@@ -79,10 +79,12 @@ snapshot() {
 	echo "--- netns"; ip netns list 2>/dev/null | sort
 	echo "--- links"; ip -o link show | awk '{print \$2}' | sort
 	echo "--- canary"; (cd "\$CANARY" && find . -printf '%p %y %s %m %U\n' | sort && cat secret dir/file)
-	# processes other than kernel threads and this script's own short-lived tools
+	# processes other than kernel threads, this script's own short-lived tools and the nested run's
+	# watchdog (its sleep comes and goes: NESTED_WATCHDOG, nested-judge.sh)
 	# (ps writes to a file first: a pipeline's members are briefly "sh" before they exec)
-	ps -N --ppid 2 -o user=,comm= > \$W/ps.txt
-	echo "--- processes"; grep -v ' ps\$' \$W/ps.txt | sort | uniq -c
+	ps -N --ppid 2 -o pid=,ppid=,user=,comm= > \$W/ps.txt
+	echo "--- processes"
+	awk -v dog="\${NESTED_WATCHDOG:-0}" '\$1 != dog && \$2 != dog && \$4 != "ps" { print \$3, \$4 }' \$W/ps.txt | sort | uniq -c
 }
 snapshot > \$W/host.before
 # Listeners on every address of this host; each answers the token, and logs what reached it.

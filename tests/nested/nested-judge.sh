@@ -109,7 +109,8 @@ nested_run() {
 		# before the run's timeout writes what the VM was doing (nested_diagnose_script), so that a run that
 		# hangs says where. The deadline is the host's clock (the VM's starts from it); in the VM the time is
 		# counted on its uptime, read without a process (under emulation each sleep and fork takes far longer
-		# than it says); the watchdog ends within 2 s of the wrapper.
+		# than it says); the watchdog ends within 2 s of the wrapper. The script gets its pid in
+		# NESTED_WATCHDOG (nested-escape leaves it and its sleeps out of the host's process list).
 		rm -f "$_nr_dir/nested-watchdog.txt" "$_nr_dir/timeline.txt" "$_nr_dir/.nested-alive" "$_nr_dir/.nested-frozen"
 		nested_diagnose_script > "$_nr_dir/.nested-diagnose.sh"
 		{
@@ -130,7 +131,7 @@ t0=${t0%%.*}
   done
   sh "$dir/.nested-diagnose.sh" > "$dir/nested-watchdog.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &
 dog=$!
-sh "$script"
+NESTED_WATCHDOG=$dog sh "$script"
 rc=$?
 kill $(cat /proc/$dog/task/$dog/children 2>/dev/null) $dog 2>/dev/null
 read t _ < /proc/uptime
