@@ -5,14 +5,19 @@
 #  - create latency through one host: alone vs in the cluster (placed on any of the three, forwarded when
 #    placed elsewhere), p50/p99 and the ratio;
 #  - creates per second with 8 clients: one host alone vs the three hosts (clients spread over them).
-# Hosts talk over TLS 1.3 (`space cluster ca/cert`). Every host of this machine shares its cores, so
+# The store is PostgreSQL, or with the argument `sqlite` one SQLite file the three share (the other
+# back-end of the same interface). Hosts talk over TLS 1.3 (`space cluster ca/cert`). Every host of this machine shares its cores, so
 # "across three hosts" measures the overhead, not a speed-up. Root, btrfs, loop devices, namespaces, PostgreSQL (77 otherwise). Final line: `cluster: ...`.
 . "$(dirname "$0")/../tests/lib.sh"
 need_root; need_btrfs; need_loop
 need_built "${SPACE_AGENT_PATH:-}" space-agent SPACE_AGENT_PATH
+BACKEND=${1:-postgresql}
+[ "$BACKEND" = postgresql ] || [ "$BACKEND" = sqlite ] || fail "unknown back-end '$BACKEND' (postgresql, sqlite)"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$PGBIN/initdb" ] || skip "postgresql missing (scripts/deps.sh installs it)"
-id postgres >/dev/null 2>&1 || skip "no postgres user (the postgresql package makes it)"
+if [ "$BACKEND" = postgresql ]; then
+	[ -x "$PGBIN/initdb" ] || skip "postgresql missing (scripts/deps.sh installs it)"
+	id postgres >/dev/null 2>&1 || skip "no postgres user (the postgresql package makes it)"
+fi
 "$SPACE" serve --help >/dev/null 2>&1 || skip "space built without libmicrohttpd"
 export SPACE_QUIET_JAIL=1
 N=${CLUSTER_BENCH_CREATES:-120}
@@ -23,6 +28,9 @@ on_exit "rm -rf '$WORK'"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # PostgreSQL: its own directory and port, trust on loopback only.
+if [ "$BACKEND" = sqlite ]; then
+	PG="sqlite:$WORK/cluster.db"
+else
 mkdir "$WORK/pg" && chown postgres "$WORK/pg"
 PGPORT=$(free_port)
 runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/pg/data" -A trust -U postgres >"$WORK/initdb.log" 2>&1 ||
@@ -31,6 +39,7 @@ runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w \
 	-o "-k $WORK/pg -h 127.0.0.1 -p $PGPORT -c fsync=off" start >/dev/null || fail "PostgreSQL did not start: $(tail -5 "$WORK/pg/log")"
 on_exit "runuser -u postgres -- '$PGBIN/pg_ctl' -D '$WORK/pg/data' -m immediate stop >/dev/null"
 PG="host=127.0.0.1 port=$PGPORT user=postgres dbname=postgres"
+fi
 
 make_busybox_tree "$WORK/tree"
 declare -A ST
@@ -106,5 +115,5 @@ a=$(field "$soloN" per_s); b=$(field "$cluN" per_s)
 printf '%-44s %10s %10s %10s\n' "creates per second, $CLIENTS clients" "$a" "$b" "$(ratio "$a" "$b")"
 echo "placement (cluster_place) per create: p50 $place_p50 ms, p99 $place_p99 ms over $n_place creates"
 echo "owners, $CLIENTS clients over three hosts: $(field "$cluN" owners)"
-echo "cluster: place_p50_ms=$place_p50 place_p99_ms=$place_p99 create_p50_ms=$(field "$clu1" p50_ms)" \
+echo "cluster: backend=$BACKEND place_p50_ms=$place_p50 place_p99_ms=$place_p99 create_p50_ms=$(field "$clu1" p50_ms)" \
 	"alone_create_p50_ms=$(field "$solo1" p50_ms) creates_per_s=$b alone_creates_per_s=$a creates=$((4 * N))"
