@@ -89,7 +89,7 @@ load() { python3 "$(dirname "$0")/cluster_load.py" "$@"; }
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 # 1. one client: latency alone vs through host a of the cluster
 solo1=$(load "${URL[solo]}" "$KEY_SOLO" "$N" 1 tiny) || fail "load on the single host failed"
-clu1=$(load "${URL[a]}" "$KEY" "$N" 1 tiny) || fail "load on the cluster failed"
+clu1=$(load "${URL[a]}" "$KEY" "$N" 1 tiny a) || fail "load on the cluster failed"
 # 2. CLIENTS clients: rate of one host alone vs three (clients spread over them)
 soloN=$(load "${URL[solo]}" "$KEY_SOLO" "$N" "$CLIENTS" tiny) || fail "load on the single host failed"
 cluN=$(load "${URL[a]},${URL[b]},${URL[c]}" "$KEY" "$N" "$CLIENTS" tiny) || fail "load on the cluster failed"
@@ -114,6 +114,9 @@ done
 a=$(field "$soloN" per_s); b=$(field "$cluN" per_s)
 printf '%-44s %10s %10s %10s\n' "creates per second, $CLIENTS clients" "$a" "$b" "$(ratio "$a" "$b")"
 echo "placement (cluster_place) per create: p50 $place_p50 ms, p99 $place_p99 ms over $n_place creates"
+get_local=$(field "$clu1" get_local_p50_ms); get_fwd=$(field "$clu1" get_forwarded_p50_ms)
+echo "GET of a sandbox through a, p50: $get_local ms when a owns it, $get_fwd ms when a forwards it ($(field "$clu1" gets) reads)"
 echo "owners, $CLIENTS clients over three hosts: $(field "$cluN" owners)"
 echo "cluster: backend=$BACKEND place_p50_ms=$place_p50 place_p99_ms=$place_p99 create_p50_ms=$(field "$clu1" p50_ms)" \
-	"alone_create_p50_ms=$(field "$solo1" p50_ms) creates_per_s=$b alone_creates_per_s=$a creates=$((4 * N))"
+	"alone_create_p50_ms=$(field "$solo1" p50_ms) creates_per_s=$b alone_creates_per_s=$a creates=$((4 * N))" \
+	"get_local_p50_ms=$get_local get_forwarded_p50_ms=$get_fwd"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Creates N sandboxes with C concurrent clients against `space serve` URLs (round robin), then deletes
 them through the host that answered. Prints one JSON object: create latencies (ms), creates per second,
-the owner of each sandbox, errors."""
+the owner of each sandbox, errors. With a sixth argument (the name of the first URL's host in a
+cluster): before the deletes, every sandbox is read (GET) three times through the first URL, and the
+latencies of reads it answered itself and of reads it forwarded to the owner are given apart."""
 import json
 import sys
 import threading
@@ -47,6 +49,17 @@ def main():
     [t.start() for t in ts]
     [t.join() for t in ts]
     wall = time.monotonic() - t0
+    local, fwd = [], []
+    if len(sys.argv) > 6:
+        for _ in range(3):
+            for _, sid in ids:
+                t1 = time.monotonic()
+                try:
+                    st, host, _b = call(urls[0], key, "GET", "/v1/sandboxes/" + sid)
+                except Exception as e:  # noqa: BLE001
+                    errors.append("get " + sid + ": " + str(e)[:200])
+                    continue
+                (local if host == sys.argv[6] else fwd).append((time.monotonic() - t1) * 1000)
     for url, sid in ids:
         try:
             call(url, key, "DELETE", "/v1/sandboxes/" + sid)
@@ -57,9 +70,13 @@ def main():
     def pct(p):
         return round(lat[min(len(lat) - 1, int(p * len(lat)))], 1) if lat else None
 
+    def p50(v):
+        return round(sorted(v)[len(v) // 2], 2) if v else None
+
     print(json.dumps({"creates": len(lat), "errors": errors, "wall_s": round(wall, 2),
                       "per_s": round(len(lat) / wall, 1) if wall > 0 else 0, "p50_ms": pct(0.5), "p99_ms": pct(0.99),
-                      "owners": owners}))
+                      "owners": owners, "get_local_p50_ms": p50(local), "get_forwarded_p50_ms": p50(fwd),
+                      "gets": len(local) + len(fwd)}))
 
 
 main()

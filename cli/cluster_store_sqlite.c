@@ -5,9 +5,10 @@
  * (BEGIN IMMEDIATE) does what FOR UPDATE SKIP LOCKED does in PostgreSQL: two placements never claim the same
  * room. Times are Unix seconds (REAL); arrays (isolations, templates) are JSON arrays.
  *
- * One connection per store, behind a mutex; another process's write is waited for at most 5 s (then the
- * call fails with -EHOSTUNREACH, as an unreachable PostgreSQL does). The file holds the hosts' keys: it is
- * made 0600, and refused on a network file system (SQLite's locks do not hold there).
+ * A small pool of connections per store (a thread takes one for a call), so that one thread waiting for
+ * the write lock holds up no other; a write lock another connection holds is waited for at most 5 s (then
+ * the call fails with -EHOSTUNREACH, as an unreachable PostgreSQL does). The file holds the hosts' keys:
+ * it is made 0600, and refused on a network file system (SQLite's locks do not hold there).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -27,20 +28,54 @@
 
 #define seterr cluster_seterr
 #define BUSY_MS 5000
+#define POOL_MAX 8                 /* connections per store */
 #define NOW "((julianday('now') - 2440587.5) * 86400.0)"
 
 struct sqlite_store {
 	struct cluster_store base;
-	sqlite3 *db;
+	char *path;
 	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	sqlite3 *idle[POOL_MAX];
+	unsigned n_idle, n_open; /* never 0 open once the store is: a connection is never dropped */
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(sqlite3_stmt, sqlite3_finalize);
 
-static sqlite3 *db_of(struct cluster_store *cs) { return ((struct sqlite_store *)cs)->db; }
+static int conn_open(const char *path, sqlite3 **ret);
 
-static void lock(struct cluster_store *cs) { pthread_mutex_lock(&((struct sqlite_store *)cs)->lock); }
-static void unlock(struct cluster_store *cs) { pthread_mutex_unlock(&((struct sqlite_store *)cs)->lock); }
+/* A connection of the pool: an idle one, a new one, or (none can be opened) the next one given back. */
+static sqlite3 *take(struct cluster_store *cs)
+{
+	struct sqlite_store *ss = (struct sqlite_store *)cs;
+	pthread_mutex_lock(&ss->lock);
+	for (;;) {
+		if (ss->n_idle) {
+			sqlite3 *db = ss->idle[--ss->n_idle];
+			pthread_mutex_unlock(&ss->lock);
+			return db;
+		}
+		if (ss->n_open < POOL_MAX) {
+			ss->n_open++;
+			pthread_mutex_unlock(&ss->lock);
+			sqlite3 *db = NULL;
+			if (conn_open(ss->path, &db) == 0)
+				return db;
+			pthread_mutex_lock(&ss->lock);
+			ss->n_open--;
+		}
+		pthread_cond_wait(&ss->cond, &ss->lock);
+	}
+}
+
+static void give(struct cluster_store *cs, sqlite3 *db)
+{
+	struct sqlite_store *ss = (struct sqlite_store *)cs;
+	pthread_mutex_lock(&ss->lock);
+	ss->idle[ss->n_idle++] = db;
+	pthread_cond_signal(&ss->cond);
+	pthread_mutex_unlock(&ss->lock);
+}
 
 /* -errno and the message of SQLite's last error: a lock another process held past the wait is the store
  * being unavailable (-EHOSTUNREACH), anything else -EIO. */
@@ -143,9 +178,9 @@ static int exec_locked(sqlite3 *db, const char *sql, const struct val *v, int n,
 
 static int exec1(struct cluster_store *cs, const char *sql, const struct val *v, int n, long *ret_changes)
 {
-	lock(cs);
-	int e = exec_locked(db_of(cs), sql, v, n, ret_changes);
-	unlock(cs);
+	sqlite3 *db = take(cs);
+	int e = exec_locked(db, sql, v, n, ret_changes);
+	give(cs, db);
 	return e;
 }
 
@@ -253,6 +288,26 @@ static int migrate(sqlite3 *db)
 	return end(db, e);
 }
 
+/* A connection: waits for another's write lock, WAL (readers never wait for the writer), foreign keys (the
+ * rows' references hold, as in PostgreSQL). */
+static int conn_open(const char *path, sqlite3 **ret)
+{
+	sqlite3 *db = NULL;
+	int e = 0;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL) != SQLITE_OK)
+		e = seterr(-EIO, "cluster store %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+	else if (sqlite3_busy_timeout(db, BUSY_MS) != SQLITE_OK ||
+		 sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", NULL,
+			      NULL, NULL) != SQLITE_OK)
+		e = db_err(db, "set up the connection");
+	if (e < 0) {
+		sqlite3_close(db);
+		return e;
+	}
+	*ret = db;
+	return 0;
+}
+
 static void sqlite_close(struct cluster_store *base);
 static const struct cluster_store_ops sqlite_ops;
 
@@ -262,36 +317,35 @@ int cluster_sqlite_open(const char *path, struct cluster_store **ret)
 	if (e < 0)
 		return e;
 	struct sqlite_store *ss = calloc(1, sizeof(*ss));
-	if (!ss)
+	if (!ss || !(ss->path = strdup(path))) {
+		free(ss);
 		return seterr(-ENOMEM, "out of memory");
+	}
 	ss->base.ops = &sqlite_ops;
 	pthread_mutex_init(&ss->lock, NULL);
-	if (sqlite3_open_v2(path, &ss->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, NULL) !=
-	    SQLITE_OK) {
-		e = seterr(-EIO, "cluster store %s: %s", path, ss->db ? sqlite3_errmsg(ss->db) : "out of memory");
-		goto fail;
+	pthread_cond_init(&ss->cond, NULL);
+	sqlite3 *db = NULL;
+	if ((e = conn_open(path, &db)) == 0) {
+		ss->idle[ss->n_idle++] = db;
+		ss->n_open = 1;
+		e = migrate(db);
 	}
-	sqlite3_busy_timeout(ss->db, BUSY_MS);
-	/* WAL: readers never wait for the writer; foreign keys: the rows' references hold, as in PostgreSQL */
-	if (sqlite3_exec(ss->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON",
-			 NULL, NULL, NULL) != SQLITE_OK) {
-		e = db_err(ss->db, "set up the connection");
-		goto fail;
+	if (e < 0) {
+		sqlite_close(&ss->base);
+		return e;
 	}
-	if ((e = migrate(ss->db)) < 0)
-		goto fail;
 	*ret = &ss->base;
 	return 0;
-fail:
-	sqlite_close(&ss->base);
-	return e;
 }
 
 static void sqlite_close(struct cluster_store *base)
 {
 	struct sqlite_store *ss = (struct sqlite_store *)base;
-	sqlite3_close(ss->db);
+	for (unsigned i = 0; i < ss->n_idle; i++)
+		sqlite3_close(ss->idle[i]);
 	pthread_mutex_destroy(&ss->lock);
+	pthread_cond_destroy(&ss->cond);
+	free(ss->path);
 	free(ss);
 }
 
@@ -353,8 +407,7 @@ static int sqlite_host_register(struct cluster_store *cs, const struct cluster_h
 		"  incarnation = space_hosts.incarnation + 1, serving = 1, heartbeat = excluded.heartbeat, state = 'up'"
 		" WHERE NOT space_hosts.serving OR space_hosts.heartbeat < " NOW " - ?14"
 		" RETURNING incarnation";
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	if ((e = prep(db, &st, sql, rv.v, REPORT_VALS + 2)) == 0) {
 		int rc = sqlite3_step(st);
@@ -373,7 +426,7 @@ static int sqlite_host_register(struct cluster_store *cs, const struct cluster_h
 		    sqlite3_step(st) == SQLITE_ROW)
 			*ret_age_s = (unsigned)sqlite3_column_int(st, 0);
 	}
-	unlock(cs);
+	give(cs, db);
 	report_vals_free(&rv);
 	return e;
 }
@@ -386,8 +439,7 @@ static int sqlite_host_heartbeat(struct cluster_store *cs, const struct cluster_
 	if (e < 0)
 		return e;
 	rv.v[REPORT_VALS] = I(incarnation);
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	if ((e = begin(db)) == 0) {
 		_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 		struct val p[2] = { T(h->name), I(incarnation) };
@@ -407,7 +459,7 @@ static int sqlite_host_heartbeat(struct cluster_store *cs, const struct cluster_
 					rv.v, REPORT_VALS + 1, NULL);
 		e = end(db, e);
 	}
-	unlock(cs);
+	give(cs, db);
 	report_vals_free(&rv);
 	return e;
 }
@@ -428,8 +480,7 @@ static int sqlite_sweep(struct cluster_store *cs, unsigned lost_after_s,
 {
 	struct lost_host *lost = NULL;
 	size_t n = 0;
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	int e = begin(db);
 	if (e == 0) {
 		_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
@@ -471,7 +522,7 @@ static int sqlite_sweep(struct cluster_store *cs, unsigned lost_after_s,
 					keep, 1, NULL);
 		e = end(db, e);
 	}
-	unlock(cs);
+	give(cs, db);
 	for (size_t i = 0; e == 0 && fn && i < n; i++)
 		fn(lost[i].name, lost[i].sandboxes, arg);
 	free(lost);
@@ -480,8 +531,7 @@ static int sqlite_sweep(struct cluster_store *cs, unsigned lost_after_s,
 
 static int sqlite_host_key(struct cluster_store *cs, const char *name, char ret_key[CLUSTER_KEY_HEX + 1])
 {
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	struct val p[1] = { T(name) };
 	int e = prep(db, &st, "SELECT key FROM space_hosts WHERE name = ?1", p, 1);
@@ -492,7 +542,7 @@ static int sqlite_host_key(struct cluster_store *cs, const char *name, char ret_
 		else
 			e = rc == SQLITE_ROW ? -EBADMSG : rc == SQLITE_DONE ? -ENOENT : db_err(db, "read a host's key");
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 
@@ -501,8 +551,7 @@ static int sqlite_host_key(struct cluster_store *cs, const char *name, char ret_
 static int rows_collect(struct cluster_store *cs, const char *sql, const struct val *v, int n, size_t size,
 			void (*row)(sqlite3_stmt *st, void *out), void **ret, size_t *ret_n)
 {
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	char *out = NULL;
 	size_t k = 0;
@@ -519,7 +568,7 @@ static int rows_collect(struct cluster_store *cs, const char *sql, const struct 
 	}
 	if (e == 0 && rc != SQLITE_DONE)
 		e = db_err(db, "read rows");
-	unlock(cs);
+	give(cs, db);
 	if (e < 0) {
 		free(out);
 		return e;
@@ -588,8 +637,7 @@ static int sqlite_place(struct cluster_store *cs, const char *template, const ch
 	if (!sec)
 		return -ENOMEM;
 	struct val p[5] = { T(template), T(isolation), I(fresh_s), T(avoid), T(sec) };
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	int e = begin(db);
 	if (e == 0) {
 		_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
@@ -608,7 +656,7 @@ static int sqlite_place(struct cluster_store *cs, const char *template, const ch
 					c, 3, NULL);
 		e = end(db, e);
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 
@@ -623,8 +671,7 @@ static int sqlite_place_counts(struct cluster_store *cs, const char *template, c
 	if (!sec)
 		return -ENOMEM;
 	struct val p[5] = { T(template), T(isolation), I(fresh_s), T(""), T(sec) };
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	int e = prep(db, &st, sql, p, 5);
 	if (e == 0) {
@@ -636,7 +683,7 @@ static int sqlite_place_counts(struct cluster_store *cs, const char *template, c
 			e = db_err(db, "count hosts");
 		}
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 
@@ -652,8 +699,7 @@ static int sqlite_sandbox_add(struct cluster_store *cs, const char *id, const ch
 			      const char *token)
 {
 	struct val p[3] = { T(id), T(host), T(template) }, t[1] = { T(token) };
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	int e = begin(db);
 	if (e == 0) {
 		e = exec_locked(db, "DELETE FROM space_placements WHERE token = ?1", t, 1, NULL);
@@ -666,7 +712,7 @@ static int sqlite_sandbox_add(struct cluster_store *cs, const char *id, const ch
 					p, 3, NULL);
 		e = end(db, e);
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 
@@ -746,8 +792,7 @@ static int sqlite_checkpoints_publish(struct cluster_store *cs, const char *host
 	if (!ia || !sa)
 		return -ENOMEM;
 	struct val p[3] = { T(host), T(ia), T(sa) };
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	int e = begin(db);
 	if (e == 0) {
 		e = exec_locked(db, "DELETE FROM space_checkpoints WHERE host = ?1 AND id NOT IN (SELECT value FROM json_each(?2))",
@@ -763,7 +808,7 @@ static int sqlite_checkpoints_publish(struct cluster_store *cs, const char *host
 					p, 3, NULL);
 		e = end(db, e);
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 
@@ -791,8 +836,7 @@ static int sqlite_apikeys_publish(struct cluster_store *cs, const char *host, co
 	if (!arr)
 		return -ENOMEM;
 	struct val p[2] = { T(host), T(arr) };
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	int e = begin(db);
 	if (e == 0) {
 		e = exec_locked(db, "DELETE FROM space_api_keys WHERE host = ?1 AND hash NOT IN (SELECT value FROM json_each(?2))",
@@ -802,22 +846,21 @@ static int sqlite_apikeys_publish(struct cluster_store *cs, const char *host, co
 					p, 2, NULL);
 		e = end(db, e);
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 
 static int sqlite_apikey_check(struct cluster_store *cs, const char *hex_hash)
 {
 	struct val p[1] = { T(hex_hash) };
-	lock(cs);
-	sqlite3 *db = db_of(cs);
+	sqlite3 *db = take(cs);
 	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
 	int e = prep(db, &st, "SELECT 1 FROM space_api_keys WHERE hash = ?1 LIMIT 1", p, 1);
 	if (e == 0) {
 		int rc = sqlite3_step(st);
 		e = rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -EACCES : db_err(db, "check an API key");
 	}
-	unlock(cs);
+	give(cs, db);
 	return e;
 }
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "http_chunked.h"
 #include "util/cleanup.h"
 
 #define ANSWER_MAX (1u << 20) /* the server's answer is a small JSON document */
@@ -103,29 +104,15 @@ static int send_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-/* The body of a chunked answer, decoded in place; false when it is not well formed. */
+/* The body of a chunked answer, decoded in place; false when it is not well formed or not whole. */
 static bool dechunk(char *body, size_t len, size_t *ret_len)
 {
-	size_t in = 0, out = 0;
-	for (;;) {
-		char *end;
-		if (in >= len)
-			return false;
-		unsigned long n = strtoul(body + in, &end, 16);
-		char *crlf = memmem(body + in, len - in, "\r\n", 2);
-		if (!crlf || end == body + in || end > crlf)
-			return false;
-		in = (size_t)(crlf - body) + 2;
-		if (n == 0)
-			break;
-		if (n > len - in || len - in - n < 2)
-			return false;
-		memmove(body + out, body + in, n);
-		out += n;
-		in += n + 2;
-	}
-	body[out] = '\0';
-	*ret_len = out;
+	struct http_chunked c = HTTP_CHUNKED_INIT;
+	size_t used, made;
+	if (http_chunked_feed(&c, body, len, body, len, &used, &made) < 0 || !c.done)
+		return false;
+	body[made] = '\0';
+	*ret_len = made;
 	return true;
 }
 

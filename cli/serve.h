@@ -158,14 +158,25 @@ char *serve_fwd_target(struct serve_req *r);
 /* Sends the request's head over fd: method, target, its headers but the hop-by-hop ones (with port, also
  * the sandbox's access tokens and routing headers) and any X-Space-Cluster-* a client sent, then extra
  * (whole header lines, or NULL), then Content-Length: content_length (< 0: r->body_len when the method
- * has a body). HTTP/1.0 (the answer ends with the connection), HTTP/1.1 with Upgrade. */
+ * has a body). HTTP/1.0 (the answer ends with the connection), HTTP/1.1 with Upgrade, or with keep_alive
+ * (the connection is kept for another request: serve_fwd_answer with a serve_fwd_keep). */
 int serve_fwd_head(struct serve_req *r, int fd, const char *target, bool port, const char *extra,
-		   long long content_length);
+		   long long content_length, bool keep_alive);
 int serve_fwd_send(int fd, const char *p, size_t n);
+/* Where a kept connection goes once its answer was read whole: give(arg, peer, fd); give NULL: nowhere (the
+ * answer is still read by its framing, then the connection closed). */
+struct serve_fwd_keep {
+	void (*give)(void *arg, const char *peer, int fd);
+	void *arg;
+	const char *peer;
+};
 /* Reads the answer's head from fd and queues it as the request's answer, its body streamed as it comes (a
  * 101 makes the connection a relay both ways). Takes fd. cluster: the far side is a host of the cluster
- * (its X-Space-Cluster-Host is kept). what names the far side in a 502. */
-enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, const char *what);
+ * (its X-Space-Cluster-Host is kept). what names the far side in a 502. keep (the request was sent with
+ * keep_alive; NULL: it was not): the answer is read by its framing (Content-Length or chunks, decoded) and
+ * the connection given to keep->give when read whole; an answer that ends its connection closes it. */
+enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, const char *what,
+				 const struct serve_fwd_keep *keep);
 
 /* --- serve_cluster.c: `space serve --cluster` (docs/cluster.md) --- */
 struct serve_cluster_options {
@@ -210,6 +221,10 @@ bool cluster_tls_conn_peer(struct MHD_Connection *conn, char name[64]);
 /* A plain socket relayed over TLS to url (https://HOST:PORT) whose certificate names peer; -EPERM when it
  * names another host or does not hold, other -errno when it cannot be reached. */
 int cluster_tls_connect(struct cluster_tls *t, const char *url, const char *peer);
+/* The same, but a kept connection to peer at url when the pool has one that is still open (idle for
+ * less than a few seconds); cluster_tls_give (a serve_fwd_keep's give, arg t) puts one back. */
+int cluster_tls_take(struct cluster_tls *t, const char *url, const char *peer);
+void cluster_tls_give(void *t, const char *peer, int fd);
 /* First look at a request: checks a host's signature (a forwarded request: r->cluster_peer), marks
  * creates, and routes a request for another host's sandbox (r->route becomes a forwarding or lost-host
  * route). 0: go on as usual; 1: go on with the new route; -1: answered. */

@@ -68,10 +68,20 @@ static int fwd_open(struct serve_req *r, struct fwd *f, const char *claim, long 
 	int e = cluster_sign_headers(c, r->method, target, f->host, claim, extra, sizeof(extra));
 	if (e < 0)
 		return e;
-	f->fd = cluster_tls_connect(c->tls, f->url, f->host);
+	f->fd = cluster_tls_take(c->tls, f->url, f->host);
 	if (f->fd < 0)
 		return f->fd;
-	return serve_fwd_head(r, f->fd, target, false, extra, length);
+	return serve_fwd_head(r, f->fd, target, false, extra, length, true);
+}
+
+/* The owner's answer; its connection is kept for the next request to that host once read whole, unless
+ * the request's body was streamed (an owner that answered before reading all of it may still be reading). */
+static enum MHD_Result fwd_answer(struct serve_req *r, int fd, const char *host, bool streamed)
+{
+	char what[96];
+	snprintf(what, sizeof(what), "host %s of the cluster", host);
+	const struct serve_fwd_keep keep = { streamed ? NULL : cluster_tls_give, r->srv->cluster->tls, host };
+	return serve_fwd_answer(r, fd, true, what, &keep);
 }
 
 static int fwd_sink(struct serve_req *r, const char *data, size_t len)
@@ -129,10 +139,11 @@ static enum MHD_Result fwd_run(struct serve_req *r)
 		return cluster_host_error(r, f->host, e);
 	int fd = f->fd;
 	f->fd = -1;
-	char what[96];
-	snprintf(what, sizeof(what), "host %s of the cluster", f->host);
+	char host[CLUSTER_NAME_MAX];
+	snprintf(host, sizeof(host), "%s", f->host);
+	bool streamed = f->head_sent;
 	fwd_free(r);
-	return serve_fwd_answer(r, fd, true, what);
+	return fwd_answer(r, fd, host, streamed);
 }
 
 /* Forwarded requests: the caller's key is checked here (KEY), or by the owner (envd, ports: their token). */
@@ -402,9 +413,7 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 			cluster_claim_drop(c->cs, claim);
 			return cluster_host_error(r, host, e);
 		}
-		char what[96];
-		snprintf(what, sizeof(what), "host %s of the cluster", host);
-		enum MHD_Result ret = serve_fwd_answer(r, f.fd, true, what);
+		enum MHD_Result ret = fwd_answer(r, f.fd, host, false);
 		if (r->status != 201) /* not made there: its claim holds no capacity any longer */
 			cluster_claim_drop(c->cs, claim);
 		return ret;

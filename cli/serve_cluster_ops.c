@@ -88,7 +88,7 @@ static int fetch_page(struct serve_cluster *c, struct serve_req *r, const char *
 		return fd;
 	struct timeval tv = { .tv_sec = CLUSTER_LIST_TIMEOUT_S };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	e = serve_fwd_head(r, fd, target, false, extra, -1);
+	e = serve_fwd_head(r, fd, target, false, extra, -1, false);
 	char *buf = NULL, *body = NULL;
 	if (e == 0)
 		e = read_answer(fd, CLUSTER_LIST_ANSWER_MAX, ret_status, &buf, &body);

@@ -9,6 +9,12 @@
  * client address naming the host ("space-cluster:NAME", read back by cluster_tls_conn_peer), and the thread
  * then relays bytes between the pair and TLS until either side ends. Connecting is the mirror image: the
  * forwarding code gets the plain end of a pair. No other code touches TLS.
+ *
+ * Kept connections: a forwarded request's connection whose answer was read whole comes back to a small
+ * pool (cluster_tls_give) and serves the next request to that host (cluster_tls_take) if it is taken
+ * within TLS_POOL_IDLE_MS (the far side keeps an idle connection 60 s) and nothing came on it meanwhile
+ * (a host that restarted closed it). The TLS sockets probe an idle peer (TCP keepalive) and give up on
+ * bytes unacknowledged for TLS_USER_TIMEOUT_MS: a host that vanished ends its connections, in use or kept.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -35,6 +42,15 @@
 #define TLS_HANDSHAKE_TIMEOUT_MS 10000
 #define TLS_CONNECT_TIMEOUT_MS 3000
 #define TLS_PEER_PREFIX "space-cluster:"
+#define TLS_POOL_MAX 16               /* kept connections, all hosts together */
+#define TLS_POOL_IDLE_MS 5000
+#define TLS_USER_TIMEOUT_MS 10000
+
+struct kept {
+	int fd;
+	char peer[CLUSTER_NAME_MAX];
+	struct timespec since;
+};
 
 struct cluster_tls {
 	SSL_CTX *server, *client;
@@ -45,6 +61,9 @@ struct cluster_tls {
 	bool accepting;
 	atomic_bool stop;
 	atomic_int handshakes;        /* accepted connections not yet handed to the daemon (or dropped) */
+	pthread_mutex_t pool_lock;
+	struct kept pool[TLS_POOL_MAX];
+	unsigned n_pool;
 };
 
 static void ssl_err(char *err, size_t n, const char *what)
@@ -103,6 +122,7 @@ int cluster_tls_load(const char *dir, const char *host, struct cluster_tls **ret
 		return -ENOMEM;
 	}
 	t->listen_fd = -1;
+	pthread_mutex_init(&t->pool_lock, NULL);
 	snprintf(t->host, sizeof(t->host), "%s", host);
 	t->server = ctx_new(dir, true, err, errlen);
 	t->client = t->server ? ctx_new(dir, false, err, errlen) : NULL;
@@ -136,6 +156,9 @@ void cluster_tls_free(struct cluster_tls *t)
 	if (!t)
 		return;
 	cluster_tls_stop(t);
+	for (unsigned i = 0; i < t->n_pool; i++)
+		close(t->pool[i].fd);
+	pthread_mutex_destroy(&t->pool_lock);
 	SSL_CTX_free(t->server);
 	SSL_CTX_free(t->client);
 	free(t);
@@ -213,6 +236,18 @@ static void nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* A peer that vanished ends the connection: probes after 5 s of silence (3, 2 s apart), and bytes
+ * unacknowledged for TLS_USER_TIMEOUT_MS. */
+static void peer_watch(int fd)
+{
+	int one = 1, idle = 5, intvl = 2, cnt = 3, user = TLS_USER_TIMEOUT_MS;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+}
+
 /* Handshake on a blocking socket with a deadline (SO_RCVTIMEO/SO_SNDTIMEO). */
 static void timeouts(int fd, int ms)
 {
@@ -237,6 +272,7 @@ static void *accepted_main(void *arg)
 	char peer[CLUSTER_NAME_MAX] = "";
 	bool handed = false;
 	nodelay(a->fd);
+	peer_watch(a->fd);
 	timeouts(a->fd, TLS_HANDSHAKE_TIMEOUT_MS);
 	if (!ssl || SSL_set_fd(ssl, a->fd) != 1 || SSL_accept(ssl) != 1) {
 		ERR_clear_error();
@@ -433,6 +469,7 @@ int cluster_tls_connect(struct cluster_tls *t, const char *url, const char *peer
 	if (fd < 0)
 		return fd;
 	nodelay(fd);
+	peer_watch(fd);
 	timeouts(fd, TLS_HANDSHAKE_TIMEOUT_MS);
 	SSL *ssl = SSL_new(t->client);
 	char cn[CLUSTER_NAME_MAX];
@@ -475,4 +512,56 @@ int cluster_tls_connect(struct cluster_tls *t, const char *url, const char *peer
 	}
 	pthread_attr_destroy(&attr);
 	return pair[0];
+}
+
+/* --- kept connections ------------------------------------------------------------------------------------ */
+
+static long long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+int cluster_tls_take(struct cluster_tls *t, const char *url, const char *peer)
+{
+	for (;;) {
+		struct kept k = { .fd = -1 };
+		pthread_mutex_lock(&t->pool_lock);
+		for (unsigned i = t->n_pool; i-- > 0;) { /* the newest first */
+			if (strcmp(t->pool[i].peer, peer))
+				continue;
+			k = t->pool[i];
+			memmove(t->pool + i, t->pool + i + 1, (t->n_pool - i - 1) * sizeof(t->pool[0]));
+			t->n_pool--;
+			break;
+		}
+		pthread_mutex_unlock(&t->pool_lock);
+		if (k.fd < 0)
+			return cluster_tls_connect(t, url, peer);
+		/* Idle too long, or closed (or spoken on) by the far side meanwhile: not used again. */
+		struct pollfd p = { .fd = k.fd, .events = POLLIN | POLLRDHUP };
+		if (ms_since(&k.since) < TLS_POOL_IDLE_MS && poll(&p, 1, 0) == 0)
+			return k.fd;
+		close(k.fd);
+	}
+}
+
+void cluster_tls_give(void *arg, const char *peer, int fd)
+{
+	struct cluster_tls *t = arg;
+	struct kept k = { .fd = fd };
+	snprintf(k.peer, sizeof(k.peer), "%s", peer);
+	clock_gettime(CLOCK_MONOTONIC, &k.since);
+	int old = -1;
+	pthread_mutex_lock(&t->pool_lock);
+	if (t->n_pool == TLS_POOL_MAX) { /* full: the oldest goes */
+		old = t->pool[0].fd;
+		memmove(t->pool, t->pool + 1, (TLS_POOL_MAX - 1) * sizeof(t->pool[0]));
+		t->n_pool--;
+	}
+	t->pool[t->n_pool++] = k;
+	pthread_mutex_unlock(&t->pool_lock);
+	if (old >= 0)
+		close(old);
 }

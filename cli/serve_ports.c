@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http_chunked.h"
 #include "relay.h"
 #include "serve.h"
 #include "serve_e2b.h"
@@ -26,11 +27,22 @@
 #define PORT_HEAD_MAX (64u << 10) /* the sandbox server's answer head */
 #define E2B_ENVD_PORT 49983
 
+#define FWD_IN_SIZE (16u << 10)   /* a kept connection's body bytes read past the head */
+
 struct port_state {
 	int fd;          /* to the sandbox's port, or to a host of the cluster */
 	bool cluster;    /* the far side is a host of the cluster */
 	char *head;      /* the answer's head buffer; head[body_off..head_len) are body bytes */
 	size_t head_len, body_off;
+	/* A kept connection (serve_fwd_keep): the answer is read by its framing, and the connection goes
+	 * back once it was read whole (done). */
+	struct serve_fwd_keep keep;
+	char peer[64];
+	bool kept, chunked, done;
+	long long left;  /* Content-Length bytes still to come, -1 unknown */
+	struct http_chunked dec;
+	char *in;        /* body bytes read past the head */
+	size_t in_off, in_len;
 };
 
 /* "PORT-ID.DOMAIN[:P]" (case-insensitive domain) into id and port. */
@@ -279,10 +291,13 @@ static int read_head(struct port_state *s, unsigned *ret_status)
 }
 
 /* Copies the answer's headers but the hop-by-hop ones to resp (NULL: none); *ret_len: Content-Length, or
- * -1. */
+ * -1. Without resp, also notes a chunked body (s->chunked) and an answer that ends its connection (a kept
+ * one is not kept then). */
 static void copy_headers(struct port_state *s, struct MHD_Response *resp, bool upgrade, long long *ret_len)
 {
 	*ret_len = -1;
+	if (!resp && strncmp(s->head, "HTTP/1.1", 8))
+		s->kept = false; /* HTTP/1.0: the connection ends with the answer */
 	char *line = strstr(s->head, "\r\n");
 	while (line && line + 2 < s->head + s->body_off - 2) {
 		line += 2;
@@ -301,6 +316,10 @@ static void copy_headers(struct port_state *s, struct MHD_Response *resp, bool u
 				long long n = strtoll(v, &e, 10);
 				if (e != v && !*e && n >= 0)
 					*ret_len = n;
+			} else if (!resp && !strcasecmp(line, "Transfer-Encoding")) {
+				s->chunked = s->kept && strcasestr(v, "chunked");
+			} else if (!resp && !strcasecmp(line, "Connection") && strcasestr(v, "close")) {
+				s->kept = false;
 			} else if (resp && upgrade && !strcasecmp(line, "Upgrade")) {
 				MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, v); /* MHD requires it on a 101 */
 			} else if (resp && !hop_header(line, false, s->cluster) && strcasecmp(line, "Date")) {
@@ -313,31 +332,98 @@ static void copy_headers(struct port_state *s, struct MHD_Response *resp, bool u
 	}
 }
 
+/* The body bytes at hand (those read with the head first, then a read of the connection) at *p: how many,
+ * 0 at the end of the connection, -errno. in_used() takes n of them. */
+static ssize_t in_avail(struct port_state *s, const char **p)
+{
+	if (s->body_off < s->head_len) {
+		*p = s->head + s->body_off;
+		return (ssize_t)(s->head_len - s->body_off);
+	}
+	if (s->in_off == s->in_len) {
+		if (!s->in && !(s->in = malloc(FWD_IN_SIZE)))
+			return -ENOMEM;
+		ssize_t n;
+		while ((n = recv(s->fd, s->in, FWD_IN_SIZE, 0)) < 0 && errno == EINTR)
+			;
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		s->in_off = 0;
+		s->in_len = (size_t)n;
+	}
+	*p = s->in + s->in_off;
+	return (ssize_t)(s->in_len - s->in_off);
+}
+
+static void in_used(struct port_state *s, size_t n)
+{
+	if (s->body_off < s->head_len)
+		s->body_off += n;
+	else
+		s->in_off += n;
+}
+
+/* A chunked body, decoded: the data of its chunks, then the end once its trailer is read. */
+static ssize_t chunked_reader(struct port_state *s, char *buf, size_t max)
+{
+	for (;;) {
+		if (s->dec.done) { /* (the last data may have come with the end: never read past it) */
+			s->done = true;
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		}
+		const char *p;
+		ssize_t n = in_avail(s, &p);
+		if (n <= 0) /* the connection ended (or failed) before the body did */
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		size_t used, made;
+		if (http_chunked_feed(&s->dec, p, (size_t)n, buf, max, &used, &made) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		in_used(s, used);
+		if (made)
+			return (ssize_t)made;
+	}
+}
+
 static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct port_state *s = cls;
 	(void)pos;
-	if (s->body_off < s->head_len) {
-		size_t n = s->head_len - s->body_off < max ? s->head_len - s->body_off : max;
-		memcpy(buf, s->head + s->body_off, n);
-		s->body_off += n;
-		return (ssize_t)n;
+	if (s->done)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (s->chunked)
+		return chunked_reader(s, buf, max);
+	if (s->left == 0) {
+		s->done = true;
+		return MHD_CONTENT_READER_END_OF_STREAM;
 	}
-	for (;;) {
-		ssize_t n = recv(s->fd, buf, max, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n == 0)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
-	}
+	const char *p;
+	ssize_t n = in_avail(s, &p);
+	if (n == 0) /* the end of the connection ends a body of unknown length only */
+		return s->left < 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	size_t k = (size_t)n < max ? (size_t)n : max;
+	if (s->left > 0 && (unsigned long long)k > (unsigned long long)s->left)
+		k = (size_t)s->left;
+	memcpy(buf, p, k);
+	in_used(s, k);
+	if (s->left > 0 && !(s->left -= (long long)k))
+		s->done = true;
+	return (ssize_t)k;
 }
 
+/* A kept connection read whole goes back to its pool (no byte of another answer may be left in it);
+ * any other is closed. */
 static void body_free(void *cls)
 {
 	struct port_state *s = cls;
-	if (s->fd >= 0)
+	bool back = s->kept && s->done && s->keep.give && s->fd >= 0 && s->body_off == s->head_len &&
+		    s->in_off == s->in_len;
+	if (back)
+		s->keep.give(s->keep.arg, s->peer, s->fd);
+	else if (s->fd >= 0)
 		close(s->fd);
+	free(s->in);
 	free(s->head);
 	free(s);
 }
@@ -423,21 +509,21 @@ char *serve_fwd_target(struct serve_req *r)
 }
 
 int serve_fwd_head(struct serve_req *r, int fd, const char *target, bool port, const char *extra,
-		   long long content_length)
+		   long long content_length, bool keep_alive)
 {
 	const char *upgrade = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Upgrade");
 	struct head_buf b = { 0 };
 	hb_str(&b, r->method);
 	hb_add(&b, " ", 1);
 	hb_str(&b, target);
-	hb_str(&b, upgrade ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
+	hb_str(&b, upgrade || keep_alive ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n");
 	struct header_arg h = { &b, port };
 	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
 	if (upgrade) {
 		hb_str(&b, "Connection: Upgrade\r\nUpgrade: ");
 		hb_str(&b, upgrade);
 		hb_add(&b, "\r\n", 2);
-	} else {
+	} else if (!keep_alive) {
 		hb_str(&b, "Connection: close\r\n");
 	}
 	if (extra)
@@ -456,7 +542,8 @@ int serve_fwd_head(struct serve_req *r, int fd, const char *target, bool port, c
 	return e;
 }
 
-enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, const char *what)
+enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, const char *what,
+				 const struct serve_fwd_keep *keep)
 {
 	struct port_state *s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -465,6 +552,12 @@ enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, cons
 	}
 	s->fd = fd;
 	s->cluster = cluster;
+	s->left = -1;
+	if (keep) {
+		s->keep = *keep;
+		s->kept = true;
+		snprintf(s->peer, sizeof(s->peer), "%s", keep->peer);
+	}
 	unsigned status = 0;
 	int e = read_head(s, &status);
 	if (e < 0) {
@@ -477,12 +570,24 @@ enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, cons
 	struct MHD_Response *resp;
 	long long len;
 	if (status == 101 && upgrade) {
+		s->kept = false;
 		resp = MHD_create_response_for_upgrade(on_upgrade, s);
 		if (resp)
 			copy_headers(s, resp, true, &len);
 	} else {
 		/* A known size gives the client a Content-Length, else chunks. */
 		copy_headers(s, NULL, false, &len);
+		/* A kept connection's answer ends by its framing: its length, its last chunk, or no body at all
+		 * (HEAD, 1xx, 204, 304); without either it ends with the connection, which is then not kept. */
+		bool bodiless = !strcmp(r->method, "HEAD") || status < 200 || status == 204 || status == 304;
+		if (s->kept && bodiless) {
+			s->chunked = false;
+			s->left = 0;
+			s->done = true;
+		} else if (s->kept && !s->chunked) {
+			s->left = len;
+			s->kept = len >= 0;
+		}
 		resp = MHD_create_response_from_callback(len >= 0 ? (uint64_t)len : MHD_SIZE_UNKNOWN, 32 << 10,
 							 body_reader, s, body_free);
 		if (resp)
@@ -513,7 +618,7 @@ enum MHD_Result serve_port_proxy(struct serve_req *r)
 	if (e < 0)
 		return port_error(r, e, r->port, id);
 	_cleanup_free_ char *target = serve_fwd_target(r);
-	e = target ? serve_fwd_head(r, fd, target, true, NULL, -1) : -ENOMEM;
+	e = target ? serve_fwd_head(r, fd, target, true, NULL, -1, false) : -ENOMEM;
 	if (e == 0 && r->body_len)
 		e = serve_fwd_send(fd, r->body, r->body_len);
 	char what[96];
@@ -522,5 +627,5 @@ enum MHD_Result serve_port_proxy(struct serve_req *r)
 		close(fd);
 		return serve_reply_error(r, 502, "bad_gateway", "%s: %s", what, space_strerror(e));
 	}
-	return serve_fwd_answer(r, fd, false, what);
+	return serve_fwd_answer(r, fd, false, what, NULL);
 }

@@ -8,6 +8,7 @@
 #  - the E2B SDK pointed at b works on a sandbox living on c (cluster_e2b.mjs) and creates through b; a port
 #    of that sandbox answers through b, an Upgrade (WebSocket) too;
 #  - listings through any host (native, paged, and E2B) hold every host's sandboxes;
+#  - forwarded requests keep their connections between hosts (20 reads, at most 2 new connections);
 #  - a template only a holds: placed on a; pushed from a to b and pulled by c from a, then placed anywhere;
 #  - host c lost (server killed, link down): c and its sandboxes are "lost" within the lost-after delay,
 #    new creates avoid c, a lost sandbox answers 503 host_lost, a DELETE of one answers 202 (destroyed);
@@ -322,6 +323,21 @@ http a GET "/v2/sandboxes"
 listed=$(python3 -c 'import json,sys; print("\n".join(sorted(s["sandboxID"] for s in json.loads(sys.argv[1]) if "spaceCreatedMs" not in s)))' "$HB")
 [ "$listed" = "$all_running" ] || fail "GET /v2/sandboxes through a is not the 100 of the three hosts"
 ok "listings through any host hold every host's sandboxes: whole, in 4 ordered pages, and on the E2B plane"
+
+# --- forwarded requests keep their connections: 20 reads through a of a sandbox on c take at most 2 new
+# TCP connections from a to c (each would take one of its own otherwise); every answer is whole ----------
+ports_to_c() { in_ns "${NS[a]}" ss -Htan "dst ${IP[c]}:9443" | awk '{print $4}' | sort -u; }
+ports_to_c >"$WORK/ports.before"
+KEEP_ID=$(sed -n 3p "$WORK/c.ids")
+for i in $(seq 20); do
+	http a GET "/v1/sandboxes/$KEEP_ID"
+	[ "$HS" = 200 ] && [ "$(owner_header)" = c ] &&
+		python3 -c 'import json,sys; assert json.loads(sys.argv[1])["id"] == sys.argv[2]' "$HB" "$KEEP_ID" ||
+		fail "read $i of c's sandbox through a: $HS $(owner_header) $HB"
+done
+new_conns=$(ports_to_c | comm -13 "$WORK/ports.before" - | wc -l)
+[ "$new_conns" -le 2 ] || fail "20 reads through a of a sandbox on c took $new_conns new connections to c"
+ok "20 reads through a of c's sandbox: whole answers over $new_conns new connection(s) to c (kept between hosts)"
 
 # --- a registered secret only c has: creates whose policy names it go to c; one nobody has is refused -------
 # (set with c's server running: its next heartbeat reports the name, never the value)
