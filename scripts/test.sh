@@ -25,7 +25,7 @@ typical=(
 	                                                    # soak: 3 minutes of load + set-up, ~200 s)
 	"bench 140"                                         # fleet-short (bench/fleet --short): 87-136 s
 	"nested 1000"                                       # 2026-12-06: 11 tests, 750-900 s without a hang
-	"asan:unit 15" "asan:fuzz-smoke 60" "asan:sanitize 150" # estimates
+	"asan:unit 15" "asan:fuzz-smoke 60" "asan:sanitize 200" # estimates
 	"builds-and-release 600"                            # estimate: everything outside meson test
 )
 
