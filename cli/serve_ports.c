@@ -38,6 +38,7 @@ struct port_state {
 	 * back once it was read whole (done). */
 	struct serve_fwd_keep keep;
 	char peer[64];
+	bool http11;     /* the request was HTTP/1.1 without Connection: close (its answer may be chunked) */
 	bool kept, chunked, done;
 	long long left;  /* Content-Length bytes still to come, -1 unknown */
 	struct http_chunked dec;
@@ -317,7 +318,7 @@ static void copy_headers(struct port_state *s, struct MHD_Response *resp, bool u
 				if (e != v && !*e && n >= 0)
 					*ret_len = n;
 			} else if (!resp && !strcasecmp(line, "Transfer-Encoding")) {
-				s->chunked = s->kept && strcasestr(v, "chunked");
+				s->chunked = s->http11 && strcasestr(v, "chunked");
 			} else if (!resp && !strcasecmp(line, "Connection") && strcasestr(v, "close")) {
 				s->kept = false;
 			} else if (resp && upgrade && !strcasecmp(line, "Upgrade")) {
@@ -395,6 +396,14 @@ static ssize_t body_reader(void *cls, uint64_t pos, char *buf, size_t max)
 	if (s->left == 0) {
 		s->done = true;
 		return MHD_CONTENT_READER_END_OF_STREAM;
+	}
+	if (!s->kept && s->body_off == s->head_len) { /* read to the end of the connection: straight into buf */
+		ssize_t n;
+		while ((n = recv(s->fd, buf, max, 0)) < 0 && errno == EINTR)
+			;
+		if (n == 0)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
 	}
 	const char *p;
 	ssize_t n = in_avail(s, &p);
@@ -555,7 +564,7 @@ enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, cons
 	s->left = -1;
 	if (keep) {
 		s->keep = *keep;
-		s->kept = true;
+		s->kept = s->http11 = true;
 		snprintf(s->peer, sizeof(s->peer), "%s", keep->peer);
 	}
 	unsigned status = 0;
@@ -577,6 +586,8 @@ enum MHD_Result serve_fwd_answer(struct serve_req *r, int fd, bool cluster, cons
 	} else {
 		/* A known size gives the client a Content-Length, else chunks. */
 		copy_headers(s, NULL, false, &len);
+		if (s->chunked) /* chunks outweigh a Content-Length (RFC 9112 6.3) */
+			len = -1;
 		/* A kept connection's answer ends by its framing: its length, its last chunk, or no body at all
 		 * (HEAD, 1xx, 204, 304); without either it ends with the connection, which is then not kept. */
 		bool bodiless = !strcmp(r->method, "HEAD") || status < 200 || status == 204 || status == 304;
