@@ -32,13 +32,6 @@ int cluster_seterr(int e, const char *fmt, ...)
 
 int cluster_schema_version(void) { return CLUSTER_SCHEMA_VERSION; }
 
-bool cluster_name_ok(const char *name)
-{
-	size_t n = name ? strlen(name) : 0;
-	return n > 0 && n < CLUSTER_NAME_MAX && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
-	       name[0] != '-';
-}
-
 const char *cluster_sandbox_state_name(enum cluster_sandbox_state s)
 {
 	switch (s) {

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct cluster_store;
 
@@ -51,8 +52,14 @@ const char *cluster_errmsg(void);
 /* The schema version this build writes. */
 int cluster_schema_version(void);
 
-/* Whether name is a valid host name. */
-bool cluster_name_ok(const char *name);
+/* Whether name is a valid host name: 1..63 of a-z, 0-9 and -, not starting with -. (Inline: the CLI checks
+ * names without the store.) */
+static inline bool cluster_name_ok(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	return n > 0 && n < CLUSTER_NAME_MAX && strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
+	       name[0] != '-';
+}
 
 /* What a host reports of itself at registration and on every heartbeat. */
 struct cluster_host_report {

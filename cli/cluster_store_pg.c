@@ -330,13 +330,18 @@ static char *array_literal(const char *const *v)
 /* The report's columns as parameters $2.. ($1 is the name): url, capacity, cpus, mem_total, mem_available,
  * pool_free, isolations, templates, pool_stock, version, secrets. */
 #define REPORT_PARAMS 12
-struct report_params;
-static void report_params_free(struct report_params *rp);
 struct report_params {
 	char cap[16], cpus[16], mt[24], ma[24], pf[24];
 	char *isol, *tpl, *sec;
 	const char *p[REPORT_PARAMS];
 };
+
+static void report_params_free(struct report_params *rp)
+{
+	free(rp->isol);
+	free(rp->tpl);
+	free(rp->sec);
+}
 
 static int report_params(const struct cluster_host_report *h, struct report_params *rp)
 {
@@ -360,13 +365,6 @@ static int report_params(const struct cluster_host_report *h, struct report_para
 					 rp->sec };
 	memcpy(rp->p, p, sizeof(p));
 	return 0;
-}
-
-static void report_params_free(struct report_params *rp)
-{
-	free(rp->isol);
-	free(rp->tpl);
-	free(rp->sec);
 }
 
 /* Runs sql (returning rows) with the report's parameters and extra ones after them. On success the

@@ -195,6 +195,22 @@ static int end(sqlite3 *db, int e)
 	return e;
 }
 
+/* Two statements in one write transaction: both or neither. */
+static int exec_pair(struct cluster_store *cs, const char *sql1, const struct val *v1, int n1, const char *sql2,
+		     const struct val *v2, int n2)
+{
+	sqlite3 *db = take(cs);
+	int e = begin(db);
+	if (e == 0) {
+		e = exec_locked(db, sql1, v1, n1, NULL);
+		if (e == 0)
+			e = exec_locked(db, sql2, v2, n2, NULL);
+		e = end(db, e);
+	}
+	give(cs, db);
+	return e;
+}
+
 static const char *col(sqlite3_stmt *st, int i)
 {
 	const char *s = (const char *)sqlite3_column_text(st, i);
@@ -699,21 +715,11 @@ static int sqlite_sandbox_add(struct cluster_store *cs, const char *id, const ch
 			      const char *token)
 {
 	struct val p[3] = { T(id), T(host), T(template) }, t[1] = { T(token) };
-	sqlite3 *db = take(cs);
-	int e = begin(db);
-	if (e == 0) {
-		e = exec_locked(db, "DELETE FROM space_placements WHERE token = ?1", t, 1, NULL);
-		if (e == 0)
-			e = exec_locked(db,
-					"INSERT INTO space_sandboxes (id, host, state, template, created, changed)"
-					" VALUES (?1, ?2, 'running', ?3, " NOW ", " NOW ")"
-					" ON CONFLICT (id) DO UPDATE SET host = excluded.host, state = 'running',"
-					" changed = excluded.changed",
-					p, 3, NULL);
-		e = end(db, e);
-	}
-	give(cs, db);
-	return e;
+	return exec_pair(cs, "DELETE FROM space_placements WHERE token = ?1", t, 1,
+			 "INSERT INTO space_sandboxes (id, host, state, template, created, changed)"
+			 " VALUES (?1, ?2, 'running', ?3, " NOW ", " NOW ")"
+			 " ON CONFLICT (id) DO UPDATE SET host = excluded.host, state = 'running', changed = excluded.changed",
+			 p, 3);
 }
 
 #define SANDBOX_SELECT "SELECT s.id, s.host, h.url, s.template, s.state, h.state FROM space_sandboxes s" \
@@ -792,24 +798,15 @@ static int sqlite_checkpoints_publish(struct cluster_store *cs, const char *host
 	if (!ia || !sa)
 		return -ENOMEM;
 	struct val p[3] = { T(host), T(ia), T(sa) };
-	sqlite3 *db = take(cs);
-	int e = begin(db);
-	if (e == 0) {
-		e = exec_locked(db, "DELETE FROM space_checkpoints WHERE host = ?1 AND id NOT IN (SELECT value FROM json_each(?2))",
-				p, 2, NULL);
-		/* WHERE true: an upsert after a SELECT needs it (SQLite's grammar) */
-		if (e == 0)
-			e = exec_locked(db,
-					"INSERT INTO space_checkpoints (id, host, sandbox)"
-					" SELECT i.value, ?1, s.value FROM json_each(?2) i JOIN json_each(?3) s ON s.key = i.key"
-					" WHERE true"
-					" ON CONFLICT (id) DO UPDATE SET host = excluded.host, sandbox = excluded.sandbox"
-					" WHERE space_checkpoints.host <> excluded.host OR space_checkpoints.sandbox <> excluded.sandbox",
-					p, 3, NULL);
-		e = end(db, e);
-	}
-	give(cs, db);
-	return e;
+	/* WHERE true: an upsert after a SELECT needs it (SQLite's grammar) */
+	return exec_pair(cs, "DELETE FROM space_checkpoints WHERE host = ?1 AND id NOT IN (SELECT value FROM json_each(?2))",
+			 p, 2,
+			 "INSERT INTO space_checkpoints (id, host, sandbox)"
+			 " SELECT i.value, ?1, s.value FROM json_each(?2) i JOIN json_each(?3) s ON s.key = i.key"
+			 " WHERE true"
+			 " ON CONFLICT (id) DO UPDATE SET host = excluded.host, sandbox = excluded.sandbox"
+			 " WHERE space_checkpoints.host <> excluded.host OR space_checkpoints.sandbox <> excluded.sandbox",
+			 p, 3);
 }
 
 static void checkpoint_row(sqlite3_stmt *st, void *out)
@@ -836,18 +833,8 @@ static int sqlite_apikeys_publish(struct cluster_store *cs, const char *host, co
 	if (!arr)
 		return -ENOMEM;
 	struct val p[2] = { T(host), T(arr) };
-	sqlite3 *db = take(cs);
-	int e = begin(db);
-	if (e == 0) {
-		e = exec_locked(db, "DELETE FROM space_api_keys WHERE host = ?1 AND hash NOT IN (SELECT value FROM json_each(?2))",
-				p, 2, NULL);
-		if (e == 0)
-			e = exec_locked(db, "INSERT OR IGNORE INTO space_api_keys (hash, host) SELECT value, ?1 FROM json_each(?2)",
-					p, 2, NULL);
-		e = end(db, e);
-	}
-	give(cs, db);
-	return e;
+	return exec_pair(cs, "DELETE FROM space_api_keys WHERE host = ?1 AND hash NOT IN (SELECT value FROM json_each(?2))",
+			 p, 2, "INSERT OR IGNORE INTO space_api_keys (hash, host) SELECT value, ?1 FROM json_each(?2)", p, 2);
 }
 
 static int sqlite_apikey_check(struct cluster_store *cs, const char *hex_hash)

@@ -19,20 +19,15 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cluster_store.h"
 #include "http_chunked.h"
 #include "util/cleanup.h"
+#include "util/util.h"
 
 #define ANSWER_MAX (1u << 20) /* the server's answer is a small JSON document */
 #define SERVER_DEFAULT "http://127.0.0.1:8080"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(cJSON, cJSON_Delete);
-
-static bool name_ok(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-	return n > 0 && n <= max && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n &&
-	       s[0] != '.' && s[0] != '-';
-}
 
 /* A connected socket to "http://HOST[:PORT]" or "unix:/PATH", its Host header value into host; -errno. */
 static int server_connect(const char *server, char *host, size_t hostlen)
@@ -195,11 +190,9 @@ int cli_template_move(struct cli *cli, const struct cli_command *cmd, int argc, 
 	}
 	if (np != 2)
 		return cli_usage_error(cmd, "template %s needs NAME and HOST", verb);
-	if (!name_ok(pos[0], 63))
+	if (!util_name_valid(pos[0]))
 		return cli_usage_error(cmd, "template %s: bad template name '%s'", verb, pos[0]);
-	/* host names of a cluster: 1..63 of a-z, 0-9 and - (docs/cluster.md) */
-	if (strlen(pos[1]) > 63 || !*pos[1] || strspn(pos[1], "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(pos[1]) ||
-	    pos[1][0] == '-')
+	if (!cluster_name_ok(pos[1]))
 		return cli_usage_error(cmd, "template %s: bad host name '%s' (1-63 of a-z, 0-9, -)", verb, pos[1]);
 	server = server && *server ? server : SERVER_DEFAULT;
 	_cleanup_free_ char *key = NULL;

@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
@@ -38,6 +37,7 @@
 
 #include "serve.h"
 #include "cluster_store.h"
+#include "util/util.h"
 
 #define TLS_HANDSHAKE_TIMEOUT_MS 10000
 #define TLS_CONNECT_TIMEOUT_MS 3000
@@ -49,7 +49,7 @@
 struct kept {
 	int fd;
 	char peer[CLUSTER_NAME_MAX];
-	struct timespec since;
+	uint64_t since_ns;
 };
 
 struct cluster_tls {
@@ -516,13 +516,6 @@ int cluster_tls_connect(struct cluster_tls *t, const char *url, const char *peer
 
 /* --- kept connections ------------------------------------------------------------------------------------ */
 
-static long long ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long long)(now.tv_sec - t0->tv_sec) * 1000 + (now.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 int cluster_tls_take(struct cluster_tls *t, const char *url, const char *peer)
 {
 	for (;;) {
@@ -541,7 +534,7 @@ int cluster_tls_take(struct cluster_tls *t, const char *url, const char *peer)
 			return cluster_tls_connect(t, url, peer);
 		/* Idle too long, or closed (or spoken on) by the far side meanwhile: not used again. */
 		struct pollfd p = { .fd = k.fd, .events = POLLIN | POLLRDHUP };
-		if (ms_since(&k.since) < TLS_POOL_IDLE_MS && poll(&p, 1, 0) == 0)
+		if (util_now_ns() - k.since_ns < TLS_POOL_IDLE_MS * 1000000ull && poll(&p, 1, 0) == 0)
 			return k.fd;
 		close(k.fd);
 	}
@@ -552,7 +545,7 @@ void cluster_tls_give(void *arg, const char *peer, int fd)
 	struct cluster_tls *t = arg;
 	struct kept k = { .fd = fd };
 	snprintf(k.peer, sizeof(k.peer), "%s", peer);
-	clock_gettime(CLOCK_MONOTONIC, &k.since);
+	k.since_ns = util_now_ns();
 	int old = -1;
 	pthread_mutex_lock(&t->pool_lock);
 	if (t->n_pool == TLS_POOL_MAX) { /* full: the oldest goes */

@@ -8,17 +8,19 @@ TEST=${1:?the test binary}
 WORK=$(mktemp -d /tmp/space-cluster-store-XXXXXX)
 chmod 755 "$WORK"
 on_exit "rm -rf '$WORK'"
-# judge OUT NAME: the run reached its end and counted its checks, none failed
-judge() {
-	grep -Eq "^$2: [0-9]{2,} checks, 0 failed\$" "$1" || fail "$2: no completion line with 0 failed"
+# run_on BACKEND CONNINFO: the test on one back-end; it must end with its completion line, 0 failed.
+run_on() {
+	local t0 rc
+	t0=$(date +%s%N)
+	"$TEST" "$2" >"$WORK/out-$1" 2>&1
+	rc=$?
+	cat "$WORK/out-$1"
+	[ $rc = 0 ] || fail "test_cluster_store failed on $1"
+	grep -Eq "^cluster-store $1: [0-9]{2,} checks, 0 failed\$" "$WORK/out-$1" ||
+		fail "cluster-store $1: no completion line with 0 failed"
+	echo "$1: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 }
-t0=$(date +%s%N)
-"$TEST" "sqlite:$WORK/cluster.db" >"$WORK/out-sqlite" 2>&1
-rc=$?
-cat "$WORK/out-sqlite"
-[ $rc = 0 ] || fail "test_cluster_store failed on SQLite"
-judge "$WORK/out-sqlite" "cluster-store sqlite"
-echo "sqlite: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+run_on sqlite "sqlite:$WORK/cluster.db"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 [ -n "$PGBIN" ] && [ -x "$PGBIN/initdb" ] || skip "postgresql missing (scripts/deps.sh installs it); SQLite passed"
 id postgres >/dev/null 2>&1 || skip "no postgres user (the postgresql package makes it); SQLite passed"
@@ -29,11 +31,5 @@ runuser -u postgres -- "$PGBIN/initdb" -D "$WORK/pg/data" -A trust -U postgres >
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$WORK/pg/data" -l "$WORK/pg/log" -w \
 	-o "-k $WORK/pg -h 127.0.0.1 -p $PORT -c fsync=off" start >/dev/null || fail "PostgreSQL did not start: $(tail -5 "$WORK/pg/log")"
 on_exit "runuser -u postgres -- '$PGBIN/pg_ctl' -D '$WORK/pg/data' -m immediate stop >/dev/null"
-t0=$(date +%s%N)
-"$TEST" "host=127.0.0.1 port=$PORT user=postgres dbname=postgres" >"$WORK/out-pg" 2>&1
-rc=$?
-cat "$WORK/out-pg"
-[ $rc = 0 ] || fail "test_cluster_store failed on PostgreSQL"
-judge "$WORK/out-pg" "cluster-store postgresql"
-echo "postgresql: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+run_on postgresql "host=127.0.0.1 port=$PORT user=postgres dbname=postgres"
 echo PASS
