@@ -42,6 +42,31 @@ kill_tree() {
 	kill -KILL "$1" 2>/dev/null || true
 }
 
+# nested_emulator_probe PID: one line on the emulators (qemu-system-*) below PID: the CPU each used over 3 s
+# and where its threads wait. Said when a VM froze, to tell an emulator spinning on a stuck guest (a whole
+# CPU or more) from one blocked in the host (near 0 %, and the kernel function it sleeps in).
+nested_emulator_probe() {
+	_ep_all= _ep_q=
+	_ep_walk() {
+		_ep_k=
+		[ -r "/proc/$1/task/$1/children" ] && read -r _ep_k < "/proc/$1/task/$1/children"
+		for _ep_c in $_ep_k; do _ep_all="$_ep_all $_ep_c"; _ep_walk "$_ep_c"; done
+	}
+	_ep_walk "$1"
+	for _ep_p in $_ep_all; do
+		case $(cat "/proc/$_ep_p/comm" 2>/dev/null) in qemu-system-*) _ep_q="$_ep_q $_ep_p" ;; esac
+	done
+	[ -n "$_ep_q" ] || { echo "no emulator process found below $1"; return 0; }
+	_ep_ticks() { awk '{ s = $0; sub(/^.*\) /, "", s); split(s, f, " "); print f[12] + f[13] }' "/proc/$1/stat" 2>/dev/null; }
+	for _ep_p in $_ep_q; do
+		_ep_a=$(_ep_ticks "$_ep_p")
+		sleep 3
+		_ep_b=$(_ep_ticks "$_ep_p")
+		_ep_w=$(for _ep_t in /proc/"$_ep_p"/task/*; do cat "$_ep_t/wchan" 2>/dev/null; echo; done | sort | uniq -c | sort -rn | head -n 4 | awk '{ printf "%s%s x%s", (NR > 1 ? ", " : ""), (($2 == "" || $2 == "0") ? "running" : $2), $1 }')
+		echo "emulator pid $_ep_p used $(( (${_ep_b:-0} - ${_ep_a:-0}) * 100 / $(getconf CLK_TCK) / 3 )) % of a CPU over 3 s; its threads: $_ep_w"
+	done
+}
+
 # nested_note WORKDIR TEXT...: one line for the test's output (see nested_judge) and for stderr.
 nested_note() {
 	_nn_dir=$1
@@ -176,6 +201,7 @@ WRAPPER
 				if [ "$_nw_stale" -ge "${NESTED_FREEZE_TIMEOUT:-180}" ] && [ ! -e "$_nr_dir/.nested-rc" ]; then
 					: > "$_nr_dir/.nested-frozen"
 					nested_note "$_nr_dir" "the emulated VM froze: no heartbeat from inside for ${NESTED_FREEZE_TIMEOUT:-180} s while the script ran (attempt $_nr_attempt; last step: $(tail -n 1 "$_nr_dir/result.txt" 2>/dev/null | cut -c1-120)): stopping it"
+					nested_note "$_nr_dir" "at the freeze: $(nested_emulator_probe "$_nr_pid")"
 					nested_kill_below "$_nr_pid" TERM
 					exit 0
 				fi

@@ -50,11 +50,13 @@ run:*) "$@"; exit "${action#run:}" ;;
 start:*) : > "$rw/.nested-started"; exit "${action#start:}" ;;
 none:*) exit "${action#none:}" ;;
 hang) sleep 60 & wait $!; exit 125 ;;
-freeze) : > "$rw/.nested-started"; sleep 60 & wait $!; exit 125 ;;
+freeze) : > "$rw/.nested-started"; "$STUB_DIR/qemu-system-x86_64" 60 & wait $!; exit 125 ;;
 *) echo "stub: no plan for call $n" >&2; exit 99 ;;
 esac
 STUB
 chmod +x "$tmp/stub"
+# The frozen VM's emulator: a sleep by that name, for the probe said at a freeze.
+cp "$(command -v sleep)" "$tmp/qemu-system-x86_64"
 export NESTED_KVM=$tmp/stub STUB_DIR=$tmp
 # shellcheck source=../nested/nested-judge.sh
 . "$judge"
@@ -230,36 +232,41 @@ check "a frozen VM (no heartbeat for 3 s) is stopped and not run again: rc $rc, 
 	$((rc == 0 || calls != 1 || SECONDS - t0 > 30))
 has "the emulated VM froze: no heartbeat from inside for 3 s" "$notes"; check "...saying so" $?
 has "after the VM froze while the script ran: not run again" "$notes"; check "...and that it is not run again" $?
+echo "$notes" | grep -Eq "at the freeze: emulator pid [0-9]+ used [0-9] % of a CPU over 3 s; its threads: [a-z_0-9]+ x[0-9]"
+check "...and what the emulator was doing (a blocked one: near 0 % of a CPU): $(echo "$notes" | grep 'at the freeze')" $?
 judged "$rc"; check "...and the run fails" $(($? == 0))
-make_script() { { echo 'sleep 6'; echo "printf 'PASS: slow\nDONE checks=1\n' >> '$tmp/w/result.txt'"; } > "$tmp/w/inside.sh"; }
-NESTED_FREEZE_TIMEOUT=3 run_with run
+# The heartbeat comes every 2 s of the VM's time: a bound of 5 s leaves room for a loaded machine.
+make_script() { { echo 'sleep 9'; echo "printf 'PASS: slow\nDONE checks=1\n' >> '$tmp/w/result.txt'"; } > "$tmp/w/inside.sh"; }
+NESTED_FREEZE_TIMEOUT=5 run_with run
 check "a script slower than the freeze bound in a live VM is not stopped: rc $rc" $rc
 has "froze" "$notes"; check "...and no freeze is said" $(($? == 0))
 # The timeline: when each result line appeared, and the slowest steps from it.
 make_script() {
 	{
 		echo "echo 'PASS: quick' >> '$tmp/w/result.txt'"
-		echo 'sleep 5'
+		echo 'sleep 8'
 		echo "printf 'PASS: slow one\nDONE checks=2\n' >> '$tmp/w/result.txt'"
 	} > "$tmp/w/inside.sh"
 }
 run_with run
 slow=$(nested_slowest "$tmp/w")
 first=$(echo "$slow" | sed -n 2p)
-check "nested_slowest puts the 5 s step first: '$first'" \
-	$(echo "$first" | grep -Eq '^ +[4-7] s  PASS: slow one$'; echo $?)
+# The watchdog looks every 2 s: the quick line is seen at 0 or 2 s, the slow one at 8-10 s.
+check "nested_slowest puts the 8 s step first: '$first' (timeline: $(tr '\n' ';' < "$tmp/w/timeline.txt"))" \
+	$(echo "$first" | grep -Eq '^ +([5-9]|10) s  PASS: slow one$'; echo $?)
 has "the script ran" "$slow"; check "...and says the script's whole time" $?
 
 # ---- the in-VM watchdog: a script still running 60 s before the run's timeout leaves what the VM was
 # doing, which the judge prints; a script that ends in time leaves nothing, and no watchdog behind ----
-make_script() { { echo 'sleep 4'; echo "echo 'PASS: slow' >> '$tmp/w/result.txt'"; echo "echo 'DONE checks=1' >> '$tmp/w/result.txt'"; } > "$tmp/w/inside.sh"; }
-NESTED_RUN_TIMEOUT=62 run_with run
+# NESTED_RUN_TIMEOUT=64: the watchdog reports 4 s after the start.
+make_script() { { echo 'sleep 7'; echo "echo 'PASS: slow' >> '$tmp/w/result.txt'"; echo "echo 'DONE checks=1' >> '$tmp/w/result.txt'"; } > "$tmp/w/inside.sh"; }
+NESTED_RUN_TIMEOUT=64 run_with run
 judged 0
 check "a run near its timeout leaves the watchdog's report, and the judge prints it" \
 	$(grep -q '^=== nested watchdog' "$tmp/w/nested-watchdog.txt" 2>/dev/null && grep -q 'what the VM was doing' "$tmp/verdict"; echo $?)
 make_script() { good; }
-NESTED_RUN_TIMEOUT=62 run_with run
-sleep 3
+NESTED_RUN_TIMEOUT=64 run_with run
+sleep 5
 check "a run that ends in time leaves no watchdog report" $([ ! -e "$tmp/w/nested-watchdog.txt" ]; echo $?)
 dogs=$(pgrep -f "$tmp/w/.nested-diagnose.sh" || true)
 check "...and no watchdog process: '$dogs'" $([ -z "$dogs" ]; echo $?)
