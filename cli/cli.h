@@ -161,3 +161,6 @@ void cli_template_snapshots_json(struct cli *cli, cJSON *j, const char *name);
 int cli_template_set_snapshots(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
 /* `space template push|pull NAME HOST`: asked of a cluster host's API (cli/cmd_template_move.c). */
 int cli_template_move(struct cli *cli, const struct cli_command *cmd, int argc, char **argv, bool push);
+/* template send / receive (cmd_template_stream.c). */
+int cli_template_send(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
+int cli_template_receive(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);

@@ -549,7 +549,7 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 {
 	const struct cli_command *cmd = cli_find_command("template");
 	if (argc < 2)
-		return cli_usage_error(cmd, "template needs a command: import, build, export, ls, rm, snapshot, set-pool, set-snapshots, set-start, push or pull");
+		return cli_usage_error(cmd, "template needs a command: import, build, export, ls, rm, snapshot, set-pool, set-snapshots, set-start, send, receive, push or pull");
 	if (cli_wants_help(argc, argv))
 		return cli_help(cmd);
 	const char *sub = argv[1];
@@ -571,6 +571,10 @@ int cmd_template(struct cli *cli, int argc, char **argv)
 		return cli_template_set_snapshots(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "set-start"))
 		return template_set_start(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "send"))
+		return cli_template_send(cli, cmd, argc - 1, argv + 1);
+	if (!strcmp(sub, "receive"))
+		return cli_template_receive(cli, cmd, argc - 1, argv + 1);
 	if (!strcmp(sub, "push") || !strcmp(sub, "pull"))
 		return cli_template_move(cli, cmd, argc - 1, argv + 1, !strcmp(sub, "push"));
 	return cli_usage_error(cmd, "unknown template command '%s'", sub);

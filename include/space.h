@@ -334,6 +334,62 @@ SPACE_API int space_template_export_options_init(struct space_template_export_op
  */
 SPACE_API int space_template_export(space_ctx *ctx, const char *name, const struct space_template_export_options *opts);
 
+#define SPACE_TEMPLATE_SEND_OPTIONS_VERSION 1
+struct space_template_send_options {
+	uint32_t version;         /* SPACE_TEMPLATE_SEND_OPTIONS_VERSION */
+	int fd;                   /* where the stream is written (a file, a pipe, a socket); not closed. Required:
+	                             0 is refused */
+	const char *parent;       /* a template the receiving host has (received from here or from the same
+	                             origin): only what differs from it is sent. NULL: the whole template */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+#define SPACE_TEMPLATE_SEND_OPTIONS_INIT { .version = SPACE_TEMPLATE_SEND_OPTIONS_VERSION }
+SPACE_API int space_template_send_options_init(struct space_template_send_options *opts, uint32_t version);
+
+/*
+ * Writes template name to opts->fd as a template stream that space_template_receive takes on another host:
+ * a header (the template's identity, its parent's, the digest of its files, its image defaults) and a btrfs
+ * send stream of its subvolume made by the kernel (version 1; incremental against opts->parent), less what
+ * belongs to this host: the booted memory snapshot and the jails' copy of the tree (the receiver makes its
+ * own). Needs root (the kernel's send). On failure bytes may have been written to fd. -ENOENT for an
+ * unknown template or parent, -EINVAL for a bad fd or parent == name.
+ */
+SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct space_template_send_options *opts);
+
+#define SPACE_TEMPLATE_RECEIVE_OPTIONS_VERSION 1
+struct space_template_receive_options {
+	uint32_t version;         /* SPACE_TEMPLATE_RECEIVE_OPTIONS_VERSION */
+	int fd;                   /* the stream, read from its start to its end; not closed. Required */
+	const char *name;         /* the template to make; NULL: the name it was sent as */
+	uint64_t max_bytes;       /* at most this much data (0: the pool's free space) */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+#define SPACE_TEMPLATE_RECEIVE_OPTIONS_INIT { .version = SPACE_TEMPLATE_RECEIVE_OPTIONS_VERSION }
+SPACE_API int space_template_receive_options_init(struct space_template_receive_options *opts, uint32_t version);
+
+struct space_template_receive_info {
+	char name[64];            /* the template made */
+	char parent[64];          /* the local template an incremental stream was applied to; "" for a whole one */
+	char digest[72];          /* "sha256:..." of its files, checked against the sender's */
+	uint64_t stream_bytes;    /* read from fd */
+	uint64_t data_bytes;      /* file data written or cloned */
+	uint64_t entries;         /* files, directories and links made */
+};
+
+/*
+ * Makes a template from a stream of space_template_send. The stream is hostile input: its header is
+ * bounded and checked here; the btrfs stream is applied by the confined space-unpack (no host privilege,
+ * chrooted into a quarantine subvolume, every command checked first) into a new subvolume, or into a
+ * snapshot of the local template whose identity the header names as parent; then the digest of the files
+ * made must equal the sender's, and only then is the template committed (a jails' tree made where the
+ * pool gives them one). Nothing is left on failure. -EEXIST for a taken name, -ENOENT when the parent is
+ * not here (send it whole), -EBADMSG for a malformed stream or a digest that differs.
+ */
+SPACE_API int space_template_receive(space_ctx *ctx, const struct space_template_receive_options *opts,
+				     struct space_template_receive_info *ret);
+
 #define SPACE_TEMPLATE_BUILD_OPTIONS_VERSION 1
 struct space_template_build_options {
 	uint32_t version;         /* SPACE_TEMPLATE_BUILD_OPTIONS_VERSION */

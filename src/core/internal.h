@@ -47,6 +47,10 @@ int opts_template_import_load(space_ctx *ctx, const struct space_template_import
 			      struct space_template_import_options *dst);
 int opts_template_build_load(space_ctx *ctx, const struct space_template_build_options *src,
 			     struct space_template_build_options *dst);
+int opts_template_send_load(space_ctx *ctx, const struct space_template_send_options *src,
+			    struct space_template_send_options *dst);
+int opts_template_receive_load(space_ctx *ctx, const struct space_template_receive_options *src,
+			       struct space_template_receive_options *dst);
 int opts_template_export_load(space_ctx *ctx, const struct space_template_export_options *src,
 			      struct space_template_export_options *dst);
 int opts_sandbox_load(space_ctx *ctx, const struct space_sandbox_options *src, struct space_sandbox_options *dst);

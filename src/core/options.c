@@ -30,6 +30,12 @@ static const size_t build_sizes[] = {
 static const size_t export_sizes[] = {
 	sizeof(struct space_template_export_options),
 };
+static const size_t send_sizes[] = {
+	sizeof(struct space_template_send_options),
+};
+static const size_t receive_sizes[] = {
+	sizeof(struct space_template_receive_options),
+};
 static const size_t sandbox_sizes[] = {
 	offsetof(struct space_sandbox_options, network_policy),
 	offsetof(struct space_sandbox_options, snapshot_every_s),
@@ -112,6 +118,29 @@ SPACE_API int space_template_import_options_init(struct space_template_import_op
 SPACE_API int space_template_export_options_init(struct space_template_export_options *opts, uint32_t version)
 {
 	return opts_init(opts, version, export_sizes, ARRAY_SIZE(export_sizes));
+}
+
+SPACE_API int space_template_send_options_init(struct space_template_send_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, send_sizes, ARRAY_SIZE(send_sizes));
+}
+
+SPACE_API int space_template_receive_options_init(struct space_template_receive_options *opts, uint32_t version)
+{
+	return opts_init(opts, version, receive_sizes, ARRAY_SIZE(receive_sizes));
+}
+
+int opts_template_send_load(space_ctx *ctx, const struct space_template_send_options *src,
+			    struct space_template_send_options *dst)
+{
+	return opts_copy(ctx, "space_template_send_options", dst, sizeof(*dst), src, send_sizes, ARRAY_SIZE(send_sizes));
+}
+
+int opts_template_receive_load(space_ctx *ctx, const struct space_template_receive_options *src,
+			       struct space_template_receive_options *dst)
+{
+	return opts_copy(ctx, "space_template_receive_options", dst, sizeof(*dst), src, receive_sizes,
+			 ARRAY_SIZE(receive_sizes));
 }
 
 SPACE_API int space_template_build_options_init(struct space_template_build_options *opts, uint32_t version)

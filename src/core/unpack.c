@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/uids.h"
+#include "core/unpack_int.h"
 #include "util/cleanup.h"
 #include "util/escape.h"
 #include "util/loop.h"
@@ -30,21 +31,10 @@
 #include "util/util.h"
 
 #define IDLE_TIMEOUT_MS 120000 /* the helper reports at least every 8 MiB of a layer */
-#define LINE_MAX_BYTES 1024
 #define FIRST_FD 5
 #define MIN_SIZE (64ull << 20)
 #define HEADROOM (128ull << 20) /* the agent's writes, package installs: as for a directory's import */
 
-struct helper {
-	space_ctx *ctx;
-	pid_t pid;
-	int ctl;
-	uint32_t uid;
-	char owner[UIDALLOC_OWNER_MAX + 1];
-	char buf[LINE_MAX_BYTES + 1];
-	size_t len;
-	char error[LINE_MAX_BYTES];
-};
 
 static int take_uid(struct helper *h)
 {
@@ -59,7 +49,7 @@ static int take_uid(struct helper *h)
 
 /* In a child between fork and exec (async-signal-safe only): dies with its parent (which must still be
  * parent), with no signal blocked. false: it cannot. */
-static bool child_tie_to(pid_t parent)
+bool helper_tie_to(pid_t parent)
 {
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		return false;
@@ -71,7 +61,7 @@ static bool child_tie_to(pid_t parent)
 
 /* In a child: want[i] becomes fd i for i < n (through copies above n first: a source may itself be one of
  * 0..n-1), everything from n on is closed. At most FIRST_FD + OCI_LAYERS_MAX. */
-static bool child_place_fds(const int *want, size_t n)
+bool helper_place_fds(const int *want, size_t n)
 {
 	int tmp[FIRST_FD + OCI_LAYERS_MAX];
 	if (n > ARRAY_SIZE(tmp))
@@ -121,7 +111,7 @@ static int spawn(struct helper *h, const char *path, const char *const *argv, in
 		return ctx_error(h->ctx, -e, "fork");
 	}
 	if (pid == 0) {
-		if (!child_tie_to(parent) || !child_place_fds(want, n))
+		if (!helper_tie_to(parent) || !helper_place_fds(want, n))
 			_exit(127);
 		if (setrlimit(RLIMIT_FSIZE, &fsize) < 0)
 			_exit(127);
@@ -135,7 +125,7 @@ static int spawn(struct helper *h, const char *path, const char *const *argv, in
 }
 
 /* Ends the helper (killed unless it already exited) and reaps it. Returns its wait status. */
-static int reap(struct helper *h, bool kill_it)
+int helper_reap(struct helper *h, bool kill_it)
 {
 	int st = 0;
 	if (h->pid <= 0)
@@ -150,7 +140,7 @@ static int reap(struct helper *h, bool kill_it)
 
 static void helper_end(struct helper *h)
 {
-	(void)reap(h, true);
+	(void)helper_reap(h, true);
 	if (h->ctl >= 0)
 		close(h->ctl);
 	h->ctl = -1;
@@ -160,7 +150,7 @@ static void helper_end(struct helper *h)
 }
 
 /* The next status line (escaped for messages later), within the idle timeout. -EPIPE at EOF. */
-static int next_line(struct helper *h, char *line, size_t len)
+int helper_next_line(struct helper *h, char *line, size_t len)
 {
 	for (;;) {
 		char *nl = memchr(h->buf, '\n', h->len);
@@ -191,7 +181,7 @@ static int next_line(struct helper *h, char *line, size_t len)
 }
 
 /* The helper's end: "error ..." as the message, or how it died. */
-static int helper_failed(struct helper *h, const char *what, int r)
+int helper_failed(struct helper *h, const char *what, int r)
 {
 	if (h->error[0]) {
 		/* "ERRNO TEXT": the helper's own code for it (EPERM: a layer tried to leave the root, EBADMSG: a
@@ -208,7 +198,7 @@ static int helper_failed(struct helper *h, const char *what, int r)
 		return ctx_error_msg(h->ctx, (int)-code, "%s: %s", what, why ? why : "failed");
 	}
 	if (r == -EPIPE) {
-		int st = reap(h, false);
+		int st = helper_reap(h, false);
 		if (WIFSIGNALED(st))
 			return ctx_error_msg(h->ctx, -EIO, "%s: space-unpack was killed by signal %d", what, WTERMSIG(st));
 		return ctx_error_msg(h->ctx, -EIO, "%s: space-unpack ended (status %d) without a result", what,
@@ -217,7 +207,7 @@ static int helper_failed(struct helper *h, const char *what, int r)
 	return r;
 }
 
-static bool word(const char *line, const char *w, const char **rest)
+bool helper_word(const char *line, const char *w, const char **rest)
 {
 	size_t n = strlen(w);
 	if (strncmp(line, w, n) || (line[n] != ' ' && line[n] != '\0'))
@@ -390,13 +380,13 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 	const char *what = req->what[0] == 'l' ? "image" : req->what[0] == 'c' ? "build context" : "tarball";
 	while (!done) {
 		const char *rest;
-		if ((r = next_line(&h, line, sizeof(line))) < 0)
+		if ((r = helper_next_line(&h, line, sizeof(line))) < 0)
 			break;
-		if (word(line, "ready", &rest))
+		if (helper_word(line, "ready", &rest))
 			continue;
-		if (word(line, "progress", &rest)) {
+		if (helper_word(line, "progress", &rest)) {
 			forward_progress(req, rest);
-		} else if (word(line, "measure", &rest)) {
+		} else if (helper_word(line, "measure", &rest)) {
 			unsigned long long bytes, entries;
 			char go[48];
 			if (sscanf(rest, "%llu %llu", &bytes, &entries) != 2) {
@@ -414,23 +404,23 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 				r = ctx_error(ctx, r, "space-unpack");
 				break;
 			}
-		} else if (word(line, "image-like", &rest)) {
+		} else if (helper_word(line, "image-like", &rest)) {
 			ret->looks_like_image = !req->any_tree;
-		} else if (word(line, "warn", &rest)) {
+		} else if (helper_word(line, "warn", &rest)) {
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_WARNING, "%s: %s", what, safe ? safe : "?");
-		} else if (word(line, "user", &rest)) {
+		} else if (helper_word(line, "user", &rest)) {
 			user_line(rest, ret);
-		} else if (word(line, "shell", &rest)) {
+		} else if (helper_word(line, "shell", &rest)) {
 			ret->shell = !strcmp(rest, "1");
-		} else if (word(line, "counts", &rest)) {
+		} else if (helper_word(line, "counts", &rest)) {
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_DEBUG, "%s applied: %s", what, safe ? safe : "?");
-		} else if (word(line, "error", &rest)) {
+		} else if (helper_word(line, "error", &rest)) {
 			snprintf(h.error, sizeof(h.error), "%s", rest);
 			r = -EPIPE;
 			break;
-		} else if (word(line, "done", &rest)) {
+		} else if (helper_word(line, "done", &rest)) {
 			done = true;
 		}
 	}
@@ -443,7 +433,7 @@ int unpack_apply(space_ctx *ctx, const struct unpack_request *req, const char *i
 		helper_end(&h);
 		return r;
 	}
-	int st = reap(&h, false);
+	int st = helper_reap(&h, false);
 	helper_end(&h);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		return ctx_error_msg(ctx, -EIO, "%s: space-unpack said done, then failed (status %d)", what, st);
@@ -494,22 +484,22 @@ static int run_over(space_ctx *ctx, const char *mode, const char *image, const c
 	bool done = false;
 	while (!done) {
 		const char *rest;
-		if ((r = next_line(&h, line, sizeof(line))) < 0)
+		if ((r = helper_next_line(&h, line, sizeof(line))) < 0)
 			break;
-		if (word(line, "shell", &rest) && ret) {
+		if (helper_word(line, "shell", &rest) && ret) {
 			ret->shell = !strcmp(rest, "1");
-		} else if (word(line, "isdir", &rest) && ret) {
+		} else if (helper_word(line, "isdir", &rest) && ret) {
 			ret->isdir = !strcmp(rest, "1");
-		} else if (word(line, "user", &rest) && ret) {
+		} else if (helper_word(line, "user", &rest) && ret) {
 			user_line(rest, ret);
-		} else if (word(line, "warn", &rest)) {
+		} else if (helper_word(line, "warn", &rest)) {
 			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
 			ctx_log(ctx, SPACE_LOG_WARNING, "space-unpack %s: %s", mode, safe ? safe : "?");
-		} else if (word(line, "error", &rest)) {
+		} else if (helper_word(line, "error", &rest)) {
 			snprintf(h.error, sizeof(h.error), "%s", rest);
 			r = -EPIPE;
 			break;
-		} else if (word(line, "done", &rest)) {
+		} else if (helper_word(line, "done", &rest)) {
 			done = true;
 		}
 	}
@@ -518,7 +508,7 @@ static int run_over(space_ctx *ctx, const char *mode, const char *image, const c
 		helper_end(&h);
 		return r;
 	}
-	int status = reap(&h, false);
+	int status = helper_reap(&h, false);
 	helper_end(&h);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return ctx_error_msg(ctx, -EIO, "space-unpack %s failed", mode);
@@ -607,202 +597,3 @@ int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, 
 	return run_over(ctx, "add", image, extra, fds, req->n_layers, false, ret);
 }
 
-/* ---- copy: an image's tree into a directory ---- */
-
-static void close_pair(int p[2])
-{
-	for (int i = 0; i < 2; i++)
-		if (p[i] >= 0)
-			close(p[i]);
-	p[0] = p[1] = -1;
-}
-
-/* A detached read-only mount of the ext4 image (its loop device auto-clears with the mount). */
-static int mount_image_ro(space_ctx *ctx, const char *image, int *ret)
-{
-	char loop[64];
-	_cleanup_close_ int lfd = util_loop_attach(image, true, loop, sizeof(loop));
-	if (lfd < 0)
-		return ctx_error(ctx, lfd, "attach a loop device to %s", image);
-	_cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
-	if (fs < 0 || fsconfig(fs, FSCONFIG_SET_STRING, "source", loop, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		return ctx_error(ctx, -errno, "mount %s", image);
-	int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
-	if (m < 0)
-		return ctx_error(ctx, -errno, "mount %s", image);
-	*ret = m;
-	return 0;
-}
-
-static int write_file_at(const char *path, const char *text)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	return util_write_all(fd, text, strlen(text)) < 0 ? -errno : 0;
-}
-
-/* Maps the child's user namespace onto the range at base and idmaps both mounts to it. */
-static int map_child(pid_t pid, uint32_t base, const int *mounts, size_t n)
-{
-	char p[64], map[64];
-	snprintf(map, sizeof(map), "0 %u %u\n", base, (unsigned)UIDALLOC_RANGE_SIZE);
-	snprintf(p, sizeof(p), "/proc/%d/uid_map", (int)pid);
-	int r = write_file_at(p, map);
-	snprintf(p, sizeof(p), "/proc/%d/gid_map", (int)pid);
-	if (r == 0)
-		r = write_file_at(p, map);
-	if (r < 0)
-		return r;
-	snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)pid);
-	_cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
-	if (ns < 0)
-		return -errno;
-	for (size_t i = 0; i < n; i++) {
-		struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)ns };
-		if (mount_setattr(mounts[i], "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
-			return -errno;
-	}
-	return 0;
-}
-
-/*
- * Starts `space-unpack copy` as root of a new user namespace mapped onto the range at base: fd 3 src's
- * root, fd 4 the control socket, fd 5 dst's root (src_m and dst_m: detached mounts, idmapped to it before it
- * runs). The program is opened here, as root, and run from that descriptor: its uid on the host may not
- * pass the directories on its path (a build or install tree under a private temporary directory). Only
- * async-signal-safe calls in the child.
- */
-static int spawn_copy(struct helper *h, const char *path, const char *const *argv, int src_m, int dst_m, uint32_t base)
-{
-	_cleanup_close_ int exe = open(path, O_PATH | O_CLOEXEC);
-	if (exe < 0)
-		return ctx_error(h->ctx, -errno, "open %s", path);
-	int sp[2], up[2] = { -1, -1 }, go[2] = { -1, -1 };
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
-		return ctx_error(h->ctx, -errno, "socketpair");
-	_cleanup_close_ int ctl_child = sp[1];
-	h->ctl = sp[0];
-	_cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	_cleanup_close_ int src = openat(src_m, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_close_ int dst = openat(dst_m, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (null < 0 || src < 0 || dst < 0 || pipe2(up, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
-		int e = errno;
-		close_pair(up);
-		close_pair(go);
-		return ctx_error(h->ctx, -e, "prepare space-unpack copy");
-	}
-	int want[7] = { null, null, null, src, sp[1], dst, exe };
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (!child_tie_to(parent))
-			_exit(127);
-		char c = 'u';
-		if (unshare(CLONE_NEWUSER) < 0 || write(up[1], &c, 1) != 1 || read(go[0], &c, 1) != 1 || c != 'g')
-			_exit(126);
-		/* Root of the namespace: host uid base, nothing on the host. */
-		if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
-			_exit(126);
-		/* fd 6, the program, is closed by its own exec */
-		if (!child_place_fds(want, ARRAY_SIZE(want)) || fcntl(6, F_SETFD, FD_CLOEXEC) < 0)
-			_exit(127);
-		syscall(SYS_execveat, 6, "", (char *const *)argv, environ, AT_EMPTY_PATH);
-		_exit(127);
-	}
-	int e = errno;
-	close(TAKE_FD(up[1]));
-	close(TAKE_FD(go[0]));
-	if (pid < 0) {
-		close_pair(up);
-		close_pair(go);
-		return ctx_error(h->ctx, -e, "fork");
-	}
-	h->pid = pid;
-	char c = 0;
-	ssize_t n;
-	do
-		n = read(up[0], &c, 1);
-	while (n < 0 && errno == EINTR);
-	int r = n == 1 && c == 'u' ? 0 : -EPERM;
-	if (r == 0) {
-		const int mounts[] = { src_m, dst_m };
-		r = map_child(pid, base, mounts, ARRAY_SIZE(mounts));
-	}
-	c = 'g';
-	if (r == 0 && write(go[1], &c, 1) != 1)
-		r = -errno;
-	close_pair(up);
-	close_pair(go);
-	if (r < 0)
-		return ctx_error(h->ctx, r, "a user namespace for space-unpack copy");
-	return 0;
-}
-
-int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir, space_progress_fn progress,
-			   void *progress_userdata)
-{
-	char path[PATH_MAX], bytes_arg[24], entries_arg[24];
-	int r = ctx_helper_path(ctx, "space-unpack", path, sizeof(path));
-	if (r < 0)
-		return r;
-	struct stat st;
-	if (stat(image, &st) < 0)
-		return ctx_error(ctx, -errno, "stat %s", image);
-	if (mkdir(tree_dir, 0700) < 0)
-		return ctx_error(ctx, -errno, "create %s", tree_dir);
-	_cleanup_close_ int src_m = -1;
-	if ((r = mount_image_ro(ctx, image, &src_m)) < 0)
-		return r;
-	_cleanup_close_ int dst_m = open_tree(AT_FDCWD, tree_dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-	if (dst_m < 0)
-		return ctx_error(ctx, -errno, "bind %s", tree_dir);
-	struct helper h = { .ctx = ctx, .ctl = -1 };
-	pid_t me = getpid();
-	snprintf(h.owner, sizeof(h.owner), "pid %d %llu unpack-copy", (int)me,
-		 (unsigned long long)core_process_start_time(me));
-	uint32_t base = 0;
-	r = uidalloc_acquire(UIDALLOC_RANGE, h.owner, &base);
-	if (r == -ENOSPC && uids_reap_stale(ctx) > 0)
-		r = uidalloc_acquire(UIDALLOC_RANGE, h.owner, &base);
-	if (r < 0)
-		return ctx_error(ctx, r, "allocate a host uid range for space-unpack copy (%s)", UIDALLOC_DIR);
-	/* The tree cannot need more than the file system it comes from. */
-	snprintf(bytes_arg, sizeof(bytes_arg), "%llu", (unsigned long long)st.st_size);
-	snprintf(entries_arg, sizeof(entries_arg), "%u", 1u << 24);
-	const char *argv[] = { "space-unpack", "copy", "--max-bytes", bytes_arg, "--max-entries", entries_arg, NULL };
-	r = spawn_copy(&h, path, argv, src_m, dst_m, base);
-	char line[LINE_MAX_BYTES + 1];
-	bool done = false;
-	while (r == 0 && !done) {
-		const char *rest;
-		if ((r = next_line(&h, line, sizeof(line))) < 0)
-			break;
-		unsigned long long entries, bytes;
-		if (word(line, "warn", &rest)) {
-			_cleanup_free_ char *safe = util_escape_dup(rest, 0);
-			ctx_log(ctx, SPACE_LOG_WARNING, "space-unpack copy: %s", safe ? safe : "?");
-		} else if (word(line, "progress", &rest) && progress &&
-			   sscanf(rest, "copy %llu %llu", &entries, &bytes) == 2) {
-			/* what it copied, against the image's size (more than the files can take) */
-			progress("copy the files for jails (confined)", bytes, (uint64_t)st.st_size, progress_userdata);
-		} else if (word(line, "error", &rest)) {
-			snprintf(h.error, sizeof(h.error), "%s", rest);
-			r = -EPIPE;
-		} else if (word(line, "done", &rest)) {
-			done = true;
-		}
-	}
-	if (!done) {
-		r = helper_failed(&h, "copy the image's tree", r);
-	} else {
-		int status = reap(&h, false);
-		r = WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : ctx_error_msg(ctx, -EIO, "space-unpack copy failed");
-	}
-	(void)reap(&h, true);
-	if (h.ctl >= 0)
-		close(h.ctl);
-	(void)uidalloc_release(UIDALLOC_RANGE, base, h.owner);
-	return r;
-}

@@ -76,3 +76,26 @@ int unpack_add(space_ctx *ctx, const char *image, const struct unpack_add *req, 
  */
 int unpack_tree_from_image(space_ctx *ctx, const char *image, const char *tree_dir, space_progress_fn progress,
 			   void *progress_userdata);
+
+/*
+ * Applies the btrfs send stream read from in_fd (version 1; positioned at its header) to dst, a quarantine
+ * subvolume: empty for a full stream, a writable snapshot of parent for an incremental one (parent: the
+ * template it was made against, whose extents clones read; NULL for a full stream). space-unpack receive
+ * does it (a process that holds no host privilege: root of a user namespace of a fresh host uid range,
+ * idmapped views of dst and the read-only parent, chrooted into dst, its seccomp filter), checking every
+ * command before it is done. Data over max_bytes or entries over max_entries end it. The caller checks
+ * the result before using it (its digest) and removes dst on failure.
+ */
+struct unpack_receive_request {
+	const char *dst;
+	const char *parent;
+	int in_fd;
+	uint64_t max_bytes, max_entries;
+	uint64_t expected_bytes; /* for progress */
+	space_progress_fn progress;
+	void *progress_userdata;
+};
+struct unpack_receive_counts {
+	uint64_t commands, entries, bytes;
+};
+int unpack_receive(space_ctx *ctx, const struct unpack_receive_request *req, struct unpack_receive_counts *ret);

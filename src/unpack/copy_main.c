@@ -45,18 +45,19 @@ static bool initial_userns(void)
 /* copy: uid 0 of a user namespace the library made (its capabilities reach only the inodes whose owners
  * that namespace maps: the two trees), in a mount namespace of its own chrooted into the destination, with
  * the capabilities of a file's owner only, then the filter. Fails closed at each step. */
-void copy_main_confine(void)
+void copy_main_confine(enum unpack_mode m)
 {
 	char err[256] = "";
 	int r;
+	const char *mode = m == MODE_RECEIVE ? "receive" : "copy";
 	if (initial_userns())
-		unpack_die_err(EPERM, "copy runs only inside a user namespace");
+		unpack_die_err(EPERM, "%s runs only inside a user namespace", mode);
 	if (getuid() != 0 || getgid() != 0)
-		unpack_die_err(EPERM, "copy runs as uid 0 and gid 0 of its user namespace (not %u:%u)", getuid(),
+		unpack_die_err(EPERM, "%s runs as uid 0 and gid 0 of its user namespace (not %u:%u)", mode, getuid(),
 			       getgid());
 	struct stat st;
 	if (fstat(COPY_SRC_FD, &st) < 0 || !S_ISDIR(st.st_mode))
-		unpack_die_err(ENOTDIR, "fd %d is not the source directory", COPY_SRC_FD);
+		unpack_die_err(ENOTDIR, "fd %d is not the source (or parent) directory", COPY_SRC_FD);
 	if (fstat(COPY_DST_FD, &st) < 0 || !S_ISDIR(st.st_mode))
 		unpack_die_err(ENOTDIR, "fd %d is not the destination directory", COPY_DST_FD);
 	if (syscall(SYS_close_range, (unsigned)COPY_DST_FD + 1, ~0u, 0) < 0)
@@ -80,7 +81,7 @@ void copy_main_confine(void)
 		unpack_die_err(r, "%s", err);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		unpack_die_err(errno, "prctl: %s", strerror(errno));
-	if ((r = unpack_load_filter(MODE_COPY, err, sizeof(err))) < 0)
+	if ((r = unpack_load_filter(m, err, sizeof(err))) < 0)
 		unpack_die_err(r, "%s", err);
 	unpack_status("ready");
 }

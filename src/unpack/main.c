@@ -85,6 +85,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct applier, applier_free)
 enum fd_rule {
 	ENOTTY_ANY, ANY, FD_IMAGE, FD_CTL, FD_SOURCES, FD_OUT, NO_EXEC, FSTAT_IMAGE, FSIZE_SELF, GETFD_IMAGE,
 	PRCTL_GET_DUMPABLE,
+	FD_STREAM,       /* the first argument 0: receive's stream */
 	OPEN_NOFOLLOW,   /* openat with O_NOFOLLOW */
 	STAT_NOFOLLOW,   /* newfstatat with exactly AT_SYMLINK_NOFOLLOW */
 	STAT_FD,         /* newfstatat with exactly AT_EMPTY_PATH: glibc's fstat */
@@ -103,9 +104,12 @@ static const struct rule {
 } rules[] = {
 #define IMAGE ((1u << MODE_APPLY) | (1u << MODE_CHECK) | (1u << MODE_EXPORT) | (1u << MODE_ADD))
 #define COPY (1u << MODE_COPY)
-#define ALL (IMAGE | COPY)
+#define RECV (1u << MODE_RECEIVE)
+#define TREES (COPY | RECV)
+#define ALL (IMAGE | TREES)
 #define WRITES ((1u << MODE_APPLY) | (1u << MODE_ADD))
 	{ SCMP_SYS(read), FD_CTL, 1u << MODE_APPLY, "the library's go or stop" },
+	{ SCMP_SYS(read), FD_STREAM, RECV, "the btrfs send stream (fd 0)" },
 	{ SCMP_SYS(write), FD_CTL, ALL, "status lines" },
 	{ SCMP_SYS(write), FD_OUT, 1u << MODE_EXPORT, "the exported tar stream" },
 	{ SCMP_SYS(pread64), FD_IMAGE, IMAGE, "the image (libext2fs through e2fd.c)" },
@@ -155,8 +159,32 @@ static const struct rule {
 	{ SCMP_SYS(utimensat), TIMES_NOFOLLOW, COPY, "a symlink's or FIFO's, the name not followed" },
 	{ SCMP_SYS(flistxattr), ANY, COPY, "extended attributes, by descriptor" },
 	{ SCMP_SYS(fgetxattr), ANY, COPY, "the same" },
-	{ SCMP_SYS(fsetxattr), ANY, COPY, "the same" },
+	{ SCMP_SYS(fsetxattr), ANY, TREES, "the same" },
+	/* receive: chrooted into the quarantine subvolume; every name is checked (bstream.c) before use; the
+	 * parent's files (clone sources) are reached through fd 3 by openat2, beneath it, no symlink. */
+	{ SCMP_SYS(openat), OPEN_NOFOLLOW, RECV, "a new file (mkfile: O_CREAT | O_EXCL), never through a symlink" },
+	{ SCMP_SYS(openat2), ANY, RECV,
+	  "a file to write, clone from or give attributes, beneath its root and without symlinks (checked by "
+	  "the kernel: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)" },
+	{ SCMP_SYS(close), ANY, RECV, "each file when done with it" },
+	{ SCMP_SYS(mkdirat), ANY, RECV, "mkdir" },
+	{ SCMP_SYS(mknodat), MKNOD_FIFO, RECV, "mkfifo (device nodes and sockets are refused)" },
+	{ SCMP_SYS(symlinkat), ANY, RECV, "symlink" },
+	{ SCMP_SYS(renameat), ANY, RECV, "rename" },
+	{ SCMP_SYS(renameat2), ANY, RECV, "the same, where the C library uses it" },
+	{ SCMP_SYS(linkat), AT4_ZERO, RECV, "link, the target not followed" },
+	{ SCMP_SYS(unlinkat), ANY, RECV, "unlink and rmdir" },
+	{ SCMP_SYS(pwrite64), ANY, RECV, "write, and clones copied" },
+	{ SCMP_SYS(pread64), ANY, RECV, "clones copied where copy_file_range cannot" },
+	{ SCMP_SYS(copy_file_range), ANY, RECV, "clone: shared extents, in the kernel" },
+	{ SCMP_SYS(ftruncate), ANY, RECV, "truncate" },
+	{ SCMP_SYS(fchmodat), ANY, RECV, "chmod, set-id bits included" },
+	{ SCMP_SYS(fchownat), AT4_NOFOLLOW, RECV, "chown, the name not followed" },
+	{ SCMP_SYS(utimensat), TIMES_NOFOLLOW, RECV, "utimes, the name not followed" },
+	{ SCMP_SYS(fremovexattr), ANY, RECV, "remove_xattr (user.* and security.capability only)" },
 #undef ALL
+#undef TREES
+#undef RECV
 #undef IMAGE
 #undef WRITES
 #undef COPY
@@ -214,6 +242,8 @@ static int add_rule(scmp_filter_ctx ctx, const struct rule *r)
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A0(SCMP_CMP_EQ, UNPACK_IMAGE_FD));
 	case FD_CTL:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A0(SCMP_CMP_EQ, UNPACK_CTL_FD));
+	case FD_STREAM:
+		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A0(SCMP_CMP_EQ, RECEIVE_STREAM_FD));
 	case FD_OUT:
 		return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, r->nr, 1, SCMP_A0(SCMP_CMP_EQ, UNPACK_FIRST_FD));
 	case FD_SOURCES:
@@ -297,7 +327,7 @@ static int describe(void)
 {
 	printf("{\"name\":\"space-unpack\",\"uid\":\"its own (a machine-wide unique uid slot)\",\"capabilities\":[],"
 	       "\"no_new_privs\":true,\"dumpable\":false,\"seccomp\":{\"apply\":%zu,\"add\":%zu,\"check\":%zu,"
-	       "\"export\":%zu,\"copy\":%zu},"
+	       "\"export\":%zu,\"copy\":%zu,\"receive\":%zu},"
 	       "\"default_action\":\"kill\",\"note\":\"image layers and rootfs tarballs are parsed and applied "
 	       "here, into the image file only; it opens nothing. copy: root of a user namespace of its own, "
 	       "chrooted into the destination tree\","
@@ -307,7 +337,7 @@ static int describe(void)
 	       "in that namespace, no_new_privs, not dumpable; the source is reachable only through its descriptor "
 	       "(a detached mount), and every open is O_NOFOLLOW\"}\n",
 	       rule_count(MODE_APPLY), rule_count(MODE_ADD), rule_count(MODE_CHECK), rule_count(MODE_EXPORT),
-	       rule_count(MODE_COPY));
+	       rule_count(MODE_COPY), rule_count(MODE_RECEIVE));
 	return 0;
 }
 
@@ -659,6 +689,8 @@ static void usage(void)
 	      "       space-unpack check --uid UID [--user SPEC] [--isdir PATH]\n"
 	      "       space-unpack export --uid UID [--path PATH [--as NAME]]\n"
 	      "       space-unpack copy --max-bytes N --max-entries N   (fd 3 source dir, fd 5 destination dir)\n"
+	      "       space-unpack receive --max-bytes N --max-entries N [--incremental 1]\n"
+	      "                        (fd 0 a btrfs send stream, fd 3 the parent's root, fd 5 the destination)\n"
 	      "       space-unpack --describe-sandbox\n"
 	      "(fd 3 rootfs.ext4, fd 4 control socket, fd 5+ layer sources or the export's output)\n",
 	      stderr);
@@ -680,24 +712,29 @@ int main(int argc, char **argv)
 		run_mode = MODE_ADD;
 	else if (!strcmp(argv[1], "copy"))
 		run_mode = MODE_COPY;
+	else if (!strcmp(argv[1], "receive"))
+		run_mode = MODE_RECEIVE;
 	else
 		return usage(), 2;
 	static struct run run;
 	uint64_t uid = 0, max_entries = 0;
+	bool incremental = false, trees = run_mode == MODE_COPY || run_mode == MODE_RECEIVE;
 	for (int i = 2; i < argc; i += 2) {
 		if (i + 1 >= argc)
 			return usage(), 2;
 		const char *k = argv[i], *v = argv[i + 1];
-		if (!strcmp(k, "--uid") && run_mode != MODE_COPY) {
+		if (!strcmp(k, "--uid") && !trees) {
 			if (util_parse_uint(v, 1, UINT32_MAX - 1, &uid) < 0)
 				return usage(), 2;
-		} else if (!strcmp(k, "--max-bytes") && (run_mode == MODE_APPLY || run_mode == MODE_COPY)) {
+		} else if (!strcmp(k, "--max-bytes") && (run_mode == MODE_APPLY || trees)) {
 			if (util_parse_uint(v, 1, UINT64_MAX, &run.max_bytes) < 0)
 				return usage(), 2;
-		} else if (!strcmp(k, "--max-entries") && run_mode == MODE_COPY) {
+		} else if (!strcmp(k, "--incremental") && run_mode == MODE_RECEIVE && !strcmp(v, "1")) {
+			incremental = true;
+		} else if (!strcmp(k, "--max-entries") && trees) {
 			if (util_parse_uint(v, 1, UINT64_MAX, &max_entries) < 0)
 				return usage(), 2;
-		} else if (!strcmp(k, "--user") && run_mode != MODE_EXPORT && run_mode != MODE_COPY) {
+		} else if (!strcmp(k, "--user") && run_mode != MODE_EXPORT && !trees) {
 			run.user = v;
 		} else if (!strcmp(k, "--workdir") && (run_mode == MODE_APPLY || run_mode == MODE_ADD)) {
 			run.workdir = v;
@@ -729,8 +766,19 @@ int main(int argc, char **argv)
 	if (run_mode == MODE_COPY) {
 		if (!run.max_bytes || !max_entries)
 			die("copy needs --max-bytes and --max-entries");
-		copy_main_confine();
+		copy_main_confine(MODE_COPY);
 		copy_main_run(run.max_bytes, max_entries);
+		syscall(SYS_exit_group, 0);
+	}
+	if (run_mode == MODE_RECEIVE) {
+		if (!run.max_bytes || !max_entries)
+			die("receive needs --max-bytes and --max-entries");
+		copy_main_confine(MODE_RECEIVE);
+		char err[900];
+		int r = bstream_receive(run.max_bytes, max_entries, incremental, err, sizeof(err));
+		if (r < 0)
+			unpack_die_err(r, "%s", err);
+		unpack_status("done");
 		syscall(SYS_exit_group, 0);
 	}
 	if (!uid)

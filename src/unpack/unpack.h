@@ -36,7 +36,7 @@ struct layer_spec {
 };
 
 /* ---- main.c ---- */
-enum unpack_mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD, MODE_COPY };
+enum unpack_mode { MODE_APPLY, MODE_CHECK, MODE_EXPORT, MODE_ADD, MODE_COPY, MODE_RECEIVE };
 
 /* Status lines to the library ("progress ...", "warn ..."): printf-like, one line, newline added. */
 void unpack_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -152,10 +152,19 @@ int copy_tree(int src_fd, int dst_fd, uint64_t max_bytes, uint64_t max_entries, 
  * fd 5 are directories, closes every descriptor past fd 5, then a mount namespace of its own chrooted into
  * the destination (fd 5), the capabilities of a file's owner only, no_new_privs, not dumpable, the
  * MODE_COPY filter; "ready". Any failure ends the process with "error ...". */
-void copy_main_confine(void);
+void copy_main_confine(enum unpack_mode m);
 /* After copy_main_confine(): copies fd 3's tree into fd 5 within the limits, reports "warn" and "counts"
  * lines, then "done"; a failure ends the process with "error ...". */
 void copy_main_run(uint64_t max_bytes, uint64_t max_entries);
+
+/* ---- bstream_apply.c ---- */
+#define RECEIVE_STREAM_FD 0 /* receive mode: the btrfs send stream */
+#define RECEIVE_PARENT_FD 3 /* receive mode: the parent template's root (read-only), or an empty directory */
+/* receive: applies the version 1 btrfs send stream on fd 0 to the tree it is chrooted into (confined by
+ * copy_main_confine(MODE_RECEIVE)); incremental: the stream must start with SNAPSHOT (its parent's extents
+ * are read from fd 3), else with SUBVOL. Writes over max_bytes, -ENOSPC; entries over max_entries, -E2BIG.
+ * Reports "warn" and "counts" lines; 0, or -errno with err. */
+int bstream_receive(uint64_t max_bytes, uint64_t max_entries, bool incremental, char *err, size_t errlen);
 
 /* ---- e2fd.c ---- */
 /* libext2fs I/O over a descriptor named by its number ("3"), with a large write-through read cache. */

@@ -281,6 +281,7 @@ check "a 300-deep chain fails with ELOOP, naming the depth (rc $rc: $(tail -n 1 
 	'[ $rc = 1 ] && grep -q "^error 40 tree deeper than 256 directories at $(printf "/d%.0s" $(seq 257))\$" "$tmp/status"'
 
 check "--describe-sandbox counts the copy mode's rules" '"$U" --describe-sandbox | grep -q "\"copy\":[1-9]"'
+check "--describe-sandbox counts the receive mode's rules" '"$U" --describe-sandbox | grep -q "\"receive\":[1-9]"'
 
 echo "copy test: $((checks - fails)) checks passed, $fails failed"
 [ $fails = 0 ]
