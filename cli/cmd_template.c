@@ -343,6 +343,8 @@ static int template_ls(struct cli *cli, const struct cli_command *cmd, int argc,
 			cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
 			cJSON_AddNumberToObject(j, "sandboxes", t->sandboxes);
 			cJSON_AddNumberToObject(j, "checkpoints", t->checkpoints);
+			if (t->size >= offsetof(struct space_template_info, id) + sizeof(t->id) && t->id[0])
+				cJSON_AddStringToObject(j, "id", t->id);
 			add_image_json(j, t);
 			cli_template_snapshots_json(cli, j, t->name);
 			add_warm_json(cli, j, t->name);

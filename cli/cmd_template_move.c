@@ -233,9 +233,16 @@ int cli_template_move(struct cli *cli, const struct cli_command *cmd, int argc, 
 	}
 	double bytes = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ans, "bytes"));
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (push)
-		printf("pushed template %s to %s: %.1f MiB in %.1f s\n", pos[0], pos[1], bytes / 1048576.0, secs);
+	const char *parent = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ans, "parent"));
+	const char *as = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ans, "as"));
+	char how[96];
+	if (parent)
+		snprintf(how, sizeof(how), ", only what differs from %s", parent);
 	else
-		printf("pulled template %s from %s: %.1f MiB in %.1f s\n", pos[0], pos[1], bytes / 1048576.0, secs);
+		snprintf(how, sizeof(how), "%s%s", as ? ", as " : "", as ? (!strcmp(as, "image") ? "an image" : "a whole stream") : "");
+	if (push)
+		printf("pushed template %s to %s: %.1f MiB in %.1f s%s\n", pos[0], pos[1], bytes / 1048576.0, secs, how);
+	else
+		printf("pulled template %s from %s: %.1f MiB in %.1f s%s\n", pos[0], pos[1], bytes / 1048576.0, secs, how);
 	return EXIT_OK;
 }

@@ -55,7 +55,8 @@ int cli_template_send(struct cli *cli, const struct cli_command *cmd, int argc, 
 	o.fd = fd;
 	o.parent = parent;
 	o.progress = cli->json ? NULL : cli_progress_bytes;
-	int r = space_template_send(cli_ctx(cli), name, &o);
+	struct space_template_send_info info;
+	int r = space_template_send(cli_ctx(cli), name, &o, &info);
 	cli_progress_end();
 	if (!to_stdout) {
 		if (r == 0 && (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0))

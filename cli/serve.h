@@ -363,6 +363,7 @@ enum MHD_Result serve_v1_upload_start(struct serve_req *r);
 /* --- serve_v1_templates.c: a template from an uploaded image --- */
 enum MHD_Result serve_v1_template_image_start(struct serve_req *r);
 enum MHD_Result serve_v1_template_image(struct serve_req *r);
+enum MHD_Result serve_v1_template_stream(struct serve_req *r);
 enum MHD_Result serve_v1_template_build(struct serve_req *r); /* after serve_v1_template_image_start */
 enum MHD_Result serve_v1_upload(struct serve_req *r);
 enum MHD_Result serve_v1_download(struct serve_req *r);

@@ -318,31 +318,52 @@ static bool peer_created(struct serve_req *r, const char *host, int fd, cJSON **
 /* A template moved, as the answer says: the other host, the archive's bytes, the time, and the template as
  * that host has it (taken). */
 static enum MHD_Result template_moved(struct serve_req *r, const char *host, double bytes, uint64_t t0,
-				      cJSON *template)
+				      cJSON *template, const char *as, const char *parent)
 {
 	cJSON *j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "host", host);
 	if (bytes > 0)
 		cJSON_AddNumberToObject(j, "bytes", bytes);
+	/* how it went: "stream" (against parent, a template the other host had), "whole stream", or "image"
+	 * (to a host before template streams) */
+	if (as)
+		cJSON_AddStringToObject(j, "as", as);
+	if (parent && parent[0])
+		cJSON_AddStringToObject(j, "parent", parent);
+	else
+		cJSON_AddNullToObject(j, "parent");
 	cJSON_AddNumberToObject(j, "seconds", (double)((util_now_ns() - t0) / 1000000) / 1000.0);
 	cJSON_AddItemToObject(j, "template", template ? template : cJSON_CreateNull());
 	return serve_reply_json(r, 201, j);
 }
 
+/* What a push sends, made on a thread of its own with a context of its own into a pipe: a template stream
+ * (against the receiver's templates where one shares data) or, to a host that predates streams, an OCI
+ * image archive. */
 struct export_job {
 	space_ctx *ctx;
 	const char *name;
 	int fd;
+	bool stream;
+	const char *const *receiver_ids;
+	struct space_template_send_info sent;
 	int result;
 };
 
 static void *export_main(void *arg)
 {
 	struct export_job *j = arg;
-	struct space_template_export_options o = SPACE_TEMPLATE_EXPORT_OPTIONS_INIT;
-	o.fd = j->fd;
-	o.format = "oci";
-	j->result = space_template_export(j->ctx, j->name, &o);
+	if (j->stream) {
+		struct space_template_send_options o = SPACE_TEMPLATE_SEND_OPTIONS_INIT;
+		o.fd = j->fd;
+		o.receiver_ids = j->receiver_ids;
+		j->result = space_template_send(j->ctx, j->name, &o, &j->sent);
+	} else {
+		struct space_template_export_options o = SPACE_TEMPLATE_EXPORT_OPTIONS_INIT;
+		o.fd = j->fd;
+		o.format = "oci";
+		j->result = space_template_export(j->ctx, j->name, &o);
+	}
 	close(j->fd); /* the end of the archive */
 	return NULL;
 }
@@ -383,49 +404,84 @@ static bool template_call(struct serve_req *r, const char *field, const char **r
 	return true;
 }
 
-enum MHD_Result serve_cluster_template_push(struct serve_req *r)
+/* The ids of host to's templates (GET /v1/templates there), NULL-terminated in *ret (free_ids); *ret_streams
+ * false for a host whose listing has no ids (one before template streams). */
+static int receiver_ids(struct serve_cluster *c, const char *to, const char *key, char ***ret, bool *ret_streams)
 {
-	const char *to, *key;
-	cJSON *j;
-	if (!template_call(r, "to", &to, &key, &j))
-		return MHD_YES;
-	_cleanup_(cJSON_Deletep) cJSON *body = j;
-	struct serve_cluster *c = r->srv->cluster;
-	const char *name = r->params[0];
-	space_ctx *ctx = serve_req_ctx(r);
-	if (!ctx)
-		return MHD_YES;
-	struct space_template_info *t = NULL;
-	int e = space_template_get(ctx, name, &t);
-	if (e < 0)
-		return serve_reply_space_error(r, e, "template");
-	space_template_info_free(t);
-	uint64_t t0 = util_now_ns();
-	char target[128];
-	snprintf(target, sizeof(target), "/v1/templates/%s/image", name);
 	int fd = -1;
-	e = peer_request(c, to, "POST", target, key,
-			 "Content-Type: application/x-tar\r\nTransfer-Encoding: chunked\r\n", &fd);
+	int e = peer_request(c, to, "GET", "/v1/templates", key, NULL, &fd);
 	if (e < 0)
-		return peer_request_error(r, to, e);
-	/* The export writes into a pipe on a thread of its own (with a context of its own), this thread sends
-	 * what comes out as chunks; an export that fails ends the upload without its last chunk. */
+		return e;
+	unsigned st = 0;
+	char *buf = NULL, *body = NULL;
+	e = read_answer(fd, CLUSTER_TEMPLATE_ANSWER_MAX, &st, &buf, &body);
+	close(fd);
+	if (e < 0)
+		return e;
+	_cleanup_(cJSON_Deletep) cJSON *j = st == 200 ? cJSON_Parse(body) : NULL;
+	free(buf);
+	if (!j)
+		return -EBADMSG;
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(j, "templates"), *t;
+	size_t n = 0, cap = (size_t)cJSON_GetArraySize(a) + 1;
+	char **ids = calloc(cap, sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	bool streams = true;
+	cJSON_ArrayForEach(t, a) {
+		const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(t, "id"));
+		if (!id) {
+			streams = false;
+			continue;
+		}
+		if (n + 1 < cap && strlen(id) == 36 && (ids[n] = strdup(id)))
+			n++;
+	}
+	*ret = ids;
+	*ret_streams = streams;
+	return 0;
+}
+
+static void free_ids(char **ids)
+{
+	for (size_t i = 0; ids && ids[i]; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+/* One upload of the job's output to host to (chunked, signed, the caller's key); 0 with the answer's
+ * status and JSON body (NULL when none), or an answer already sent (1). */
+static int upload(struct serve_req *r, const char *to, const char *key, const char *target, const char *type,
+		  struct export_job *job, uint64_t *ret_bytes, unsigned *ret_status, cJSON **ret_body)
+{
+	struct serve_cluster *c = r->srv->cluster;
+	char more[128];
+	snprintf(more, sizeof(more), "Content-Type: %s\r\nTransfer-Encoding: chunked\r\n", type);
+	int fd = -1;
+	int e = peer_request(c, to, "POST", target, key, more, &fd);
+	if (e < 0) {
+		peer_request_error(r, to, e);
+		return 1;
+	}
 	int p[2];
-	struct export_job job = { .name = name, .result = -EIO };
 	struct space_ctx_options co = SPACE_CTX_OPTIONS_INIT;
 	co.state_dir = r->srv->state_dir;
+	job->result = -EIO;
+	job->ctx = NULL;
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		close(fd);
-		return serve_reply_error(r, 500, "internal", "pipe: %s", strerror(errno));
+		serve_reply_error(r, 500, "internal", "pipe: %s", strerror(errno));
+		return 1;
 	}
-	job.fd = p[1];
+	job->fd = p[1];
 	pthread_t th;
-	if ((e = space_ctx_new(&co, &job.ctx)) < 0 || pthread_create(&th, NULL, export_main, &job) != 0) {
-		space_ctx_free(job.ctx);
+	if ((e = space_ctx_new(&co, &job->ctx)) < 0 || pthread_create(&th, NULL, export_main, job) != 0) {
+		space_ctx_free(job->ctx);
 		close(p[0]);
 		close(p[1]);
 		close(fd);
-		return serve_reply_error(r, 500, "internal", "start the export: %s", space_strerror(e < 0 ? e : -EAGAIN));
+		serve_reply_error(r, 500, "internal", "start the export: %s", space_strerror(e < 0 ? e : -EAGAIN));
+		return 1;
 	}
 	char buf[64 << 10], hdr[24];
 	uint64_t bytes = 0;
@@ -447,24 +503,100 @@ enum MHD_Result serve_cluster_template_push(struct serve_req *r)
 	}
 	close(p[0]);
 	pthread_join(th, NULL);
-	space_ctx_free(job.ctx);
-	if (job.result < 0 || se) {
+	space_ctx_free(job->ctx);
+	job->ctx = NULL;
+	if (job->result < 0 || se) {
 		close(fd); /* the upload ends unfinished: the receiver drops it */
-		if (job.result < 0)
-			return serve_reply_error(r, 500, "export_failed", "export template '%s': %s", name,
-						 space_strerror(job.result));
-		return cluster_host_error(r, to, se);
+		if (job->result < 0)
+			serve_reply_error(r, 500, "export_failed", "%s template '%s': %s", job->stream ? "send" : "export",
+					  job->name, space_strerror(job->result));
+		else
+			cluster_host_error(r, to, se);
+		return 1;
 	}
 	if ((se = serve_fwd_send(fd, "0\r\n\r\n", 5)) < 0) {
 		close(fd);
-		return cluster_host_error(r, to, se);
+		cluster_host_error(r, to, se);
+		return 1;
 	}
-	fprintf(stderr, "space serve: cluster: template %s pushed to host %s (%llu bytes)\n", name, to,
-		(unsigned long long)bytes);
-	cJSON *made = NULL;
-	if (!peer_created(r, to, fd, &made))
+	char *abuf = NULL, *body = NULL;
+	unsigned st = 0;
+	e = read_answer(fd, CLUSTER_TEMPLATE_ANSWER_MAX, &st, &abuf, &body);
+	close(fd);
+	if (e < 0) {
+		cluster_host_error(r, to, e);
+		return 1;
+	}
+	*ret_body = cJSON_Parse(body);
+	free(abuf);
+	*ret_status = st;
+	*ret_bytes = bytes;
+	return 0;
+}
+
+/* An answer of host that is not 201, relayed (its status and body), or 502 when it has none. */
+static enum MHD_Result relay_failure(struct serve_req *r, const char *host, unsigned st, cJSON *body)
+{
+	if (body)
+		return serve_reply_json(r, st >= 400 && st < 600 ? st : 502, body);
+	return serve_reply_error(r, 502, "bad_gateway", "host %s answered %u", host, st);
+}
+
+enum MHD_Result serve_cluster_template_push(struct serve_req *r)
+{
+	const char *to, *key;
+	cJSON *j;
+	if (!template_call(r, "to", &to, &key, &j))
 		return MHD_YES;
-	return template_moved(r, to, (double)bytes, t0, made);
+	_cleanup_(cJSON_Deletep) cJSON *body = j;
+	struct serve_cluster *c = r->srv->cluster;
+	const char *name = r->params[0];
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	struct space_template_info *t = NULL;
+	int e = space_template_get(ctx, name, &t);
+	if (e < 0)
+		return serve_reply_space_error(r, e, "template");
+	space_template_info_free(t);
+	uint64_t t0 = util_now_ns();
+	char **ids = NULL;
+	bool streams = false;
+	if ((e = receiver_ids(c, to, key, &ids, &streams)) < 0)
+		return e == -EBADMSG ? serve_reply_error(r, 502, "bad_gateway", "host %s did not list its templates", to) :
+				       peer_request_error(r, to, e);
+	char target[128];
+	struct export_job job = { .name = name, .stream = streams, .receiver_ids = (const char *const *)ids };
+	snprintf(target, sizeof(target), "/v1/templates/%s/%s", name, streams ? "stream" : "image");
+	uint64_t bytes = 0;
+	unsigned st = 0;
+	cJSON *answer = NULL;
+	int u = upload(r, to, key, target, streams ? "application/octet-stream" : "application/x-tar", &job, &bytes, &st,
+		       &answer);
+	char against[64];
+	snprintf(against, sizeof(against), "%s", job.sent.parent);
+	if (u == 0 && st != 201 && job.sent.parent[0] && (st == 404 || st == 400)) {
+		/* Its copy of the parent is not ours after all (gone since it listed it, or changed): whole, once. */
+		fprintf(stderr, "space serve: cluster: template %s against %s refused by host %s (%u): sending it whole\n",
+			name, against, to, st);
+		cJSON_Delete(answer);
+		answer = NULL;
+		job.receiver_ids = NULL;
+		against[0] = '\0';
+		u = upload(r, to, key, target, "application/octet-stream", &job, &bytes, &st, &answer);
+	}
+	free_ids(ids);
+	if (u)
+		return MHD_YES;
+	_cleanup_(cJSON_Deletep) cJSON *a = answer;
+	if (st != 201)
+		return relay_failure(r, to, st, TAKE_PTR(a));
+	fprintf(stderr, "space serve: cluster: template %s pushed to host %s (%llu bytes%s%s)\n", name, to,
+		(unsigned long long)bytes, against[0] ? ", against " : (streams ? ", whole" : ", as an image"), against);
+	/* A stream's answer is {template, parent, ...}; an image's the template itself. */
+	cJSON *made = streams ? cJSON_DetachItemFromObjectCaseSensitive(a, "template") : TAKE_PTR(a);
+	return template_moved(r, to, (double)bytes, t0, made,
+			      !streams ? "image" : against[0] ? "stream" : "whole stream", against);
 }
 
 enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
@@ -496,7 +628,9 @@ enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
 	/* Its answer holds this host's: the template as imported here. */
 	cJSON *bytes = cJSON_GetObjectItemCaseSensitive(answer, "bytes");
 	enum MHD_Result ret = template_moved(r, from, cJSON_IsNumber(bytes) ? bytes->valuedouble : 0, t0,
-					     cJSON_DetachItemFromObjectCaseSensitive(answer, "template"));
+					     cJSON_DetachItemFromObjectCaseSensitive(answer, "template"),
+					     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "as")),
+					     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(answer, "parent")));
 	cJSON_Delete(answer);
 	return ret;
 }

@@ -322,6 +322,8 @@ static enum MHD_Result template_list(struct serve_req *r)
 		if (list[i]->size >= offsetof(struct space_template_info, image_digest) + sizeof(list[i]->image_digest) &&
 		    list[i]->image_digest[0])
 			cJSON_AddStringToObject(t, "image_digest", list[i]->image_digest);
+		if (list[i]->size >= offsetof(struct space_template_info, id) + sizeof(list[i]->id) && list[i]->id[0])
+			cJSON_AddStringToObject(t, "id", list[i]->id);
 		cJSON_AddItemToArray(a, t);
 	}
 	space_template_info_list_free(list);
@@ -592,6 +594,7 @@ static const struct serve_route v1_routes[] = {
 	{ "GET", "/v1/metrics", KEY, false, NULL, serve_metrics_handler },
 	{ "GET", "/v1/templates", KEY, false, NULL, template_list },
 	{ "POST", "/v1/templates/{name}/image", KEY, true, serve_v1_template_image_start, serve_v1_template_image, true },
+	{ "POST", "/v1/templates/{name}/stream", KEY, true, serve_v1_template_image_start, serve_v1_template_stream, true },
 	/* a cluster's hosts (docs/cluster.md): this host's template to another, or another's to this one */
 	{ "POST", "/v1/templates/{name}/push", KEY, false, NULL, serve_cluster_template_push },
 	{ "POST", "/v1/templates/{name}/pull", KEY, false, NULL, serve_cluster_template_pull },

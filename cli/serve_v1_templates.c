@@ -7,6 +7,12 @@
  *
  *   POST /v1/templates/{name}/image[?force=1]     body: the archive            201 {template}
  *
+ * A template stream (space template send, or a cluster host's push) comes the same way, spooled and capped
+ * alike, and is received by space_template_receive (the btrfs stream applied by the confined space-unpack
+ * into a quarantine subvolume, kept only when its digest is the sender's):
+ *
+ *   POST /v1/templates/{name}/stream              body: the stream             201 {template, parent, ...}
+ *
  * A build's context comes the same way (a tar of the context directory, as `docker build -` takes it),
  * capped alike; space-unpack makes it a file system of its own, so nothing of it is extracted on the host.
  * RUN steps get no egress over the API. Their output comes back in the answer (its last
@@ -90,6 +96,8 @@ static int template_made(space_ctx *ctx, const char *name, cJSON **ret)
 	cJSON_AddStringToObject(j, "name", t->name);
 	cJSON_AddNumberToObject(j, "rootfs_bytes", (double)t->rootfs_bytes);
 	cJSON_AddNumberToObject(j, "created_ms", (double)t->created_ms);
+	if (t->size >= offsetof(struct space_template_info, id) + sizeof(t->id) && t->id[0])
+		cJSON_AddStringToObject(j, "id", t->id);
 	if (t->size >= offsetof(struct space_template_info, image_config) + sizeof(t->image_config) &&
 	    t->image_digest[0]) {
 		cJSON *img = cJSON_Parse(t->image_config);
@@ -145,6 +153,40 @@ enum MHD_Result serve_v1_template_image(struct serve_req *r)
 	cJSON *j;
 	if ((e = template_made(ctx, o.name, &j)) < 0)
 		return serve_reply_space_error(r, e, "import template");
+	return serve_reply_json(r, 201, j);
+}
+
+enum MHD_Result serve_v1_template_stream(struct serve_req *r)
+{
+	struct image_upload *u = r->state;
+	if (r->sink_error < 0)
+		return serve_reply_error(r, 507, "no_space", "store the stream: %s", strerror(-r->sink_error));
+	if (!r->body_seen)
+		return serve_reply_error(r, 400, "invalid", "the body must be a template stream (space template send)");
+	space_ctx *ctx = serve_req_ctx(r);
+	if (!ctx)
+		return MHD_YES;
+	if (lseek(u->fd, 0, SEEK_SET) < 0)
+		return serve_reply_error(r, 500, "internal", "rewind the stream: %s", strerror(errno));
+	struct space_template_receive_options o = SPACE_TEMPLATE_RECEIVE_OPTIONS_INIT;
+	o.fd = u->fd;
+	o.name = r->params[0];
+	struct space_template_receive_info info;
+	int e = space_template_receive(ctx, &o, &info);
+	if (e < 0)
+		return serve_reply_space_error(r, e, "receive template");
+	cJSON *t;
+	if ((e = template_made(ctx, info.name, &t)) < 0)
+		return serve_reply_space_error(r, e, "receive template");
+	cJSON *j = cJSON_CreateObject();
+	cJSON_AddItemToObject(j, "template", t);
+	if (info.parent[0])
+		cJSON_AddStringToObject(j, "parent", info.parent);
+	else
+		cJSON_AddNullToObject(j, "parent");
+	cJSON_AddStringToObject(j, "digest", info.digest);
+	cJSON_AddNumberToObject(j, "stream_bytes", (double)info.stream_bytes);
+	cJSON_AddNumberToObject(j, "data_bytes", (double)info.data_bytes);
 	return serve_reply_json(r, 201, j);
 }
 

@@ -340,11 +340,21 @@ struct space_template_send_options {
 	int fd;                   /* where the stream is written (a file, a pipe, a socket); not closed. Required:
 	                             0 is refused */
 	const char *parent;       /* a template the receiving host has (received from here or from the same
-	                             origin): only what differs from it is sent. NULL: the whole template */
+	                             origin): only what differs from it is sent. NULL: see receiver_ids */
+	const char *const *receiver_ids; /* with parent NULL: the ids (space_template_info's id) of the templates
+	                             the receiving host has, NULL-terminated: of the local templates with one of
+	                             these ids, the one whose disk shares the most data with name's becomes the
+	                             parent. NULL, or none sharing any: the whole template */
 	space_progress_fn progress;
 	void *progress_userdata;
 };
 #define SPACE_TEMPLATE_SEND_OPTIONS_INIT { .version = SPACE_TEMPLATE_SEND_OPTIONS_VERSION }
+
+struct space_template_send_info {
+	char parent[64];          /* the template it was sent against; "" when whole */
+	char digest[72];          /* "sha256:..." of its files, as the header says */
+	uint64_t stream_bytes;    /* written to fd */
+};
 SPACE_API int space_template_send_options_init(struct space_template_send_options *opts, uint32_t version);
 
 /*
@@ -353,9 +363,10 @@ SPACE_API int space_template_send_options_init(struct space_template_send_option
  * send stream of its subvolume made by the kernel (version 1; incremental against opts->parent), less what
  * belongs to this host: the booted memory snapshot and the jails' copy of the tree (the receiver makes its
  * own). Needs root (the kernel's send). On failure bytes may have been written to fd. -ENOENT for an
- * unknown template or parent, -EINVAL for a bad fd or parent == name.
+ * unknown template or parent, -EINVAL for a bad fd or parent == name. ret (may be NULL): what was sent.
  */
-SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct space_template_send_options *opts);
+SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct space_template_send_options *opts,
+				  struct space_template_send_info *ret);
 
 #define SPACE_TEMPLATE_RECEIVE_OPTIONS_VERSION 1
 struct space_template_receive_options {
@@ -456,6 +467,10 @@ struct space_template_info {
 	                             env entries, cwd, and uid/gid with SPACE_EXEC_USER, win); entrypoint and cmd
 	                             are for callers that run the image's command (`space run --template NAME`
 	                             without one): space_sandbox_exec never adds them. */
+	/* Since template streams (read it only when size covers it): */
+	const char *id;           /* the template's identity, a uuid: the same on every host it reached through
+	                             space_template_send and space_template_receive (a stream names its parent
+	                             by it); "" when it cannot be read */
 };
 
 /* Lists templates sorted by name: *ret_list is a NULL-terminated array of *ret_count objects (ret_count

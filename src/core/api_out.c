@@ -12,6 +12,7 @@
 
 #include "core/internal.h"
 #include "core/sandbox.h"
+#include "core/template_stream.h"
 #include "net/secrets.h"
 #include "util/cleanup.h"
 
@@ -70,8 +71,10 @@ static struct space_template_info *out_template(const struct template_info *t, c
 	struct out_obj o;
 	if (!config)
 		config = "";
+	char id[37];
+	(void)template_stream_identity(t->path, id);
 	struct space_template_info *v = out_alloc(sizeof(*v), LEN(t->name) + LEN(t->path) + LEN(t->image_digest) +
-								     LEN(config), &o);
+								     LEN(config) + LEN(id), &o);
 	if (!v)
 		return NULL;
 	v->size = sizeof(*v);
@@ -85,6 +88,7 @@ static struct space_template_info *out_template(const struct template_info *t, c
 	v->checkpoints = t->checkpoints;
 	v->image_digest = out_str(&o, t->image_digest);
 	v->image_config = out_str(&o, config);
+	v->id = out_str(&o, id);
 	return v;
 }
 

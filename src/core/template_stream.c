@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +86,20 @@ static int uuid_parse(const char *s, uint8_t u[16])
 }
 
 /* A template's identity: its subvolume's received uuid when it came in a stream, else its own uuid. */
+static int template_identity(const char *path, uint8_t ret[16]);
+
+int template_stream_identity(const char *path, char out[37])
+{
+	uint8_t u[16];
+	int r = template_identity(path, u);
+	if (r < 0) {
+		out[0] = '\0';
+		return r;
+	}
+	uuid_str(u, out);
+	return 0;
+}
+
 static int template_identity(const char *path, uint8_t ret[16])
 {
 	struct btrfs_util_subvolume_info info;
@@ -247,7 +263,120 @@ static int kernel_send(space_ctx *ctx, const char *view, const char *parent_view
 	return 0;
 }
 
-SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct space_template_send_options *opts)
+/* The physical extents of the file at path (sorted by start), at most max of them. */
+struct extent {
+	uint64_t phys, len;
+};
+
+static int cmp_extent(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+	return x->phys < y->phys ? -1 : x->phys > y->phys;
+}
+
+static int file_extents(const char *path, struct extent **ret, size_t *ret_n)
+{
+	enum { BATCH = 256, MAX = 1 << 16 };
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	_cleanup_free_ struct fiemap *fm = calloc(1, sizeof(*fm) + BATCH * sizeof(struct fiemap_extent));
+	struct extent *list = NULL;
+	size_t n = 0;
+	uint64_t start = 0;
+	bool last = false;
+	if (!fm)
+		return -ENOMEM;
+	while (!last && n < MAX) {
+		memset(fm, 0, sizeof(*fm));
+		fm->fm_start = start;
+		fm->fm_length = FIEMAP_MAX_OFFSET - start;
+		fm->fm_extent_count = BATCH;
+		if (ioctl(fd, FS_IOC_FIEMAP, fm) < 0) {
+			free(list);
+			return -errno;
+		}
+		if (!fm->fm_mapped_extents)
+			break;
+		struct extent *nl = realloc(list, (n + fm->fm_mapped_extents) * sizeof(*list));
+		if (!nl) {
+			free(list);
+			return -ENOMEM;
+		}
+		list = nl;
+		for (uint32_t i = 0; i < fm->fm_mapped_extents; i++) {
+			const struct fiemap_extent *e = &fm->fm_extents[i];
+			if (!(e->fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DATA_INLINE)))
+				list[n++] = (struct extent){ e->fe_physical, e->fe_length };
+			last |= e->fe_flags & FIEMAP_EXTENT_LAST;
+			start = e->fe_logical + e->fe_length;
+		}
+	}
+	qsort(list, n, sizeof(*list), cmp_extent);
+	*ret = list;
+	*ret_n = n;
+	return 0;
+}
+
+/* How much of a's disk (rootfs.ext4) lies in extents b's disk holds too: what an incremental send of a
+ * against b can clone instead of sending. */
+static uint64_t shared_bytes(const struct extent *a, size_t na, const struct extent *b, size_t nb)
+{
+	uint64_t shared = 0;
+	size_t j = 0;
+	for (size_t i = 0; i < na; i++) {
+		uint64_t s = a[i].phys, e = a[i].phys + a[i].len;
+		while (j < nb && b[j].phys + b[j].len <= s)
+			j++;
+		for (size_t k = j; k < nb && b[k].phys < e; k++) {
+			uint64_t lo = s > b[k].phys ? s : b[k].phys, hi = e < b[k].phys + b[k].len ? e : b[k].phys + b[k].len;
+			if (hi > lo)
+				shared += hi - lo;
+		}
+	}
+	return shared;
+}
+
+/* Of the local templates whose id is in ids, the one sharing the most of t's disk, into ret (64 bytes);
+ * "" when none shares any. */
+static void pick_parent(space_ctx *ctx, const struct template_info *t, const char *const *ids, char *ret)
+{
+	ret[0] = '\0';
+	char disk[PATH_MAX];
+	snprintf(disk, sizeof(disk), "%s/rootfs.ext4", t->path);
+	_cleanup_free_ struct extent *mine = NULL;
+	size_t n_mine = 0;
+	struct template_info *list = NULL;
+	size_t n = 0;
+	if (file_extents(disk, &mine, &n_mine) < 0 || core_template_list(ctx, &list, &n) < 0)
+		return;
+	uint64_t best = 0;
+	for (size_t i = 0; i < n; i++) {
+		char id[37];
+		bool wanted = false;
+		if (!strcmp(list[i].name, t->name) || template_stream_identity(list[i].path, id) < 0)
+			continue;
+		for (size_t k = 0; ids[k] && !wanted; k++)
+			wanted = !strcmp(ids[k], id);
+		if (!wanted)
+			continue;
+		snprintf(disk, sizeof(disk), "%s/rootfs.ext4", list[i].path);
+		struct extent *theirs = NULL;
+		size_t n_theirs = 0;
+		if (file_extents(disk, &theirs, &n_theirs) < 0)
+			continue;
+		uint64_t s = shared_bytes(mine, n_mine, theirs, n_theirs);
+		free(theirs);
+		if (s > best) {
+			best = s;
+			snprintf(ret, 64, "%s", list[i].name);
+		}
+	}
+	free(list);
+}
+
+SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct space_template_send_options *opts,
+				  struct space_template_send_info *ret)
 {
 	CTX_ENTER(ctx);
 	if (!ctx || !name || !opts)
@@ -256,12 +385,24 @@ SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct
 	int r = opts_template_send_load(ctx, opts, &o);
 	if (r < 0)
 		return r;
+	struct space_template_send_info info_local;
+	if (!ret)
+		ret = &info_local;
+	memset(ret, 0, sizeof(*ret));
 	if (o.fd <= 0 || fcntl(o.fd, F_GETFL) < 0 || (fcntl(o.fd, F_GETFL) & O_ACCMODE) == O_RDONLY)
 		return ctx_error_msg(ctx, -EINVAL, "send: fd %d is not open for writing", o.fd);
 	if (o.parent && !strcmp(o.parent, name))
 		return ctx_error_msg(ctx, -EINVAL, "template %s cannot be sent against itself", name);
 	struct template_info t, pt;
-	if ((r = core_template_get(ctx, name, &t)) < 0 || (o.parent && (r = core_template_get(ctx, o.parent, &pt)) < 0))
+	if ((r = core_template_get(ctx, name, &t)) < 0)
+		return r;
+	char picked[64] = "";
+	if (!o.parent && o.receiver_ids) {
+		pick_parent(ctx, &t, o.receiver_ids, picked);
+		if (picked[0])
+			o.parent = picked;
+	}
+	if (o.parent && (r = core_template_get(ctx, o.parent, &pt)) < 0)
 		return r;
 	const char *root;
 	if ((r = ctx_pool(ctx, &root)) < 0)
@@ -294,6 +435,9 @@ SPACE_API int space_template_send(space_ctx *ctx, const char *name, const struct
 		uint64_t sent = 0;
 		progress(o.progress, o.progress_userdata, "send", 0, dg.bytes);
 		r = kernel_send(ctx, view, o.parent ? pview : NULL, o.fd, o.progress, o.progress_userdata, dg.bytes, &sent);
+		ret->stream_bytes = strlen(hdr) + sent;
+		snprintf(ret->parent, sizeof(ret->parent), "%s", o.parent ? o.parent : "");
+		snprintf(ret->digest, sizeof(ret->digest), "%s", dg.digest);
 	}
 	drop_view(view);
 	drop_view(pview);

@@ -21,6 +21,9 @@ struct template_digest {
  */
 int template_digest_tree(const char *dir, struct template_digest *ret, char *err, size_t errlen);
 
+/* The identity of the template whose subvolume is path, as a uuid string (out: 37 bytes; "" on failure). */
+int template_stream_identity(const char *path, char out[37]);
+
 /* What a stream's header says (template_stream.c). */
 #define TEMPLATE_STREAM_MAGIC "space-template-stream 1 "
 #define TEMPLATE_STREAM_HEADER_MAX (1u << 20)

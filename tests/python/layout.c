@@ -59,7 +59,7 @@ int main(void)
 	F(space_template_info, size); F(space_template_info, name); F(space_template_info, path);
 	F(space_template_info, rootfs_bytes); F(space_template_info, has_kernel); F(space_template_info, has_initrd);
 	F(space_template_info, created_ms); F(space_template_info, sandboxes); F(space_template_info, checkpoints);
-	F(space_template_info, image_digest); F(space_template_info, image_config);
+	F(space_template_info, image_digest); F(space_template_info, image_config); F(space_template_info, id);
 	end();
 	S(space_template_warm_info);
 	F(space_template_warm_info, size); F(space_template_warm_info, has_snapshot);

@@ -165,6 +165,7 @@ class TemplateInfo(Structure):  # an object
         ("checkpoints", c_uint32),
         ("image_digest", c_char_p),  # since templates from images: read only when size covers them
         ("image_config", c_char_p),
+        ("id", c_char_p),  # since template streams
     ]
 
 

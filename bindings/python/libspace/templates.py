@@ -55,6 +55,7 @@ class Template:
     image_digest: str = ""  # the image config's digest ("sha256:..."); "" when not made from an image
     image_config: Optional[Dict[str, Any]] = None  # what the image gives processes (env, working_dir,
     # user, entrypoint, cmd), None when not made from an image
+    id: str = ""  # its identity: the same on every host it reached by `space template send/receive`
 
     @property
     def created(self):
@@ -68,7 +69,8 @@ class Template:
                    created_ms=f(o, "created_ms", 0), sandboxes=f(o, "sandboxes", 0),
                    checkpoints=f(o, "checkpoints", 0), ctx=ctx,
                    image_digest=fsname(f(o, "image_digest")) if f(o, "image_digest") else "",
-                   image_config=_json_or_none(f(o, "image_config")))
+                   image_config=_json_or_none(f(o, "image_config")),
+                   id=(f(o, "id") or b"").decode("ascii", "replace"))
 
     def remove(self, *, force: bool = False) -> None:
         """Removes this template (Busy while sandboxes or checkpoints use it, unless ``force``: then

@@ -383,8 +383,9 @@ SOLO1=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB"
 # The push through the CLI (asked of a's API, the key from the environment), the pull through the API.
 HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" --json template push solo b --server "${URL[a]}" 2>&1) ||
 	fail "space template push solo b: $HB $(diag)"
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["host"]=="b" and d["bytes"]>0 and d["template"]["name"]=="solo", d' "$HB" ||
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["host"]=="b" and d["bytes"]>0 and d["template"]["name"]=="solo" and d["as"]=="whole stream" and d["parent"] is None, d' "$HB" ||
 	fail "push answer: $HB"
+SOLO_BYTES=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB")
 http c POST /v1/templates/solo/pull '{"from":"a"}'
 [ "$HS" = 201 ] || fail "pull solo by c from a: $HS $HB $(diag)"
 out=$(in_ns "${NS[b]}" env SPACE_API_KEY="$KEY" "$SPACE" template push solo nosuchhost --server "${URL[b]}" 2>&1) &&
@@ -414,6 +415,24 @@ for id in $SOLO1 $SOLOS; do
 	[ "$HS" = 204 ] || [ "$HS" = 200 ] || fail "delete $id: $HS $HB"
 done
 ok "a template only a holds: creates went to a; pushed to b (space template push), pulled by c, then creates spread"
+
+# --- a template built on a from solo goes to b as what differs from solo (b's solo came from a) --------------
+mkdir -p "$WORK/solo2"
+printf 'FROM solo\nRUN echo built-on-a > /etc/solo2-note\n' >"$WORK/solo2/Dockerfile"
+"$SPACE" template build solo2 "$WORK/solo2" --isolation jail --state "${ST[a]}" >"$WORK/solo2.log" 2>&1 ||
+	fail "build solo2 on a: $(tail -5 "$WORK/solo2.log")"
+HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" template push solo2 b --server "${URL[a]}" 2>&1) ||
+	fail "space template push solo2 b: $HB $(diag)"
+grep -q "only what differs from solo" <<<"$HB" || fail "solo2 did not go against solo: $HB"
+HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" --json template push solo2 c --server "${URL[a]}" 2>&1) ||
+	fail "space template push solo2 c: $HB $(diag)"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["as"]=="stream" and d["parent"]=="solo" and 0 < d["bytes"] < int(sys.argv[2]) / 2, d' "$HB" "$SOLO_BYTES" ||
+	fail "push of solo2 to c (solo: $SOLO_BYTES bytes whole): $HB"
+for h in b c; do
+	out=$("$SPACE" run --state "${ST[$h]}" --isolation jail --template solo2 -- cat /etc/solo2-note 2>&1) &&
+		[ "$out" = built-on-a ] || fail "solo2 on $h: $out"
+done
+ok "solo2, built on a from solo, pushed to b and c as what differs from solo ($(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB") bytes; solo whole: $SOLO_BYTES)"
 
 # --- the E2B SDK against b, on a sandbox living on c -----------------------------------------------------
 E2B_ID=$(sed -n 1p "$WORK/c.ids")  # used through b
