@@ -157,8 +157,9 @@ static void names_join(const char *const *v, char *out, size_t n)
 
 int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
 		  unsigned fresh_s, const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX],
-		  char ret_token[33])
+		  char ret_token[33], char ret_pull_from[CLUSTER_NAME_MAX])
 {
+	ret_pull_from[0] = '\0';
 	static const char *const none[] = { NULL };
 	size_t ns = 0;
 	while (secrets && secrets[ns])
@@ -170,7 +171,8 @@ int cluster_place(struct cluster_store *cs, const char *template, const char *is
 	if (e < 0)
 		return cluster_seterr(e, "random claim token: %s", strerror(-e));
 	isolation = isolation ? isolation : "";
-	e = cs->ops->place(cs, template, isolation, secrets, fresh_s, avoid ? avoid : "", ret_token, ret_host, ret_url);
+	e = cs->ops->place(cs, template, isolation, secrets, fresh_s, avoid ? avoid : "", false, ret_token, ret_host,
+			   ret_url);
 	if (e != -EAGAIN)
 		return e;
 	/* why nothing was placed */
@@ -190,8 +192,18 @@ int cluster_place(struct cluster_store *cs, const char *template, const char *is
 				      "(%s): register them with `space secret set` on the hosts that may run it",
 				      template, names);
 	}
-	return cluster_seterr(-ENOSPC, "every host holding template '%s'%s is at its capacity", template,
-			      ns ? " and the secrets" : "");
+	/* Every holder is full: a host with room that does not hold it, the template pulled there first. */
+	char from[CLUSTER_NAME_MAX];
+	if ((e = cs->ops->holder(cs, template, fresh_s, from)) == 0 &&
+	    (e = cs->ops->place(cs, template, isolation, secrets, fresh_s, avoid ? avoid : "", true, ret_token, ret_host,
+				ret_url)) == 0) {
+		snprintf(ret_pull_from, CLUSTER_NAME_MAX, "%s", from);
+		return 0;
+	}
+	if (e != -EAGAIN && e != -ENOENT)
+		return e;
+	return cluster_seterr(-ENOSPC, "every host holding template '%s'%s is at its capacity, and no other host has "
+				       "room", template, ns ? " and the secrets" : "");
 }
 
 int cluster_claim_drop(struct cluster_store *cs, const char *token) { return cs->ops->claim_drop(cs, token); }

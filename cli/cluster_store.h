@@ -97,11 +97,14 @@ int cluster_host_key(struct cluster_store *cs, const char *name, char ret_key[CL
  * up, heartbeating within fresh_s, holding the template and every registered secret in secrets (names,
  * NULL-terminated; NULL: none), under capacity and not avoid (NULL: none), one with the template's warm
  * pool stocked first, then the lowest live/capacity ratio. ret_token names the claim (for
- * cluster_sandbox_add). -ENOENT: no live host holds the template (or, holding it, the secrets); -ENOSPC:
- * all that do are full; -EHOSTDOWN: no host is up; -E2BIG: more than CLUSTER_PLACE_SECRETS_MAX secrets. */
+ * cluster_sandbox_add). When every host holding the template (and the secrets) is full, a host that does not
+ * hold it, with room and the secrets, is placed and claimed instead, with ret_pull_from a host up that holds
+ * it (the template is pulled from there first; "" otherwise). -ENOENT: no live host holds the template (or,
+ * holding it, the secrets); -ENOSPC: all that do are full and no other host has room; -EHOSTDOWN: no host is
+ * up; -E2BIG: more than CLUSTER_PLACE_SECRETS_MAX secrets. */
 int cluster_place(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
 		  unsigned fresh_s, const char *avoid, char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX],
-		  char ret_token[33]);
+		  char ret_token[33], char ret_pull_from[CLUSTER_NAME_MAX]);
 /* Drops a placement claim whose create failed (its capacity is free again). */
 int cluster_claim_drop(struct cluster_store *cs, const char *token);
 /* Records a sandbox the host made (running) and drops its placement claim (token may be NULL). */

@@ -36,10 +36,12 @@ struct cluster_store_ops {
 	int (*host_key)(struct cluster_store *cs, const char *name, char ret_key[CLUSTER_KEY_HEX + 1]);
 	int (*host_list)(struct cluster_store *cs, int (*fn)(const struct cluster_host_row *h, void *arg), void *arg);
 	/* isolation and avoid "" for none, secrets never NULL; -EAGAIN: no host placed (the caller asks
-	 * place_counts why) */
+	 * place_counts why). pull: among the hosts that do not hold the template (it is pulled there first). */
 	int (*place)(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
-		     unsigned fresh_s, const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX],
+		     unsigned fresh_s, const char *avoid, bool pull, const char *token, char ret_host[CLUSTER_NAME_MAX],
 		     char ret_url[CLUSTER_URL_MAX]);
+	/* a host up (heartbeat within fresh_s) that holds template, the least loaded; -ENOENT: none */
+	int (*holder)(struct cluster_store *cs, const char *template, unsigned fresh_s, char ret_host[CLUSTER_NAME_MAX]);
 	/* hosts up (heartbeat within fresh_s), those of them holding template for isolation, and those of these
 	 * holding every secret too */
 	int (*place_counts)(struct cluster_store *cs, const char *template, const char *isolation,

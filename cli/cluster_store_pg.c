@@ -554,14 +554,15 @@ static int pg_host_list(struct cluster_store *cs, int (*fn)(const struct cluster
 /* --- placement ------------------------------------------------------------------------------------------- */
 
 /* $1 template, $2 isolation ('' any), $3 fresh seconds, $4 claim token, $5 a host to avoid ('' none), $6
- * the secrets it needs (text[]); %s: SKIP LOCKED or nothing. */
+ * the secrets it needs (text[]); the first %s: "" (the hosts holding the template) or "NOT" (those that do
+ * not: a pull), the second SKIP LOCKED or nothing. */
 #define PLACE_SQL                                                                                                  \
 	"WITH live AS (SELECT host, count(*) AS n FROM space_sandboxes WHERE state = 'running' GROUP BY host),"    \
 	" pend AS (SELECT host, count(*) AS n FROM space_placements WHERE expires > now() GROUP BY host),"        \
 	" pick AS (SELECT h.name, h.url FROM space_hosts h"                                                         \
 	"   LEFT JOIN live ON live.host = h.name LEFT JOIN pend ON pend.host = h.name"                              \
 	"   WHERE h.state = 'up' AND h.serving AND h.heartbeat > now() - make_interval(secs => $3::int)"            \
-	"     AND $1 = ANY (h.templates) AND ($2 = '' OR $2 = ANY (h.isolations)) AND h.name <> $5"                 \
+	"     AND %s ($1 = ANY (h.templates)) AND ($2 = '' OR $2 = ANY (h.isolations)) AND h.name <> $5"          \
 	"     AND h.secrets @> $6::text[]"                                                                          \
 	"     AND coalesce(live.n, 0) + coalesce(pend.n, 0) < h.capacity"                                           \
 	"   ORDER BY coalesce((h.pool_stock ->> $1)::int, 0) > 0 DESC,"                                             \
@@ -602,7 +603,7 @@ static int pg_place_counts(struct cluster_store *cs, const char *template, const
 }
 
 static int pg_place(struct cluster_store *cs, const char *template, const char *isolation, const char *const *secrets,
-		    unsigned fresh_s, const char *avoid, const char *token, char ret_host[CLUSTER_NAME_MAX],
+		    unsigned fresh_s, const char *avoid, bool pull, const char *token, char ret_host[CLUSTER_NAME_MAX],
 		    char ret_url[CLUSTER_URL_MAX])
 {
 	int e;
@@ -620,7 +621,7 @@ static int pg_place(struct cluster_store *cs, const char *template, const char *
 	PGresult *res = NULL;
 	bool failed = false;
 	for (int pass = 0; pass < 2 && !res; pass++) {
-		snprintf(sql, sizeof(sql), PLACE_SQL, pass == 0 ? "SKIP LOCKED" : "");
+		snprintf(sql, sizeof(sql), PLACE_SQL, pull ? "NOT" : "", pass == 0 ? "SKIP LOCKED" : "");
 		res = run(c, PGRES_TUPLES_OK, sql, 6, p);
 		if (!res) {
 			failed = true;
@@ -638,6 +639,31 @@ static int pg_place(struct cluster_store *cs, const char *template, const char *
 	} else {
 		e = failed ? err_of(c) : -EAGAIN;
 	}
+	PQclear(res);
+	give(cs, c);
+	return e;
+}
+
+static int pg_holder(struct cluster_store *cs, const char *template, unsigned fresh_s, char ret_host[CLUSTER_NAME_MAX])
+{
+	char fresh[16];
+	snprintf(fresh, sizeof(fresh), "%u", fresh_s);
+	const char *p[2] = { template, fresh };
+	static const char sql[] =
+		"SELECT h.name FROM space_hosts h WHERE h.state = 'up' AND h.serving"
+		"   AND h.heartbeat > now() - make_interval(secs => $2::int) AND $1 = ANY (h.templates)"
+		" ORDER BY ((SELECT count(*) FROM space_sandboxes s WHERE s.host = h.name AND s.state = 'running') +"
+		"   (SELECT count(*) FROM space_placements p WHERE p.host = h.name AND p.expires > now()))::float8"
+		"   / h.capacity, random() LIMIT 1";
+	PGconn *c = take(cs);
+	if (!c)
+		return -EHOSTUNREACH;
+	PGresult *res = run(c, PGRES_TUPLES_OK, sql, 2, p);
+	int e = res ? 0 : err_of(c);
+	if (res && PQntuples(res) == 1)
+		snprintf(ret_host, CLUSTER_NAME_MAX, "%s", PQgetvalue(res, 0, 0));
+	else if (res)
+		e = -ENOENT;
 	PQclear(res);
 	give(cs, c);
 	return e;
@@ -802,6 +828,7 @@ static const struct cluster_store_ops pg_ops = {
 	.host_key = pg_host_key,
 	.host_list = pg_host_list,
 	.place = pg_place,
+	.holder = pg_holder,
 	.place_counts = pg_place_counts,
 	.claim_drop = pg_claim_drop,
 	.sandbox_add = pg_sandbox_add,

@@ -635,20 +635,28 @@ static int sqlite_host_list(struct cluster_store *cs, int (*fn)(const struct clu
 	" AND (?2 = '' OR EXISTS (SELECT 1 FROM json_each(isolations) WHERE value = ?2))"
 #define HAS_SECRETS "NOT EXISTS (SELECT 1 FROM json_each(?5) n WHERE n.value NOT IN (SELECT value FROM json_each(secrets)))"
 
+#define LOAD_N                                                                                               \
+	"(SELECT count(*) FROM space_sandboxes s WHERE s.host = h.name AND s.state = 'running') +"             \
+	"   (SELECT count(*) FROM space_placements p WHERE p.host = h.name AND p.expires > " NOW ")"
+#define PLACE_FROM(cond)                                                                                     \
+	"WITH load AS (SELECT name, url, capacity, pool_stock, " LOAD_N " AS n"                                  \
+	"  FROM space_hosts h WHERE " HOSTS_UP " AND " cond " AND " HAS_SECRETS " AND name <> ?4)"               \
+	" SELECT name, url FROM load WHERE n < capacity"                                                       \
+	" ORDER BY coalesce((SELECT value FROM json_each(pool_stock) WHERE key = ?1), 0) > 0 DESC,"            \
+	"   CAST(n AS REAL) / capacity, random() LIMIT 1"
+
 static int sqlite_place(struct cluster_store *cs, const char *template, const char *isolation,
-			const char *const *secrets, unsigned fresh_s, const char *avoid, const char *token,
+			const char *const *secrets, unsigned fresh_s, const char *avoid, bool pull, const char *token,
 			char ret_host[CLUSTER_NAME_MAX], char ret_url[CLUSTER_URL_MAX])
 {
 	/* ?4 a host to avoid ('' none). Warm-pool stock first, then the lowest live/capacity ratio; writers are
-	 * serialized, so the claim made in the same transaction is never made twice. */
-	static const char sql[] =
-		"WITH load AS (SELECT name, url, capacity, pool_stock,"
-		"   (SELECT count(*) FROM space_sandboxes s WHERE s.host = h.name AND s.state = 'running') +"
-		"   (SELECT count(*) FROM space_placements p WHERE p.host = h.name AND p.expires > " NOW ") AS n"
-		"  FROM space_hosts h WHERE " HOSTS_UP " AND " HOLDS " AND " HAS_SECRETS " AND name <> ?4)"
-		" SELECT name, url FROM load WHERE n < capacity"
-		" ORDER BY coalesce((SELECT value FROM json_each(pool_stock) WHERE key = ?1), 0) > 0 DESC,"
-		"   CAST(n AS REAL) / capacity, random() LIMIT 1";
+	 * serialized, so the claim made in the same transaction is never made twice. A pull: the hosts that
+	 * do not hold the template (for the isolation). */
+	static const char held[] = PLACE_FROM(HOLDS);
+	static const char not_held[] = PLACE_FROM(
+		"NOT EXISTS (SELECT 1 FROM json_each(templates) WHERE value = ?1)"
+		" AND (?2 = '' OR EXISTS (SELECT 1 FROM json_each(isolations) WHERE value = ?2))");
+	const char *sql = pull ? not_held : held;
 	_cleanup_free_ char *sec = json_strings(secrets);
 	if (!sec)
 		return -ENOMEM;
@@ -671,6 +679,27 @@ static int sqlite_place(struct cluster_store *cs, const char *template, const ch
 			e = exec_locked(db, "INSERT INTO space_placements (token, host, expires) VALUES (?1, ?2, " NOW " + ?3)",
 					c, 3, NULL);
 		e = end(db, e);
+	}
+	give(cs, db);
+	return e;
+}
+
+static int sqlite_holder(struct cluster_store *cs, const char *template, unsigned fresh_s,
+			 char ret_host[CLUSTER_NAME_MAX])
+{
+	static const char sql[] = "SELECT name FROM space_hosts h WHERE " HOSTS_UP
+				  " AND EXISTS (SELECT 1 FROM json_each(templates) WHERE value = ?1)"
+				  " ORDER BY CAST(" LOAD_N " AS REAL) / capacity, random() LIMIT 1";
+	struct val p[3] = { T(template), T(""), I(fresh_s) };
+	sqlite3 *db = take(cs);
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *st = NULL;
+	int e = prep(db, &st, sql, p, 3);
+	if (e == 0) {
+		int rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			snprintf(ret_host, CLUSTER_NAME_MAX, "%s", col(st, 0));
+		else
+			e = rc == SQLITE_DONE ? -ENOENT : db_err(db, "find a holder");
 	}
 	give(cs, db);
 	return e;
@@ -861,6 +890,7 @@ static const struct cluster_store_ops sqlite_ops = {
 	.host_key = sqlite_host_key,
 	.host_list = sqlite_host_list,
 	.place = sqlite_place,
+	.holder = sqlite_holder,
 	.place_counts = sqlite_place_counts,
 	.claim_drop = sqlite_claim_drop,
 	.sandbox_add = sqlite_sandbox_add,

@@ -328,6 +328,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		cJSON_AddBoolToObject(j, "forwarded", true);
 	if (r->cluster_place_ns)
 		cJSON_AddNumberToObject(j, "place_ms", (double)(r->cluster_place_ns / 10000) / 100.0);
+	if (r->cluster_pull_from[0]) {
+		cJSON_AddStringToObject(j, "pulled_from", r->cluster_pull_from);
+		cJSON_AddNumberToObject(j, "pull_ms", (double)(r->cluster_pull_ns / 10000) / 100.0);
+	}
 	cJSON_AddNumberToObject(j, "status", r->status);
 	cJSON_AddNumberToObject(j, "ms", (double)((util_now_ns() - r->started_ns) / 100000) / 10.0);
 	cJSON_AddBoolToObject(j, "completed", toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);

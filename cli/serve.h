@@ -137,6 +137,8 @@ struct serve_req {
 	bool cluster_create;          /* a create, placed by serve_cluster_create */
 	bool cluster_delete;          /* a DELETE of a whole sandbox (given up on when its host is lost) */
 	uint64_t cluster_place_ns;    /* a create: the time its placement took */
+	char cluster_pull_from[64];   /* a create: the host its template was pulled from first ("" none) */
+	uint64_t cluster_pull_ns;     /* and the time that took */
 };
 
 /* --- serve_ports.c: requests for a port of a sandbox, proxied through its agent --- */
@@ -247,6 +249,10 @@ enum MHD_Result serve_cluster_list(struct serve_req *r);
  * receiving host's answer; 400 outside a cluster. */
 enum MHD_Result serve_cluster_template_push(struct serve_req *r);
 enum MHD_Result serve_cluster_template_pull(struct serve_req *r);
+/* Has host from push template name to this host (a create placed here by a pull), with the caller's key;
+ * sets r's cluster_pull_from and cluster_pull_ns. 0 (a template of that name made meanwhile counts), or
+ * -errno with err. */
+int serve_cluster_fetch_template(struct serve_req *r, const char *from, const char *name, char *err, size_t errlen);
 
 /* After a request ran here: a sandbox removed (DELETE of the native or E2B plane) gets its row destroyed at
  * once, not at the next reconciliation. */

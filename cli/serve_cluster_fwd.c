@@ -37,6 +37,7 @@ struct fwd {
 	char host[CLUSTER_NAME_MAX];
 	char url[CLUSTER_URL_MAX];
 	bool head_sent;               /* streamed: the head went with the client's Content-Length */
+	char pull_from[CLUSTER_NAME_MAX]; /* a create: the host its owner pulls the template from first */
 };
 
 static void fwd_free(struct serve_req *r)
@@ -64,10 +65,17 @@ static int fwd_open(struct serve_req *r, struct fwd *f, const char *claim, long 
 	_cleanup_free_ char *target = serve_fwd_target(r);
 	if (!target)
 		return -ENOMEM;
-	char extra[512];
+	char extra[640];
 	int e = cluster_sign_headers(c, r->method, target, f->host, claim, extra, sizeof(extra));
 	if (e < 0)
 		return e;
+	if (f->pull_from[0]) {
+		/* a create placed on a host that pulls its template first (over this authenticated connection) */
+		size_t at = strlen(extra);
+		if ((size_t)snprintf(extra + at, sizeof(extra) - at, "X-Space-Cluster-Pull: %s\r\n", f->pull_from) >=
+		    sizeof(extra) - at)
+			return -ENAMETOOLONG;
+	}
 	f->fd = cluster_tls_take(c->tls, f->url, f->host);
 	if (f->fd < 0)
 		return f->fd;
@@ -303,10 +311,32 @@ static enum MHD_Result create_error(struct serve_req *r, bool e2b, unsigned stat
 }
 
 /* Runs the create here and records the sandbox (with the claim that placed it here, if any). */
-static enum MHD_Result create_here(struct serve_req *r, const char *template, const char *claim)
+static enum MHD_Result create_here(struct serve_req *r, const char *template, const char *claim, const char *pull_from)
 {
-	enum MHD_Result ret = r->route->run(r);
 	struct serve_cluster *c = r->srv->cluster;
+	if (c && pull_from && pull_from[0] && cluster_name_ok(pull_from) && strcmp(pull_from, c->name)) {
+		/* placed here to pull the template first: every host holding it is full */
+		space_ctx *ctx = serve_req_ctx(r);
+		struct space_template_info *t = NULL;
+		if (!ctx)
+			return MHD_YES;
+		if (space_template_get(ctx, template, &t) == 0) {
+			space_template_info_free(t);
+		} else {
+			char err[600];
+			int e = serve_cluster_fetch_template(r, pull_from, template, err, sizeof(err));
+			fprintf(stderr, "space serve: cluster: template %s pulled from host %s for a create: %s (%llu ms)\n",
+				template, pull_from, e < 0 ? err : "done", (unsigned long long)(r->cluster_pull_ns / 1000000));
+			if (e < 0) {
+				if (claim)
+					cluster_claim_drop(c->cs, claim);
+				bool e2b = strncmp(r->path, "/v1/", 4) != 0;
+				return create_error(r, e2b, e == -EACCES ? 400 : 503, e == -EACCES ? "invalid" : "template_pull_failed",
+						    err);
+			}
+		}
+	}
+	enum MHD_Result ret = r->route->run(r);
 	if (c && claim && r->status != 201)
 		cluster_claim_drop(c->cs, claim);
 	if (c && r->status == 201 && r->sb) {
@@ -367,8 +397,9 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 	}
 	if (r->cluster_peer || !c || !placeable) { /* the claim of the host that placed it here */
 		cJSON_Delete(j);
-		return create_here(r, template, r->cluster_peer ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-											      "X-Space-Cluster-Claim") : NULL);
+		return create_here(r, template,
+				   r->cluster_peer ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Space-Cluster-Claim") : NULL,
+				   r->cluster_peer ? MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "X-Space-Cluster-Pull") : NULL);
 	}
 	/* j holds the secrets' names until placement is done */
 	_cleanup_(cJSON_Deletep) cJSON *body = j;
@@ -377,11 +408,11 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 				    "this server no longer serves for the cluster: another server took over its host name");
 	if (!atomic_load(&c->joined))
 		return create_error(r, e2b, 503, "cluster_unavailable", "this host has not joined the cluster yet");
-	char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], claim[33], avoid[CLUSTER_NAME_MAX] = "";
+	char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], claim[33], avoid[CLUSTER_NAME_MAX] = "", from[CLUSTER_NAME_MAX];
 	/* A host that does not take the connection (gone, not yet lost) is avoided once: placed again. */
 	for (int attempt = 0;; attempt++) {
 		uint64_t t0 = util_now_ns();
-		int e = cluster_place(c->cs, template, isolation, secrets, c->lost_after_s, avoid, host, url, claim);
+		int e = cluster_place(c->cs, template, isolation, secrets, c->lost_after_s, avoid, host, url, claim, from);
 		r->cluster_place_ns += util_now_ns() - t0;
 		if (e < 0) {
 			char msg[600];
@@ -392,9 +423,11 @@ enum MHD_Result serve_cluster_create(struct serve_req *r)
 					    e == -ENOSPC ? "no_capacity" : e == -EHOSTDOWN ? "no_host" : "cluster_unavailable", msg);
 		}
 		if (!strcmp(host, c->name))
-			return create_here(r, template, claim);
-		/* Placed on another host: the request goes there as it came, with the claim. */
+			return create_here(r, template, claim, from);
+		/* Placed on another host: the request goes there as it came, with the claim (and the host to pull
+		 * the template from first, when it has none). */
 		struct fwd f = { .fd = -1 };
+		snprintf(f.pull_from, sizeof(f.pull_from), "%s", from);
 		snprintf(f.host, sizeof(f.host), "%s", host);
 		snprintf(f.url, sizeof(f.url), "%s", url);
 		e = fwd_open(r, &f, claim, (long long)r->body_len);

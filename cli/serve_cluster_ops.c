@@ -599,6 +599,48 @@ enum MHD_Result serve_cluster_template_push(struct serve_req *r)
 			      !streams ? "image" : against[0] ? "stream" : "whole stream", against);
 }
 
+int serve_cluster_fetch_template(struct serve_req *r, const char *from, const char *name, char *err, size_t errlen)
+{
+	struct serve_cluster *c = r->srv->cluster;
+	const char *key = serve_request_key(r);
+	if (!key) {
+		snprintf(err, errlen, "template '%s' is pulled from host %s first, which takes the caller's API key "
+				      "(X-API-Key; a key granted to a uid acts on its own host only)", name, from);
+		return -EACCES;
+	}
+	uint64_t t0 = util_now_ns();
+	char target[128], push[160], more[96];
+	snprintf(target, sizeof(target), "/v1/templates/%s/push", name);
+	int n = snprintf(push, sizeof(push), "{\"to\":\"%s\"}", c->name);
+	snprintf(more, sizeof(more), "Content-Type: application/json\r\nContent-Length: %d\r\n", n);
+	int fd = -1;
+	int e = peer_request(c, from, "POST", target, key, more, &fd);
+	if (e == 0 && (e = serve_fwd_send(fd, push, (size_t)n)) < 0)
+		close(fd);
+	unsigned st = 0;
+	char *buf = NULL, *body = NULL;
+	if (e == 0) {
+		e = read_answer(fd, CLUSTER_TEMPLATE_ANSWER_MAX, &st, &buf, &body);
+		close(fd);
+	}
+	if (e < 0) {
+		snprintf(err, errlen, "pull template '%s' from host %s: %s", name, from, cluster_caller_errmsg(e));
+		return e;
+	}
+	_cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(body);
+	free(buf);
+	r->cluster_pull_ns = util_now_ns() - t0;
+	snprintf(r->cluster_pull_from, sizeof(r->cluster_pull_from), "%s", from);
+	const cJSON *er = cJSON_GetObjectItemCaseSensitive(j, "error");
+	const char *code = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(er, "code"));
+	/* made here meanwhile (another create's pull): as good */
+	if (st == 201 || (st == 409 && code && !strcmp(code, "exists")))
+		return 0;
+	const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(er, "message"));
+	snprintf(err, errlen, "pull template '%s' from host %s: %u %s", name, from, st, msg ? msg : "(no message)");
+	return -EIO;
+}
+
 enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
 {
 	const char *from, *key;

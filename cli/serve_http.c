@@ -35,6 +35,12 @@ enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Res
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	if (r->srv && r->srv->cluster_host)
 		MHD_add_response_header(resp, "X-Space-Cluster-Host", r->srv->cluster_host);
+	if (r->cluster_pull_from[0]) {
+		/* a create whose template was pulled here first: from where, and what it added to the create */
+		char v[112];
+		snprintf(v, sizeof(v), "%s; ms=%llu", r->cluster_pull_from, (unsigned long long)(r->cluster_pull_ns / 1000000));
+		MHD_add_response_header(resp, "X-Space-Cluster-Pull", v);
+	}
 	enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	r->answered = true;

@@ -211,7 +211,8 @@ static enum MHD_Result add_query(void *cls, enum MHD_ValueKind kind, const char 
 
 /* Hop-by-hop headers, never passed on; with port, also the sandbox's own (its access token, the routing
  * headers). X-Space-Cluster-* are our hosts' to add: never passed on from a client or a sandbox; an answer
- * of a host of the cluster (cluster) keeps X-Space-Cluster-Host, which names it. */
+ * of a host of the cluster (cluster) keeps X-Space-Cluster-Host, which names it, and X-Space-Cluster-Pull
+ * (a create whose template that host pulled first). */
 static bool hop_header(const char *k, bool port, bool cluster)
 {
 	static const char *const drop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authorization",
@@ -224,7 +225,7 @@ static bool hop_header(const char *k, bool port, bool cluster)
 	for (size_t i = 0; port && i < sizeof(drop_port) / sizeof(drop_port[0]); i++)
 		if (!strcasecmp(k, drop_port[i]))
 			return true;
-	if (cluster && !strcasecmp(k, "X-Space-Cluster-Host"))
+	if (cluster && (!strcasecmp(k, "X-Space-Cluster-Host") || !strcasecmp(k, "X-Space-Cluster-Pull")))
 		return false;
 	return !strncasecmp(k, "X-Space-Cluster-", 16);
 }

@@ -101,8 +101,8 @@ static void *placer_main(void *arg)
 {
 	struct placer *p = arg;
 	for (int i = 0; i < p->n; i++) {
-		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX];
-		if (cluster_place(p->cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) < 0) {
+		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX], from[CLUSTER_NAME_MAX];
+		if (cluster_place(p->cs, "tiny", NULL, NULL, 30, NULL, host, url, tok, from) < 0) {
 			p->errors++;
 			continue;
 		}
@@ -190,8 +190,8 @@ int main(int argc, char **argv)
 	/* placement: the lowest live/capacity ratio, so 40/20/20 spread 2:1:1 */
 	int na = 0, nb = 0, nc = 0;
 	for (int i = 0; i < 40; i++) {
-		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX];
-		int e = cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok);
+		char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], id[CLUSTER_ID_MAX], from[CLUSTER_NAME_MAX];
+		int e = cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok, from);
 		CHECK(e == 0);
 		if (e < 0)
 			break;
@@ -202,20 +202,20 @@ int main(int argc, char **argv)
 	}
 	CHECK(na == 20 && nb == 10 && nc == 10);
 	/* a template only a holds goes to a; one nobody holds is -ENOENT; an isolation nobody runs too */
-	char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33];
-	CHECK(cluster_place(cs, "big", NULL, NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "a"));
-	CHECK(cluster_place(cs, "nowhere", NULL, NULL, 30, NULL, host, url, tok) == -ENOENT);
+	char host[CLUSTER_NAME_MAX], url[CLUSTER_URL_MAX], tok[33], from[CLUSTER_NAME_MAX];
+	CHECK(cluster_place(cs, "big", NULL, NULL, 30, NULL, host, url, tok, from) == 0 && !strcmp(host, "a"));
+	CHECK(cluster_place(cs, "nowhere", NULL, NULL, 30, NULL, host, url, tok, from) == -ENOENT);
 	CHECK(strstr(cluster_errmsg(), "nowhere") != NULL);
-	CHECK(cluster_place(cs, "tiny", "vm", NULL, 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(cluster_place(cs, "tiny", "vm", NULL, 30, NULL, host, url, tok, from) == -ENOENT);
 	/* a host avoided (did not take a connection) is not chosen */
 	for (int i = 0; i < 5; i++) {
-		CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, "b", host, url, tok) == 0);
+		CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, "b", host, url, tok, from) == 0);
 		CHECK(strcmp(host, "b") != 0);
 	}
 	/* warm-pool stock comes first: b reports stock and takes the next one although fuller */
 	rb.pool_stock_json = "{\"tiny\": 3}";
 	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
-	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "b"));
+	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok, from) == 0 && !strcmp(host, "b"));
 	rb.pool_stock_json = "{}";
 	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0);
 
@@ -227,25 +227,25 @@ int main(int argc, char **argv)
 	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 && cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
 	int on_b = 0, on_c = 0;
 	for (int i = 0; i < 6; i++) {
-		CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "pypi", "gh", NULL }, 30, NULL, host, url, tok) == 0 &&
+		CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "pypi", "gh", NULL }, 30, NULL, host, url, tok, from) == 0 &&
 		      !strcmp(host, "c"));
 		CHECK(cluster_claim_drop(cs, tok) == 0);
-		CHECK(cluster_place(cs, "tiny", NULL, sec_b, 30, NULL, host, url, tok) == 0 && strcmp(host, "a"));
+		CHECK(cluster_place(cs, "tiny", NULL, sec_b, 30, NULL, host, url, tok, from) == 0 && strcmp(host, "a"));
 		on_b += !strcmp(host, "b"), on_c += !strcmp(host, "c");
 		CHECK(cluster_claim_drop(cs, tok) == 0);
 	}
 	CHECK(on_b + on_c == 6);
-	CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "gh", "aws", NULL }, 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "gh", "aws", NULL }, 30, NULL, host, url, tok, from) == -ENOENT);
 	CHECK(strstr(cluster_errmsg(), "'aws'") && strstr(cluster_errmsg(), "space secret set"));
-	CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "gh", NULL }, 30, "c", host, url, tok) < 0);
+	CHECK(cluster_place(cs, "tiny", NULL, (const char *const[]){ "gh", NULL }, 30, "c", host, url, tok, from) < 0);
 	const char *many[CLUSTER_PLACE_SECRETS_MAX + 2];
 	for (int i = 0; i <= CLUSTER_PLACE_SECRETS_MAX; i++)
 		many[i] = "pypi";
 	many[CLUSTER_PLACE_SECRETS_MAX + 1] = NULL;
-	CHECK(cluster_place(cs, "tiny", NULL, many, 30, NULL, host, url, tok) == -E2BIG);
+	CHECK(cluster_place(cs, "tiny", NULL, many, 30, NULL, host, url, tok, from) == -E2BIG);
 	rb.secrets = rc.secrets = NULL; /* withdrawn with the next heartbeat */
 	CHECK(cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 && cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
-	CHECK(cluster_place(cs, "tiny", NULL, sec_b, 30, NULL, host, url, tok) == -ENOENT);
+	CHECK(cluster_place(cs, "tiny", NULL, sec_b, 30, NULL, host, url, tok, from) == -ENOENT);
 
 	/* concurrent placements (4 threads x 15): every one placed, spread over all three (room for them all:
 	 * the claims above that no sandbox took still hold capacity) */
@@ -276,12 +276,29 @@ int main(int argc, char **argv)
 	rb.capacity = rc.capacity = ra.capacity = 1; /* everyone else full */
 	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
 	      cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
-	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) == 0 && !strcmp(host, "d"));
-	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok) == -ENOSPC);
+	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok, from) == 0 && !strcmp(host, "d"));
+	CHECK(cluster_place(cs, "tiny", NULL, NULL, 30, NULL, host, url, tok, from) == -ENOSPC);
 	CHECK(cluster_host_stop(cs, "d", id_) == 0);
 	ra.capacity = 400, rb.capacity = 200, rc.capacity = 200;
 	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0 && cluster_host_heartbeat(cs, &rb, ib, &was_lost) == 0 &&
 	      cluster_host_heartbeat(cs, &rc, ic, &was_lost) == 0);
+	/* a template only a holds, a full: placed on a host with room, the template pulled there from a first;
+	 * a template held nowhere is still -ENOENT; a holder with room is placed as before, with no pull */
+	CHECK(cluster_place(cs, "big", NULL, NULL, 30, NULL, host, url, tok, from) == 0 && !strcmp(host, "a") && !from[0]);
+	CHECK(cluster_claim_drop(cs, tok) == 0);
+	ra.capacity = 1;
+	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0);
+	for (int i = 0; i < 4; i++) {
+		CHECK(cluster_place(cs, "big", NULL, NULL, 30, NULL, host, url, tok, from) == 0 && strcmp(host, "a") &&
+		      !strcmp(from, "a"));
+		CHECK(cluster_claim_drop(cs, tok) == 0);
+	}
+	CHECK(cluster_place(cs, "big", NULL, NULL, 30, "b", host, url, tok, from) == 0 && !strcmp(host, "c") &&
+	      !strcmp(from, "a"));
+	CHECK(cluster_claim_drop(cs, tok) == 0);
+	CHECK(cluster_place(cs, "nowhere", NULL, NULL, 30, NULL, host, url, tok, from) == -ENOENT && !from[0]);
+	ra.capacity = 400;
+	CHECK(cluster_host_heartbeat(cs, &ra, ia, &was_lost) == 0);
 
 	/* a lost host: c stops heartbeating; the sweep marks it and its running sandboxes */
 	struct count before = { 0 };
@@ -295,7 +312,7 @@ int main(int argc, char **argv)
 	CHECK(after.lost == before.running && after.running == 0);
 	/* creates avoid it */
 	for (int i = 0; i < 5; i++)
-		CHECK(cluster_place(cs, "tiny", NULL, NULL, 2, NULL, host, url, tok) == 0 && strcmp(host, "c"));
+		CHECK(cluster_place(cs, "tiny", NULL, NULL, 2, NULL, host, url, tok, from) == 0 && strcmp(host, "c"));
 	/* give up: only a lost sandbox; a running one is refused */
 	struct cluster_sandbox sb;
 	CHECK(cluster_sandbox_get(cs, "sb-seq0000", &sb) == 0);
@@ -369,7 +386,7 @@ int main(int argc, char **argv)
 	CHECK(cs2 && cluster_checkpoints_publish(cs2, "b", cps_b, cps_b_sb) == 0 && cluster_checkpoint_get(cs2, "cp-one", &sb) == 0);
 	rb.secrets = sec_b;
 	CHECK(cs2 && cluster_host_heartbeat(cs2, &rb, ib, &was_lost) == 0);
-	CHECK(cs2 && cluster_place(cs2, "tiny", NULL, sec_b, 30, NULL, host, url, tok) == 0 && !strcmp(host, "b"));
+	CHECK(cs2 && cluster_place(cs2, "tiny", NULL, sec_b, 30, NULL, host, url, tok, from) == 0 && !strcmp(host, "b"));
 	cluster_close(cs2);
 	CHECK(raw("SELECT version FROM space_cluster_schema", true) == 3);
 	CHECK(raw("UPDATE space_cluster_schema SET version = 99", false) == 0);

@@ -434,6 +434,41 @@ for h in b c; do
 done
 ok "solo2, built on a from solo, pushed to b and c as what differs from solo ($(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB") bytes; solo whole: $SOLO_BYTES)"
 
+# --- every host holding a template is full: a create goes to a host with room, which pulls it first --------
+# (a is filled by placement claims written into the store: capacity counts running sandboxes and claims)
+"$SPACE" template import solo3 --rootfs "$WORK/tree" --state "${ST[a]}" >/dev/null 2>&1 || fail "import solo3 on a"
+store_sql() { # store_sql SQL: run on the cluster's store (the test's own, as its operator would)
+	if [ "$BACKEND" = sqlite ]; then
+		python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=10, isolation_level=None); c.executescript(sys.argv[2])' \
+			"$WORK/cluster.db" "$1"
+	else
+		pg psql -h "$PGDIR" -U postgres -d postgres -q -c "$1" >/dev/null
+	fi
+}
+if [ "$BACKEND" = sqlite ]; then
+	FILL="WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${CAP[a]})
+	      INSERT INTO space_placements (token, host, expires)
+	      SELECT 'fill-' || i, 'a', (julianday('now') - 2440587.5) * 86400.0 + 300 FROM n;"
+else
+	FILL="INSERT INTO space_placements (token, host, expires)
+	      SELECT 'fill-' || i, 'a', now() + interval '300 seconds' FROM generate_series(1, ${CAP[a]}) i;"
+fi
+store_sql "$FILL" || fail "fill a with claims"
+sleep 1.5 # a's heartbeat reports solo3
+http b POST /v1/sandboxes '{"template":"solo3"}'
+PULLED=$(grep -i '^X-Space-Cluster-Pull:' <<<"$HH" | tail -1 | cut -d: -f2- | tr -d '\r')
+store_sql "DELETE FROM space_placements WHERE token LIKE 'fill-%';" || fail "remove the claims"
+[ "$HS" = 201 ] || fail "a create of solo3 with a full: $HS $HB $(diag)"
+OWNER=$(owner_header)
+[ "$OWNER" = b ] || [ "$OWNER" = c ] || fail "solo3 with a full went to '$OWNER'"
+grep -q '^ *a; ms=[0-9]' <<<"$PULLED" || fail "the create does not say it pulled solo3 from a: '$PULLED' ($HH)"
+SOLO3=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$HB")
+expect_rc 0 "$SPACE" template ls --json --state "${ST[$OWNER]}"
+grep -q '"solo3"' <<<"$out" || fail "solo3 is not a template of $OWNER after the pull"
+http a DELETE "/v1/sandboxes/$SOLO3"
+[ "$HS" = 204 ] || [ "$HS" = 200 ] || fail "delete $SOLO3: $HS $HB"
+ok "solo3 only on a, a full: the create went to $OWNER, which pulled solo3 from a first (X-Space-Cluster-Pull:$PULLED)"
+
 # --- the E2B SDK against b, on a sandbox living on c -----------------------------------------------------
 E2B_ID=$(sed -n 1p "$WORK/c.ids")  # used through b
 DEL_ID=$(sed -n 2p "$WORK/c.ids")  # deleted while c is lost
