@@ -429,8 +429,8 @@ HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" --json template push sol
 python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["as"]=="stream" and d["parent"]=="solo" and 0 < d["bytes"] < int(sys.argv[2]) / 2, d' "$HB" "$SOLO_BYTES" ||
 	fail "push of solo2 to c (solo: $SOLO_BYTES bytes whole): $HB"
 for h in b c; do
-	out=$("$SPACE" run --state "${ST[$h]}" --isolation jail --template solo2 -- cat /etc/solo2-note 2>&1) &&
-		[ "$out" = built-on-a ] || fail "solo2 on $h: $out"
+	out=$("$SPACE" run --state "${ST[$h]}" --isolation jail --template solo2 -- cat /etc/solo2-note 2>"$WORK/solo2-$h.err") &&
+		[ "$out" = built-on-a ] || fail "solo2 on $h: $out $(tail -3 "$WORK/solo2-$h.err")"
 done
 ok "solo2, built on a from solo, pushed to b and c as what differs from solo ($(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB") bytes; solo whole: $SOLO_BYTES)"
 
