@@ -161,6 +161,21 @@ void cli_template_snapshots_json(struct cli *cli, cJSON *j, const char *name);
 int cli_template_set_snapshots(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
 /* `space template push|pull NAME HOST`: asked of a cluster host's API (cli/cmd_template_move.c). */
 int cli_template_move(struct cli *cli, const struct cli_command *cmd, int argc, char **argv, bool push);
+/* -o FILE|- of a command that writes an archive or a stream (what: "an archive"): written whole or not at
+ * all, into FILE.partial (created, 0644) renamed over FILE when complete; "-" is standard output, refused
+ * on a terminal. cli_out_open returns 0, or the command's exit status after saying why (a terminal: a usage
+ * error); cli_out_close ends it with
+ * the writer's result r (r, or -errno of the rename), removing FILE.partial on failure. */
+struct cli_out {
+	int fd;
+	bool to_stdout;
+	char tmp[4200];
+};
+int cli_out_open(const struct cli_command *cmd, const char *out, const char *what, struct cli_out *ret);
+int cli_out_close(struct cli_out *o, const char *out, int r);
+/* A received template's "parent", "digest", "stream_bytes", "data_bytes", "entries" (the CLI's and the
+ * server's answers). */
+cJSON *cli_received_json(const struct space_template_receive_info *info);
 /* template send / receive (cmd_template_stream.c). */
 int cli_template_send(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);
 int cli_template_receive(struct cli *cli, const struct cli_command *cmd, int argc, char **argv);

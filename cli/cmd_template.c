@@ -245,35 +245,20 @@ static int template_export(struct cli *cli, const struct cli_command *cmd, int a
 	if (optind + 1 != argc || !out)
 		return cli_usage_error(cmd, "template export needs one NAME and -o FILE (- for stdout)");
 	const char *name = argv[optind];
-	bool to_stdout = !strcmp(out, "-");
-	if (to_stdout && isatty(STDOUT_FILENO))
-		return cli_usage_error(cmd, "will not write an archive to a terminal (-o FILE, or a pipe)");
-	/* Written whole or not at all: into a new file beside the target, renamed over it when complete. */
-	char tmp[4200];
-	int fd = STDOUT_FILENO;
-	if (!to_stdout) {
-		snprintf(tmp, sizeof(tmp), "%s.partial", out);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return cli_fail(cli, -errno, "create %s", tmp);
-	}
+	struct cli_out co;
+	int rc = cli_out_open(cmd, out, "an archive", &co);
+	if (rc)
+		return rc;
 	struct space_template_export_options o = SPACE_TEMPLATE_EXPORT_OPTIONS_INIT;
-	o.fd = fd;
+	o.fd = co.fd;
 	o.format = format;
 	o.progress = cli->json ? NULL : cli_progress_bytes;
 	int r = space_template_export(cli_ctx(cli), name, &o);
 	cli_progress_end();
-	if (!to_stdout) {
-		if (r == 0 && (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0))
-			r = -errno;
-		else if (r < 0)
-			close(fd);
-		if (r < 0)
-			unlink(tmp);
-	}
+	r = cli_out_close(&co, out, r);
 	if (r < 0)
 		return cli_fail(cli, r, "export template %s", name);
-	if (to_stdout)
+	if (co.to_stdout)
 		return EXIT_OK;
 	struct stat st;
 	uint64_t size = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;

@@ -16,6 +16,49 @@
 #include "cli.h"
 #include "util/util.h"
 
+int cli_out_open(const struct cli_command *cmd, const char *out, const char *what, struct cli_out *ret)
+{
+	ret->to_stdout = !strcmp(out, "-");
+	ret->fd = STDOUT_FILENO;
+	ret->tmp[0] = '\0';
+	if (ret->to_stdout)
+		return isatty(STDOUT_FILENO) ?
+			       cli_usage_error(cmd, "will not write %s to a terminal (-o FILE, or a pipe)", what) : 0;
+	if ((size_t)snprintf(ret->tmp, sizeof(ret->tmp), "%s.partial", out) >= sizeof(ret->tmp))
+		return cli_usage_error(cmd, "-o: a path too long");
+	ret->fd = open(ret->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (ret->fd < 0)
+		return cli_error(-errno, "create %s", ret->tmp);
+	return 0;
+}
+
+int cli_out_close(struct cli_out *o, const char *out, int r)
+{
+	if (o->to_stdout)
+		return r;
+	if (r == 0 && (fsync(o->fd) < 0 || close(o->fd) < 0 || rename(o->tmp, out) < 0))
+		r = -errno;
+	else if (r < 0)
+		close(o->fd);
+	if (r < 0)
+		unlink(o->tmp);
+	return r;
+}
+
+cJSON *cli_received_json(const struct space_template_receive_info *info)
+{
+	cJSON *j = cJSON_CreateObject();
+	if (info->parent[0])
+		cJSON_AddStringToObject(j, "parent", info->parent);
+	else
+		cJSON_AddNullToObject(j, "parent");
+	cJSON_AddStringToObject(j, "digest", info->digest);
+	cJSON_AddNumberToObject(j, "stream_bytes", (double)info->stream_bytes);
+	cJSON_AddNumberToObject(j, "data_bytes", (double)info->data_bytes);
+	cJSON_AddNumberToObject(j, "entries", (double)info->entries);
+	return j;
+}
+
 int cli_template_send(struct cli *cli, const struct cli_command *cmd, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -38,37 +81,21 @@ int cli_template_send(struct cli *cli, const struct cli_command *cmd, int argc, 
 	if (optind + 1 != argc || !out)
 		return cli_usage_error(cmd, "template send needs one NAME and -o FILE (- for stdout)");
 	const char *name = argv[optind];
-	bool to_stdout = !strcmp(out, "-");
-	if (to_stdout && isatty(STDOUT_FILENO))
-		return cli_usage_error(cmd, "will not write a stream to a terminal (-o FILE, or a pipe)");
-	/* Written whole or not at all: into a new file beside the target, renamed over it when complete. */
-	char tmp[4200];
-	int fd = STDOUT_FILENO;
-	if (!to_stdout) {
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.partial", out) >= sizeof(tmp))
-			return cli_usage_error(cmd, "-o: a path too long");
-		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return cli_fail(cli, -errno, "create %s", tmp);
-	}
+	struct cli_out co;
+	int rc = cli_out_open(cmd, out, "a stream", &co);
+	if (rc)
+		return rc;
 	struct space_template_send_options o = SPACE_TEMPLATE_SEND_OPTIONS_INIT;
-	o.fd = fd;
+	o.fd = co.fd;
 	o.parent = parent;
 	o.progress = cli->json ? NULL : cli_progress_bytes;
 	struct space_template_send_info info;
 	int r = space_template_send(cli_ctx(cli), name, &o, &info);
 	cli_progress_end();
-	if (!to_stdout) {
-		if (r == 0 && (fsync(fd) < 0 || close(fd) < 0 || rename(tmp, out) < 0))
-			r = -errno;
-		else if (r < 0)
-			close(fd);
-		if (r < 0)
-			unlink(tmp);
-	}
+	r = cli_out_close(&co, out, r);
 	if (r < 0)
 		return cli_fail(cli, r, "send template %s", name);
-	if (to_stdout)
+	if (co.to_stdout)
 		return EXIT_OK;
 	struct stat st;
 	uint64_t size = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
@@ -136,16 +163,8 @@ int cli_template_receive(struct cli *cli, const struct cli_command *cmd, int arg
 	if (r < 0)
 		return cli_fail(cli, r, "receive template%s%s", name ? " " : "", name ? name : "");
 	if (cli->json) {
-		cJSON *j = cJSON_CreateObject();
+		cJSON *j = cli_received_json(&info);
 		cJSON_AddStringToObject(j, "name", info.name);
-		if (info.parent[0])
-			cJSON_AddStringToObject(j, "parent", info.parent);
-		else
-			cJSON_AddNullToObject(j, "parent");
-		cJSON_AddStringToObject(j, "digest", info.digest);
-		cJSON_AddNumberToObject(j, "stream_bytes", (double)info.stream_bytes);
-		cJSON_AddNumberToObject(j, "data_bytes", (double)info.data_bytes);
-		cJSON_AddNumberToObject(j, "entries", (double)info.entries);
 		return cli_print_json(j);
 	}
 	char sz[32];

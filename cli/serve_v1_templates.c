@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "serve.h"
 #include "util/util.h"
 
@@ -178,15 +179,8 @@ enum MHD_Result serve_v1_template_stream(struct serve_req *r)
 	cJSON *t;
 	if ((e = template_made(ctx, info.name, &t)) < 0)
 		return serve_reply_space_error(r, e, "receive template");
-	cJSON *j = cJSON_CreateObject();
+	cJSON *j = cli_received_json(&info);
 	cJSON_AddItemToObject(j, "template", t);
-	if (info.parent[0])
-		cJSON_AddStringToObject(j, "parent", info.parent);
-	else
-		cJSON_AddNullToObject(j, "parent");
-	cJSON_AddStringToObject(j, "digest", info.digest);
-	cJSON_AddNumberToObject(j, "stream_bytes", (double)info.stream_bytes);
-	cJSON_AddNumberToObject(j, "data_bytes", (double)info.data_bytes);
 	return serve_reply_json(r, 201, j);
 }
 

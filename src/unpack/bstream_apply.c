@@ -47,22 +47,6 @@ __attribute__((format(printf, 3, 4))) static int failf(struct receiver *rv, int 
 }
 #define fail(rc, ...) failf(rv, (rc), __VA_ARGS__)
 
-static int pwrite_all(int fd, const void *buf, size_t len, off_t off)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
-}
-
 static int open_beneath(int dirfd, const char *path, int flags)
 {
 	struct open_how how = { .flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
@@ -152,7 +136,7 @@ static int do_clone(struct receiver *rv, const struct bstream_cmd *c, const char
 			memset(buf, 0, sizeof(buf));
 			n = (ssize_t)(left < sizeof(buf) ? left : sizeof(buf));
 		}
-		if ((r = pwrite_all(dst, buf, (size_t)n, out)) < 0) {
+		if ((r = util_pwrite_all(dst, buf, (size_t)n, (uint64_t)out)) < 0) {
 			close(src);
 			return fail(r, "write %s: %s", path, strerror(-r));
 		}
@@ -245,7 +229,7 @@ static int apply_one(struct receiver *rv, const struct bstream_cmd *c)
 		int fd = write_fd(rv, p);
 		if (fd < 0)
 			return fd;
-		if ((r = pwrite_all(fd, c->a[BA_DATA].p, c->a[BA_DATA].len, (off_t)bstream_u64(&c->a[BA_FILE_OFFSET]))) < 0)
+		if ((r = util_pwrite_all(fd, c->a[BA_DATA].p, c->a[BA_DATA].len, bstream_u64(&c->a[BA_FILE_OFFSET]))) < 0)
 			return fail(r, "write %s: %s", p, strerror(-r));
 		return 0;
 	}

@@ -157,6 +157,22 @@ int util_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int util_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 int util_read_exact(int fd, void *buf, size_t len)
 {
 	char *p = buf;

@@ -83,6 +83,8 @@ bool util_name_valid(const char *name);
 
 /* Writes all of buf to fd, retrying on EINTR and short writes. */
 int util_write_all(int fd, const void *buf, size_t len);
+/* pwrite of all len bytes at off (-EIO when the file takes none). */
+int util_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 
 /*
  * The host's out-of-memory killer takes a sandbox before the host's own processes: the calling process's

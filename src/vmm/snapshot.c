@@ -231,21 +231,6 @@ static bool page_is_zero(const uint8_t *p)
 	return acc == 0;
 }
 
-static int pwrite_all(int fd, const uint8_t *p, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 /* Writes the non-zero pages of RAM [from, to) at base + offset; zero pages stay holes. */
 static int write_pages(struct vm *vm, int fd, uint64_t base, uint64_t from, uint64_t to, uint64_t *written)
 {
@@ -255,7 +240,7 @@ static int write_pages(struct vm *vm, int fd, uint64_t base, uint64_t from, uint
 		if (data && run == UINT64_MAX)
 			run = at;
 		if (!data && run != UINT64_MAX) {
-			int r = pwrite_all(fd, vm->ram + run, at - run, base + run);
+			int r = util_pwrite_all(fd, vm->ram + run, at - run, base + run);
 			if (r < 0)
 				return r;
 			*written += at - run;
@@ -345,7 +330,7 @@ static int save_to_fd(struct vm *vm, int fd)
 		return r;
 	}
 	uint64_t mem_off = snap_mem_offset(b.len), written = 0;
-	if ((r = pwrite_all(fd, b.p, b.len, 0)) < 0 || (r = write_ram(vm, fd, mem_off, &written)) < 0 ||
+	if ((r = util_pwrite_all(fd, b.p, b.len, 0)) < 0 || (r = write_ram(vm, fd, mem_off, &written)) < 0 ||
 	    (ftruncate(fd, (off_t)(mem_off + vm->ram_size)) < 0 && (r = -errno)) || (fsync(fd) < 0 && (r = -errno))) {
 		snap_buf_free(&b);
 		return vm_fail(vm, r, "snapshot: cannot write: %s", strerror(-r));
