@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 src=$PWD
 build=${1:?usage: check.sh BUILD_DIR [TEST_BUILD_DIR]}
 testbuild=${2:-}
-switches=(SPACE_VM_JAIL SPACE_VMM_TEST_FORBIDDEN_SYSCALL SPACE_TEST_JAIL_NO_IDMAP SPACE_QUIET_JAIL)
+switches=(SPACE_VM_JAIL SPACE_VMM_TEST_FORBIDDEN_SYSCALL SPACE_TEST_JAIL_NO_IDMAP SPACE_QUIET_JAIL SPACE_TEST_CLUSTER_LIST_NO_IDS)
 checks=0 failed=0
 ok() { checks=$((checks + 1)); }
 bad() { checks=$((checks + 1)); failed=$((failed + 1)); echo "FAIL: $*" >&2; }

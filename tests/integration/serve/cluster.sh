@@ -150,7 +150,11 @@ on_exit stop_servers
 start_host() {
 	local h=$1 i
 	# nsenter itself, not in_ns: a backgrounded function would be a subshell, and $! not the server.
-	nsenter --net="/run/netns/${NS[$h]}" -- "$SPACE" serve --listen "${IP[$h]}:8080" --state "${ST[$h]}" \
+	# c lists its templates as a host of the version before template streams did (no ids; a test build's
+	# switch): hosts of two versions side by side, as in a rolling upgrade.
+	local old=()
+	[ "$h" = c ] && old=(SPACE_TEST_CLUSTER_LIST_NO_IDS=1)
+	nsenter --net="/run/netns/${NS[$h]}" -- env "${old[@]}" "$SPACE" serve --listen "${IP[$h]}:8080" --state "${ST[$h]}" \
 		--cluster "$CONNINFO" --cluster-host "$h" --cluster-listen "${IP[$h]}:9443" --cluster-url "${CURL[$h]}" \
 		--cluster-tls "$WORK/tls-$h" --cluster-capacity "${CAP[$h]}" --cluster-heartbeat 1 --cluster-lost-after 4 \
 		>>"$WORK/$h.access.log" 2>>"$WORK/$h.err" &
@@ -388,6 +392,8 @@ python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["host"]=="b" an
 SOLO_BYTES=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB")
 http c POST /v1/templates/solo/pull '{"from":"a"}'
 [ "$HS" = 201 ] || fail "pull solo by c from a: $HS $HB $(diag)"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["as"]=="image" and d["template"]["name"]=="solo", d' "$HB" ||
+	fail "c (listing no ids, as the previous version) did not get solo as an image: $HB"
 out=$(in_ns "${NS[b]}" env SPACE_API_KEY="$KEY" "$SPACE" template push solo nosuchhost --server "${URL[b]}" 2>&1) &&
 	fail "space template push to an unknown host succeeded: $out"
 grep -q "404" <<<"$out" && grep -q nosuchhost <<<"$out" || fail "space template push to an unknown host: $out"
@@ -421,18 +427,20 @@ mkdir -p "$WORK/solo2"
 printf 'FROM solo\nRUN echo built-on-a > /etc/solo2-note\n' >"$WORK/solo2/Dockerfile"
 "$SPACE" template build solo2 "$WORK/solo2" --isolation jail --state "${ST[a]}" >"$WORK/solo2.log" 2>&1 ||
 	fail "build solo2 on a: $(tail -5 "$WORK/solo2.log")"
-HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" template push solo2 b --server "${URL[a]}" 2>&1) ||
+HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" --json template push solo2 b --server "${URL[a]}" 2>&1) ||
 	fail "space template push solo2 b: $HB $(diag)"
-grep -q "only what differs from solo" <<<"$HB" || fail "solo2 did not go against solo: $HB"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["as"]=="stream" and d["parent"]=="solo" and 0 < d["bytes"] < int(sys.argv[2]) / 2, d' "$HB" "$SOLO_BYTES" ||
+	fail "push of solo2 to b (solo: $SOLO_BYTES bytes whole): $HB"
+SOLO2_BYTES=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB")
 HB=$(in_ns "${NS[a]}" env SPACE_API_KEY="$KEY" "$SPACE" --json template push solo2 c --server "${URL[a]}" 2>&1) ||
 	fail "space template push solo2 c: $HB $(diag)"
-python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["as"]=="stream" and d["parent"]=="solo" and 0 < d["bytes"] < int(sys.argv[2]) / 2, d' "$HB" "$SOLO_BYTES" ||
-	fail "push of solo2 to c (solo: $SOLO_BYTES bytes whole): $HB"
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["as"]=="image" and d["parent"] is None and d["template"]["name"]=="solo2", d' "$HB" ||
+	fail "push of solo2 to c (listing no ids, as the previous version): $HB"
 for h in b c; do
 	out=$("$SPACE" run --state "${ST[$h]}" --isolation jail --template solo2 -- cat /etc/solo2-note 2>"$WORK/solo2-$h.err") &&
 		[ "$out" = built-on-a ] || fail "solo2 on $h: $out $(tail -3 "$WORK/solo2-$h.err")"
 done
-ok "solo2, built on a from solo, pushed to b and c as what differs from solo ($(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["bytes"])' "$HB") bytes; solo whole: $SOLO_BYTES)"
+ok "solo2, built on a from solo: to b as what differs from solo ($SOLO2_BYTES bytes; solo whole: $SOLO_BYTES), to c (a host of the previous version: no ids) as an image"
 
 # --- every host holding a template is full: a create goes to a host with room, which pulls it first --------
 # (a is filled by placement claims written into the store: capacity counts running sandboxes and claims)
