@@ -25,55 +25,12 @@ trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# run.py [--userns] CMD...: CMD with fd 4 a socket whose lines it prints (fds 3 and 5 passed on as they
-# are); --userns: in a new user namespace mapping 0..65535 to $BASE.., as uid 0 and gid 0 there.
-cat >"$tmp/run.py" <<EOF
-import ctypes, fcntl, os, socket, sys
-userns = sys.argv[1] == "--userns"
-argv = sys.argv[2:] if userns else sys.argv[1:]
-a, b = socket.socketpair()
-ours = fcntl.fcntl(a.fileno(), fcntl.F_DUPFD_CLOEXEC, 10)
-theirs = fcntl.fcntl(b.fileno(), fcntl.F_DUPFD_CLOEXEC, 10)
-a.close(); b.close()
-ready_r, ready_w = os.pipe()
-go_r, go_w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(ours)
-    if userns and ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:  # CLONE_NEWUSER
-        os._exit(90)
-    os.write(ready_w, b"u")
-    if os.read(go_r, 1) != b"g":
-        os._exit(91)
-    if userns:
-        os.setgroups([])
-        os.setresgid(0, 0, 0)
-        os.setresuid(0, 0, 0)
-    os.dup2(theirs, 4)
-    null = os.open("/dev/null", os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.execv(argv[0], argv)
-os.close(theirs)
-os.read(ready_r, 1)
-ok = b"g"
-if userns:
-    try:
-        for f in ("uid_map", "gid_map"):
-            with open("/proc/%d/%s" % (pid, f), "w") as m:
-                m.write("0 $BASE 65536\n")
-    except OSError as e:
-        print("cannot map the user namespace: %s" % e, file=sys.stderr)
-        ok = b"n"
-os.write(go_w, ok)
-with os.fdopen(ours, "rb") as f:
-    for line in f:
-        sys.stdout.write(line.decode(errors="replace"))
-_, st = os.waitpid(pid, 0)
-rc = os.waitstatus_to_exitcode(st)
-sys.exit(rc if rc >= 0 else 128 - rc)
-EOF
-python3 "$tmp/run.py" --userns /bin/true 2>/dev/null
+# The runner (userns_run.py): fd 4 a socket for the status lines, fds 3 and 5 passed on; --userns maps
+# 0..65535 to $BASE.. as uid 0 there. The start of the test, for the host's files changed since.
+RUN=("$(cd "$(dirname "$0")" && pwd)/userns_run.py")
+export UNPACK_TEST_BASE=$BASE
+touch "$tmp/start"
+python3 "${RUN[@]}" --userns /bin/true 2>/dev/null
 case $? in
 0) ;;
 90 | 91) echo "SKIP: user namespaces with a mapped uid range are not available here"; exit 77 ;;
@@ -96,7 +53,7 @@ copy() {
 		ns=
 		shift
 	fi
-	python3 "$tmp/run.py" $ns "$U" copy "$@" 3<"$src" 5<"$dst" >"$status"
+	python3 "${RUN[@]}" $ns "$U" copy "$@" 3<"$src" 5<"$dst" >"$status"
 }
 
 # A fresh empty destination owned by the namespace's root, as the library hands it over.
@@ -167,7 +124,7 @@ touch -h -d 2001-01-01T00:00:00Z oldfile olddir up
 touch -d 2001-01-01T00:00:00Z olddir
 cd / || exit 1
 
-snapshot() { ls -A / "$tmp"; find /etc -newer "$tmp/run.py" 2>/dev/null; }
+snapshot() { ls -A / "$tmp"; find /etc -newer "$tmp/start" 2>/dev/null; }
 D=$tmp/dst
 fresh "$D"
 # As in a new ext4 destination: a lost+found of its own, which the source's replaces in metadata.

@@ -27,51 +27,11 @@ trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-# run.py CMD...: CMD as uid 0 of a new user namespace mapping 0..65535 to $BASE.., its stdin passed on, fd 4
-# a socket whose lines it prints (fds 3 and 5 passed on as they are).
-cat >"$tmp/run.py" <<EOF
-import ctypes, fcntl, os, socket, sys
-argv = sys.argv[1:]
-a, b = socket.socketpair()
-ours = fcntl.fcntl(a.fileno(), fcntl.F_DUPFD_CLOEXEC, 10)
-theirs = fcntl.fcntl(b.fileno(), fcntl.F_DUPFD_CLOEXEC, 10)
-a.close(); b.close()
-ready_r, ready_w = os.pipe()
-go_r, go_w = os.pipe()
-pid = os.fork()
-if pid == 0:
-    os.close(ours)
-    if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0:  # CLONE_NEWUSER
-        os._exit(90)
-    os.write(ready_w, b"u")
-    if os.read(go_r, 1) != b"g":
-        os._exit(91)
-    os.setgroups([])
-    os.setresgid(0, 0, 0)
-    os.setresuid(0, 0, 0)
-    os.dup2(theirs, 4)
-    null = os.open("/dev/null", os.O_RDWR)
-    os.dup2(null, 1)
-    os.execv(argv[0], argv)
-os.close(theirs)
-os.read(ready_r, 1)
-ok = b"g"
-try:
-    for f in ("uid_map", "gid_map"):
-        with open("/proc/%d/%s" % (pid, f), "w") as m:
-            m.write("0 $BASE 65536\n")
-except OSError as e:
-    print("cannot map the user namespace: %s" % e, file=sys.stderr)
-    ok = b"n"
-os.write(go_w, ok)
-with os.fdopen(ours, "rb") as f:
-    for line in f:
-        sys.stdout.write(line.decode(errors="replace"))
-_, st = os.waitpid(pid, 0)
-rc = os.waitstatus_to_exitcode(st)
-sys.exit(rc if rc >= 0 else 128 - rc)
-EOF
-python3 "$tmp/run.py" /bin/true </dev/null 2>/dev/null
+# The runner (userns_run.py): CMD as uid 0 of a new user namespace mapping 0..65535 to $BASE.., its stdin
+# passed on, fd 4 a socket for the status lines, fds 3 and 5 passed on.
+RUN=("$(cd "$(dirname "$0")" && pwd)/userns_run.py" --userns --stdin)
+export UNPACK_TEST_BASE=$BASE
+python3 "${RUN[@]}" /bin/true </dev/null 2>/dev/null
 case $? in
 0) ;;
 90 | 91) echo "SKIP: user namespaces with a mapped uid range are not available here"; exit 77 ;;
@@ -140,7 +100,7 @@ listing() {
 receive() {
 	local s=$1 p=$2 d=$3 st=$4
 	shift 4
-	python3 "$tmp/run.py" "$U" receive "$@" <"$s" 3<"$p" 5<"$d" >"$st"
+	python3 "${RUN[@]}" "$U" receive "$@" <"$s" 3<"$p" 5<"$d" >"$st"
 }
 
 # ---- whole ----
