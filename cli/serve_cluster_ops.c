@@ -599,6 +599,30 @@ enum MHD_Result serve_cluster_template_push(struct serve_req *r)
 			      !streams ? "image" : against[0] ? "stream" : "whole stream", against);
 }
 
+/* Asks host from to push template name to this host (a pull), with the caller's key: 0 with the connection
+ * whose answer is to be read, or -errno; *ret_connected tells a failure of the request's head (the host
+ * not up, not reached) from one after it. */
+static int ask_push(struct serve_cluster *c, const char *from, const char *name, const char *key, int *ret_fd,
+		    bool *ret_connected)
+{
+	char target[128], push[160], more[96];
+	snprintf(target, sizeof(target), "/v1/templates/%s/push", name);
+	int n = snprintf(push, sizeof(push), "{\"to\":\"%s\"}", c->name);
+	snprintf(more, sizeof(more), "Content-Type: application/json\r\nContent-Length: %d\r\n", n);
+	*ret_connected = false;
+	int fd = -1;
+	int e = peer_request(c, from, "POST", target, key, more, &fd);
+	if (e < 0)
+		return e;
+	*ret_connected = true;
+	if ((e = serve_fwd_send(fd, push, (size_t)n)) < 0) {
+		close(fd);
+		return e;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
 int serve_cluster_fetch_template(struct serve_req *r, const char *from, const char *name, char *err, size_t errlen)
 {
 	struct serve_cluster *c = r->srv->cluster;
@@ -609,14 +633,9 @@ int serve_cluster_fetch_template(struct serve_req *r, const char *from, const ch
 		return -EACCES;
 	}
 	uint64_t t0 = util_now_ns();
-	char target[128], push[160], more[96];
-	snprintf(target, sizeof(target), "/v1/templates/%s/push", name);
-	int n = snprintf(push, sizeof(push), "{\"to\":\"%s\"}", c->name);
-	snprintf(more, sizeof(more), "Content-Type: application/json\r\nContent-Length: %d\r\n", n);
 	int fd = -1;
-	int e = peer_request(c, from, "POST", target, key, more, &fd);
-	if (e == 0 && (e = serve_fwd_send(fd, push, (size_t)n)) < 0)
-		close(fd);
+	bool connected;
+	int e = ask_push(c, from, name, key, &fd, &connected);
 	unsigned st = 0;
 	char *buf = NULL, *body = NULL;
 	if (e == 0) {
@@ -648,22 +667,13 @@ enum MHD_Result serve_cluster_template_pull(struct serve_req *r)
 	if (!template_call(r, "from", &from, &key, &j))
 		return MHD_YES;
 	_cleanup_(cJSON_Deletep) cJSON *body = j;
-	struct serve_cluster *c = r->srv->cluster;
 	/* Asked of the host that has it: a push to this one. */
-	char target[128], push[128];
-	snprintf(target, sizeof(target), "/v1/templates/%s/push", r->params[0]);
-	int n = snprintf(push, sizeof(push), "{\"to\":\"%s\"}", c->name);
-	char more[96];
-	snprintf(more, sizeof(more), "Content-Type: application/json\r\nContent-Length: %d\r\n", n);
 	uint64_t t0 = util_now_ns();
 	int fd = -1;
-	int e = peer_request(c, from, "POST", target, key, more, &fd);
+	bool connected;
+	int e = ask_push(r->srv->cluster, from, r->params[0], key, &fd, &connected);
 	if (e < 0)
-		return peer_request_error(r, from, e);
-	if ((e = serve_fwd_send(fd, push, (size_t)n)) < 0) {
-		close(fd);
-		return cluster_host_error(r, from, e);
-	}
+		return connected ? cluster_host_error(r, from, e) : peer_request_error(r, from, e);
 	cJSON *answer = NULL;
 	if (!peer_created(r, from, fd, &answer))
 		return MHD_YES;
