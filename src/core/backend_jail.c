@@ -5,13 +5,15 @@
  * writer. The jail module's own record (struct jail_info) stays here: the rest of the library sees the
  * sandbox row and struct backend_proc.
  *
- * Runtime directory of a jail sandbox (<state>/run/<id>/):
+ * Runtime directory of a jail sandbox (<state>/run/<id>/, on the pool: core/init.c's run_link):
  *   agent.sock     the agent's listening socket (fd 3 of PID 1)
  *   sandbox.log    what PID 1 and its children print, capped (core/logcap.h)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,12 @@ static int jail_ops_available(space_ctx *ctx)
 static void jail_ops_agent_addr(const char *runtime_dir, char *buf, size_t len)
 {
 	snprintf(buf, len, "unix:%s/agent.sock", runtime_dir);
+}
+
+static void *writer_start(void *arg)
+{
+	logcap_start_run(arg);
+	return NULL;
 }
 
 static int listen_unix(const char *path)
@@ -159,19 +167,34 @@ static int jail_ops_start(space_ctx *ctx, const struct sandbox_row *row, const c
 		.allow_identity_fallback = uids_identity_map_allowed(ctx),
 		.agent_priority_boost = AGENT_PRIORITY_BOOST,
 	};
+	/*
+	 * The log writer starts on a thread of its own while this one starts the jail: both mostly wait for
+	 * process starts, and on a cgroup v1 host both join cgroups by migration, whose RCU grace period (5-20
+	 * ms on a 2-core host, when no move happened lately) the two then wait for once, together. The writer
+	 * reads nothing until it is confined, and the jail's start lines wait in the pipe. A jail that did not
+	 * start gets its writer too: what it said before it failed reaches its log.
+	 */
+	struct logcap_start ls;
+	if ((r = logcap_prepare(ctx, b->id, row->runtime_dir, b->status == SPACE_SANDBOX_CREATING, logread, &ls)) < 0)
+		return r;
+	/* With every signal blocked: none of the caller's handlers runs on the library's thread. */
+	pthread_t writer;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	bool threaded = pthread_create(&writer, NULL, writer_start, &ls) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	char why[512] = "";
 	struct jail_info ji;
 	r = jail_start(&jc, &ji, why, sizeof(why));
 	trace_mark(row->trace, "jail");
-	/*
-	 * The log writer starts once the jail runs (its start lines wait in the pipe): on a cgroup v1 host both
-	 * join cgroups by migration, and the first migration waits for an RCU grace period (5-20 ms measured
-	 * on a 2-core host) that the ones soon after it do not, so the writer's join now rides on PID 1's. A
-	 * jail that did not start gets its writer too: what it said before it failed reaches its log.
-	 */
+	if (threaded)
+		pthread_join(writer, NULL);
+	else
+		logcap_start_run(&ls);
 	close(TAKE_FD(logfd));
-	int rl = logcap_spawn(ctx, b->id, row->runtime_dir, b->status == SPACE_SANDBOX_CREATING, logread, &logstatus);
 	close(TAKE_FD(logread));
+	int rl = logcap_start_finish(ctx, row->runtime_dir, &ls, &logstatus);
 	if (r < 0 && rl == 0)
 		(void)logcap_wait_ready(ctx, logstatus); /* it takes over the pipe before we say why */
 	if (r == -EOPNOTSUPP)

@@ -125,11 +125,22 @@ static int open_fifo_end(space_ctx *ctx, const char *fifo, int flags)
 	return fd;
 }
 
-int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int lread,
-		 int *ret_status_fd)
+static void start_close(struct logcap_start *s)
 {
-	char path[PATH_MAX], owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
-	int r = ctx_helper_path(ctx, "space-logcap", path, sizeof(path));
+	int *fds[] = { &s->logfd, &s->oldfd, &s->null, &s->sread, &s->swrite };
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
+int logcap_prepare(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int lread,
+		   struct logcap_start *s)
+{
+	*s = (struct logcap_start){ .logfd = -1, .oldfd = -1, .null = -1, .sread = -1, .swrite = -1, .r = -ECANCELED };
+	char owner[UIDALLOC_OWNER_MAX + 1], logp[PATH_MAX], oldp[PATH_MAX];
+	int r = ctx_helper_path(ctx, "space-logcap", s->path, sizeof(s->path));
 	if (r < 0)
 		return r;
 	if ((r = owner_text(ctx, sandbox_id, owner, sizeof(owner))) < 0)
@@ -137,46 +148,73 @@ int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir
 	if ((size_t)snprintf(logp, sizeof(logp), "%s/" LOGCAP_LOG, runtime_dir) >= sizeof(logp) ||
 	    (size_t)snprintf(oldp, sizeof(oldp), "%s/" LOGCAP_LOG_OLD, runtime_dir) >= sizeof(oldp))
 		return ctx_error(ctx, -ENAMETOOLONG, "log of %s", sandbox_id);
-	_cleanup_close_ int logfd = open(logp, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (logfd < 0)
-		return ctx_error(ctx, -errno, "open %s", logp);
-	_cleanup_close_ int oldfd = open(oldp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (oldfd < 0)
-		return ctx_error(ctx, -errno, "open %s", oldp);
-	_cleanup_close_ int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null < 0)
-		return ctx_error(ctx, -errno, "open /dev/null");
 	uint64_t max;
 	if ((r = logcap_max_bytes(ctx, &max)) < 0)
 		return r;
+	s->logfd = open(logp, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (s->logfd < 0)
+		r = ctx_error(ctx, -errno, "open %s", logp);
+	else if ((s->oldfd = open(oldp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		r = ctx_error(ctx, -errno, "open %s", oldp);
+	else if ((s->null = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0)
+		r = ctx_error(ctx, -errno, "open /dev/null");
 	uint32_t uid;
-	if ((r = take_uid(ctx, owner, fresh, &uid)) < 0)
-		return r;
-
+	if (r >= 0)
+		r = take_uid(ctx, owner, fresh, &uid);
 	int sp[2];
-	if (pipe2(sp, O_CLOEXEC) < 0)
-		return ctx_error(ctx, -errno, "pipe");
-	_cleanup_close_ int sread = sp[0], swrite = sp[1];
-	char uid_arg[16], max_arg[24];
-	snprintf(uid_arg, sizeof(uid_arg), "%u", uid);
-	snprintf(max_arg, sizeof(max_arg), "%llu", (unsigned long long)max);
-	const char *const argv[] = { "space-logcap", "--uid", uid_arg, "--max-bytes", max_arg, NULL };
-	const int want[5] = { lread, swrite, null, logfd, oldfd };
-	char cgroup[UTIL_CGROUP_SPEC_MAX];
-	if ((r = util_spawn_helpers_cgroup(sandbox_id, cgroup, sizeof(cgroup))) < 0)
-		return ctx_error(ctx, r, "the helpers' cgroup of %s", sandbox_id);
-	const struct util_spawn_opts so = { .path = path, .argv = argv, .fds = want, .n_fds = 5, .detach = true,
-					    .cgroup = cgroup };
-	struct util_child child;
-	if ((r = util_spawn(&so, &child)) < 0)
-		return ctx_error(ctx, r, "start %s", path);
-	if (child.pidfd >= 0)
-		close(child.pidfd);
-	record_pid(ctx, runtime_dir, &child);
-	/* Ours goes now: its status pipe reaches EOF if it dies. */
-	close(TAKE_FD(swrite));
-	*ret_status_fd = TAKE_FD(sread);
+	if (r >= 0 && pipe2(sp, O_CLOEXEC) < 0)
+		r = ctx_error(ctx, -errno, "pipe");
+	if (r >= 0) {
+		s->sread = sp[0];
+		s->swrite = sp[1];
+		if ((r = util_spawn_helpers_cgroup(sandbox_id, s->cgroup, sizeof(s->cgroup))) < 0)
+			ctx_error(ctx, r, "the helpers' cgroup of %s", sandbox_id);
+	}
+	if (r < 0) {
+		start_close(s);
+		return r;
+	}
+	snprintf(s->uid_arg, sizeof(s->uid_arg), "%u", uid);
+	snprintf(s->max_arg, sizeof(s->max_arg), "%llu", (unsigned long long)max);
+	const char *argv[] = { "space-logcap", "--uid", s->uid_arg, "--max-bytes", s->max_arg, NULL };
+	memcpy(s->argv, argv, sizeof(argv));
+	const int fds[] = { lread, s->swrite, s->null, s->logfd, s->oldfd };
+	memcpy(s->fds, fds, sizeof(fds));
 	return 0;
+}
+
+void logcap_start_run(struct logcap_start *s)
+{
+	const struct util_spawn_opts so = { .path = s->path, .argv = s->argv, .fds = s->fds, .n_fds = 5,
+					    .detach = true, .cgroup = s->cgroup };
+	s->r = util_spawn(&so, &s->child);
+}
+
+int logcap_start_finish(space_ctx *ctx, const char *runtime_dir, struct logcap_start *s, int *ret_status_fd)
+{
+	int r = s->r;
+	if (r < 0) {
+		start_close(s);
+		return ctx_error(ctx, r, "start %s", s->path);
+	}
+	if (s->child.pidfd >= 0)
+		close(s->child.pidfd);
+	record_pid(ctx, runtime_dir, &s->child);
+	/* Ours goes now: its status pipe reaches EOF if it dies. */
+	*ret_status_fd = TAKE_FD(s->sread);
+	start_close(s);
+	return 0;
+}
+
+int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int lread,
+		 int *ret_status_fd)
+{
+	struct logcap_start s;
+	int r = logcap_prepare(ctx, sandbox_id, runtime_dir, fresh, lread, &s);
+	if (r < 0)
+		return r;
+	logcap_start_run(&s);
+	return logcap_start_finish(ctx, runtime_dir, &s, ret_status_fd);
 }
 
 int logcap_open(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, int *ret_fd, int *ret_read_fd)

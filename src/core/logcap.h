@@ -13,6 +13,8 @@
 #pragma once
 
 #include "core/internal.h"
+#include "util/cgroup.h"
+#include "util/spawn.h"
 
 #define LOGCAP_LOG "sandbox.log"
 #define LOGCAP_LOG_OLD "sandbox.log.1"
@@ -38,6 +40,28 @@ int logcap_open(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir,
  */
 int logcap_spawn(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int read_fd,
 		 int *ret_status_fd);
+
+/*
+ * logcap_spawn() in three parts, so that the writer's process can start on another thread while the
+ * caller starts the jail (core/backend_jail.c): logcap_prepare() opens the log files, takes the uid and
+ * makes the helpers' cgroup (ctx's last error says why it failed; nothing is left open then);
+ * logcap_start_run() only starts the process (system calls, no ctx: any thread, once); and
+ * logcap_start_finish(), back on the caller's thread, reports the start's failure or records the writer's
+ * pid and returns its status pipe as logcap_spawn() does. Every prepared start is finished, run or not
+ * (s->r is -ECANCELED until it runs). read_fd stays the caller's and must stay open until the run is done.
+ */
+struct logcap_start {
+	char path[PATH_MAX], uid_arg[16], max_arg[24], cgroup[UTIL_CGROUP_SPEC_MAX];
+	const char *argv[6];
+	int fds[5];
+	int logfd, oldfd, null, sread, swrite;
+	struct util_child child;
+	int r;
+};
+int logcap_prepare(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int read_fd,
+		   struct logcap_start *s);
+void logcap_start_run(struct logcap_start *s);
+int logcap_start_finish(space_ctx *ctx, const char *runtime_dir, struct logcap_start *s, int *ret_status_fd);
 
 /* A new log writer for a running jail whose writer died (a kill -9, an OOM kill): it reads the FIFO the
  * jail still writes to. What the jail wrote while there was none is lost (its writes failed at once:
