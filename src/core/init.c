@@ -98,6 +98,48 @@ static int init_loop_pool(space_ctx *ctx, const struct space_init_options *o, ch
 	return 0;
 }
 
+/*
+ * <state>/run, where each sandbox has its runtime directory (its sockets, its log, pid files: made at every
+ * create, removed at every destroy), becomes a link to <pool>/run, on the pool's btrfs: the one file system
+ * libspace owns. A file made on the host's own file system can cost far more (0.2-0.7 ms each on an ext4
+ * root, against about 0.02 ms on the pool, measured on the same host), and a create makes six. A run/ that
+ * still holds sandboxes' directories stays as it is; a link to another pool (an init onto a new pool, which
+ * the caller allowed only when the old one was empty) is pointed at this one.
+ */
+static int run_link(space_ctx *ctx, const char *root)
+{
+	char link[PATH_MAX], target[PATH_MAX], cur[PATH_MAX], tmp[PATH_MAX + 8], cache[PATH_MAX + 16];
+	int r = ctx_state_path(ctx, "run", link, sizeof(link));
+	if (r < 0)
+		return r;
+	if ((size_t)snprintf(target, sizeof(target), "%s/run", root) >= sizeof(target))
+		return -ENAMETOOLONG;
+	ssize_t n = readlink(link, cur, sizeof(cur) - 1);
+	if (n >= 0) {
+		cur[n] = '\0';
+		if (!strcmp(cur, target))
+			return 0;
+	} else if (errno == EINVAL) {
+		/* A directory: the doctor's cached verdict is made again; anything else means sandboxes. */
+		snprintf(cache, sizeof(cache), "%s/vm-usable", link);
+		(void)unlink(cache);
+		if (rmdir(link) < 0)
+			return errno == ENOTEMPTY || errno == EEXIST ? 0 : -errno;
+	} else if (errno != ENOENT) {
+		return -errno;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.new", link);
+	(void)unlink(tmp);
+	if (symlink(target, tmp) < 0)
+		return -errno;
+	if (rename(tmp, link) < 0) {
+		r = -errno;
+		(void)unlink(tmp);
+		return r;
+	}
+	return 0;
+}
+
 SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts)
 {
 	CTX_ENTER(ctx);
@@ -183,6 +225,10 @@ SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts)
 	r = store_pool_prepare(root);
 	if (r < 0) {
 		r = ctx_error(ctx, r, "prepare pool %s", root);
+		goto fail;
+	}
+	if ((r = run_link(ctx, root)) < 0) {
+		r = ctx_error(ctx, r, "link %s/run to %s/run", ctx->state_dir, root);
 		goto fail;
 	}
 	r = store_begin(s);

@@ -28,6 +28,7 @@
  *                                helper or log writer, a new one running (the reap starts it). Exit 0 if so.
  */
 #include <dirent.h>
+#include <limits.h>
 #include <signal.h>
 
 #include "../api/apitest.h"
@@ -291,8 +292,10 @@ static void print_victim(const char *label, int pid, const char *id)
 /* logcap: holds <state>/run/<id>/sandbox.log as fd 3; snapd: --state <state> --sandbox <id> in its cmdline. */
 static void print_helpers(const char *state, const char *id)
 {
-	char want_log[4200], want_args[4200];
-	snprintf(want_log, sizeof(want_log), "%s/run/%s/sandbox.log", state, id);
+	char want_log[4200], want_args[4200], run[PATH_MAX + 8], real[PATH_MAX];
+	/* <state>/run links into the pool (docs/architecture.md): the writer's descriptor names the real path. */
+	snprintf(run, sizeof(run), "%s/run", state);
+	snprintf(want_log, sizeof(want_log), "%s/%s/sandbox.log", realpath(run, real) ? real : run, id);
 	snprintf(want_args, sizeof(want_args), "--state %s --sandbox %s ", state, id);
 	DIR *d = opendir("/proc");
 	struct dirent *e;

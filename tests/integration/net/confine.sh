@@ -19,7 +19,7 @@ expect_rc 0 "$SPACE" create --isolation jail --allow api.test
 A=$out
 on_exit "'$SPACE' rm '$A'"
 expect_rc 0 "$SPACE" cp "$here/dns_flood.py" "$A:/root/dns_flood.py"
-run=$STATE/run/$A
+run=$(realpath "$STATE/run/$A") # <state>/run links into the pool: the gateway's descriptors name the pool's path
 read -r gpid gstart guid <"$run/gateway.pid" || fail "no gateway.pid in $run"
 [ -n "${guid:-}" ] || fail "gateway.pid names no uid: $(cat "$run/gateway.pid")"
 st=/proc/$gpid/status
