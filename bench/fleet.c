@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -652,6 +653,21 @@ int fleet_main(int argc, char **argv, const char *state_dir, const char *cli)
 	printf("fleet: %s mode: %u runs, burst %u, sustained %u s at %s clients, K=%u live; %ld CPUs, load %.2f\n",
 	       f.short_mode ? "short" : "full", f.runs, f.burst, f.seconds, conc, f.live, sysconf(_SC_NPROCESSORS_ONLN),
 	       load);
+
+	/* What the host does to a start that no change of ours can: said before the figures it moves. */
+	struct statfs cgfs;
+	bool v2 = statfs("/sys/fs/cgroup", &cgfs) == 0 && cgfs.f_type == 0x63677270; /* CGROUP2_SUPER_MAGIC */
+	bool dynmods = false;
+	FILE *mf = fopen("/proc/mounts", "re");
+	char ml[1024];
+	while (mf && fgets(ml, sizeof(ml), mf))
+		dynmods = dynmods || (!strncmp(ml, "cgroup", 6) && strstr(ml, "favordynmods"));
+	if (mf)
+		fclose(mf);
+	printf("fleet: host: %s\n", v2 ? "cgroup v2: first processes are born in their cgroups"
+		: dynmods ? "cgroup v1 with favordynmods: moves into cgroups do not wait"
+			  : "cgroup v1 without favordynmods: about every other start waits 5-20 ms for an RCU grace period "
+			    "(space doctor; scripts/setup.sh sets it)");
 
 	struct bu_env env;
 	/* The pool holds K live clones plus the bursts: 8 GiB sparse is plenty for busybox clones. */

@@ -22,8 +22,13 @@ out=$(mktemp)
 run="strace -f -qq -e trace=clone3 -o '$out' '$T'"
 [ $sanitized = yes ] && run="'$T'"
 trap 'rm -f "$out"' EXIT
+# Every cgroup2 mount applies its root options to the one cgroup2 hierarchy of the machine: this one takes
+# the options the host's cgroup2 mount has (favordynmods, nsdelegate, ...), so the host keeps them.
+opts=$(awk '$3 == "cgroup2" { n = split($4, o, ","); s = ""
+	for (i = 1; i <= n; i++) if (o[i] != "rw" && o[i] != "ro" && o[i] !~ /time$/ && o[i] !~ /^no(suid|dev|exec)$/ && o[i] !~ /^seclabel$/) s = s "," o[i]
+	print substr(s, 2); exit }' /proc/mounts)
 # Inside: the shared parent is left in place by design; where the test made it, the test removes it.
-unshare -m sh -c "mount -t cgroup2 none /sys/fs/cgroup || exit 90
+unshare -m sh -c "mount -t cgroup2 ${opts:+-o $opts} none /sys/fs/cgroup || exit 90
 	had=no; [ -d /sys/fs/cgroup/space-helpers.slice ] && had=yes
 	$run; rc=\$?
 	[ \$had = no ] && rmdir /sys/fs/cgroup/space-helpers.slice
