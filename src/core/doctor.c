@@ -466,7 +466,8 @@ static void check_host(cJSON *checks, bool *vm_ok, bool *jail_ok)
 			  "kernel RCU grace period (5-20 ms of every start)",
 			  "boot with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or mount a cgroup hierarchy with "
 			  "favordynmods (`mount -o remount,favordynmods /sys/fs/cgroup/unified`: moves stop waiting, forks "
-			  "and exits get slightly slower, and it stays on until reboot)");
+			  "and exits get slightly slower, and it stays on until reboot or a cgroup2 mount without it; "
+			  "scripts/setup.sh sets it)");
 	}
 	if (geteuid() != 0) {
 		add_check(checks, "root", LVL_FAIL, "not running as root", "run space as root");
