@@ -13,36 +13,11 @@ set -u
 U=${SPACE_UNPACK_PATH:?SPACE_UNPACK_PATH must point at space-unpack}
 [ -x "$U" ] || { echo "FAIL: space-unpack not built ($U)"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (a user namespace mapping a foreign uid range)"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
-BASE=300000
-
-tmp=$(mktemp -d /tmp/space-unpack-copy.XXXXXX)
-cleanup() {
-	umount "$tmp/full" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
-# The runner (userns_run.py): fd 4 a socket for the status lines, fds 3 and 5 passed on; --userns maps
-# 0..65535 to $BASE.. as uid 0 there. The start of the test, for the host's files changed since.
-RUN=("$(cd "$(dirname "$0")" && pwd)/userns_run.py")
-export UNPACK_TEST_BASE=$BASE
+. "$(dirname "$0")/lib.sh"
+# The runner: fd 4 a socket for the status lines, fds 3 and 5 passed on; --userns maps 0..65535 to $BASE..
+# as uid 0 there. The start of the test, for the host's files changed since.
+unpack_setup copy full
 touch "$tmp/start"
-python3 "${RUN[@]}" --userns /bin/true 2>/dev/null
-case $? in
-0) ;;
-90 | 91) echo "SKIP: user namespaces with a mapped uid range are not available here"; exit 77 ;;
-*) echo "FAIL: the namespace wrapper does not run"; exit 1 ;;
-esac
-
-checks=0 fails=0
-ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $checks - $*"; }
-check() { # check WHAT CONDITION: the condition (shell code, evaluated now) is the check
-	if eval "$2"; then ok "$1"; else bad "$1"; fi
-}
 
 # copy SRC DST STATUS [--host] ARGS...: runs the copy (in the namespace unless --host), its status lines in
 # STATUS; returns its exit code.

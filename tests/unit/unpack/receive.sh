@@ -12,36 +12,13 @@ set -u
 U=${SPACE_UNPACK_PATH:?SPACE_UNPACK_PATH must point at space-unpack}
 [ -x "$U" ] || { echo "FAIL: space-unpack not built ($U)"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 command -v mkfs.btrfs >/dev/null && command -v btrfs >/dev/null || { echo "SKIP: btrfs-progs missing"; exit 77; }
 grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || { echo "SKIP: no btrfs in this kernel"; exit 77; }
 [ -e /dev/loop-control ] || { echo "SKIP: no loop devices"; exit 77; }
-BASE=300000
-
-tmp=$(mktemp -d /tmp/space-unpack-receive.XXXXXX)
-cleanup() {
-	umount "$tmp/mnt" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 143' TERM
-trap 'exit 130' INT
-
-# The runner (userns_run.py): CMD as uid 0 of a new user namespace mapping 0..65535 to $BASE.., its stdin
-# passed on, fd 4 a socket for the status lines, fds 3 and 5 passed on.
-RUN=("$(cd "$(dirname "$0")" && pwd)/userns_run.py" --userns --stdin)
-export UNPACK_TEST_BASE=$BASE
-python3 "${RUN[@]}" /bin/true </dev/null 2>/dev/null
-case $? in
-0) ;;
-90 | 91) echo "SKIP: user namespaces with a mapped uid range are not available here"; exit 77 ;;
-*) echo "FAIL: the namespace wrapper does not run"; exit 1 ;;
-esac
-
-checks=0 fails=0
-ok() { checks=$((checks + 1)); echo "ok $checks - $*"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL $checks - $*"; }
-check() { if eval "$2"; then ok "$1"; else bad "$1"; fi; }
+. "$(dirname "$0")/lib.sh"
+# The runner: CMD as uid 0 of a new user namespace mapping 0..65535 to $BASE.., its stdin passed on, fd 4 a
+# socket for the status lines, fds 3 and 5 passed on.
+unpack_setup receive mnt --userns --stdin
 
 # ---- the trees, made by host root on a loop btrfs; their streams made by the kernel ----
 truncate -s 300M "$tmp/img"
@@ -136,27 +113,23 @@ check "its stream was a fraction of the whole ($(stat -c %s "$tmp/b.stream") of 
 	'[ "$(stat -c %s "$tmp/b.stream")" -lt $(($(stat -c %s "$tmp/a.stream") / 4)) ]'
 
 # ---- refused ----
-J=$tmp/wrong
-mkdir "$J"
-chown $BASE:$BASE "$J"
-receive "$tmp/b.stream" "$J" "$J" "$tmp/c.status" --max-bytes $((1 << 30)) --max-entries 1000
-rc=$?
-check "an incremental stream where a whole one is announced is refused (rc $rc: $(tail -1 "$tmp/c.status"))" \
-	'[ $rc = 1 ] && grep -q "an incremental stream where a full one was announced" "$tmp/c.status"'
-K=$tmp/small
-mkdir "$K"
-chown $BASE:$BASE "$K"
-receive "$tmp/a.stream" "$K" "$K" "$tmp/d.status" --max-bytes 100000 --max-entries 1000
-rc=$?
-check "data over --max-bytes is refused (rc $rc: $(tail -1 "$tmp/d.status"))" \
-	'[ $rc = 1 ] && grep -q "more than 100000 bytes of data" "$tmp/d.status"'
-K=$tmp/few
-mkdir "$K"
-chown $BASE:$BASE "$K"
-receive "$tmp/a.stream" "$K" "$K" "$tmp/e.status" --max-bytes $((1 << 30)) --max-entries 3
-rc=$?
-check "entries over --max-entries are refused (rc $rc: $(tail -1 "$tmp/e.status"))" \
-	'[ $rc = 1 ] && grep -q "more than 3 entries" "$tmp/e.status"'
+# refused WHAT STREAM NAME TEXT ARGS...: STREAM received into an empty $tmp/NAME (the namespace's root owns
+# it) fails, and its last status line says TEXT.
+refused() {
+	local what=$1 stream=$2 dir=$tmp/$3 text=$4 st=$tmp/$3.status
+	shift 4
+	mkdir "$dir"
+	chown $BASE:$BASE "$dir"
+	receive "$stream" "$dir" "$dir" "$st" "$@"
+	rc=$?
+	check "$what (rc $rc: $(tail -1 "$st"))" '[ $rc = 1 ] && grep -q "$text" "$st"'
+}
+refused "an incremental stream where a whole one is announced is refused" "$tmp/b.stream" wrong \
+	"an incremental stream where a full one was announced" --max-bytes $((1 << 30)) --max-entries 1000
+refused "data over --max-bytes is refused" "$tmp/a.stream" small "more than 100000 bytes of data" \
+	--max-bytes 100000 --max-entries 1000
+refused "entries over --max-entries are refused" "$tmp/a.stream" few "more than 3 entries" \
+	--max-bytes $((1 << 30)) --max-entries 3
 
 echo "receive test: $((checks - fails)) checks passed, $fails failed"
 echo "DONE checks=$checks"
