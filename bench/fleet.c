@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,8 +166,8 @@ static void row_text(const char *name, const char *text)
 
 /* ---- host checks ----------------------------------------------------------------------------------- */
 
-/* Why this isolation cannot run here (space_doctor's verdict), or NULL. */
-static const char *doctor_says(const char *state, const char *isolation, char *why, size_t len)
+/* space_doctor's report on the state directory, parsed; NULL with why in *why. */
+static cJSON *doctor_report(const char *state, char *why, size_t len)
 {
 	struct space_ctx_options co = SPACE_CTX_OPTIONS_INIT;
 	co.state_dir = state;
@@ -177,11 +176,36 @@ static const char *doctor_says(const char *state, const char *isolation, char *w
 	if (space_ctx_new(&co, &ctx) < 0 || space_doctor(ctx, 0, &json) < 0) {
 		snprintf(why, len, "space_doctor failed: %s", ctx ? space_ctx_last_error(ctx) : "no context");
 		space_ctx_free(ctx);
-		return why;
+		return NULL;
 	}
 	space_ctx_free(ctx);
 	cJSON *j = cJSON_Parse(json);
 	free(json);
+	if (!j)
+		snprintf(why, len, "space_doctor's report does not parse");
+	return j;
+}
+
+/* The report's check NAME: its status and detail, or NULL. */
+static const char *doctor_check(const cJSON *report, const char *name, const char **ret_status)
+{
+	const cJSON *c;
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(report, "checks"))
+	{
+		const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name"));
+		if (n && !strcmp(n, name)) {
+			*ret_status = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "status"));
+			return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "detail"));
+		}
+	}
+	return NULL;
+}
+
+/* Why this isolation cannot run here (the report's verdict, or why there is none), or NULL. */
+static const char *doctor_says(const cJSON *j, const char *isolation, char *why, size_t len)
+{
+	if (!j)
+		return why; /* doctor_report said why */
 	cJSON *iso = cJSON_GetObjectItemCaseSensitive(j, isolation);
 	const char *summary = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(iso, "summary"));
 	bool usable = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, "usable"));
@@ -200,7 +224,6 @@ static const char *doctor_says(const char *state, const char *isolation, char *w
 			break;
 		}
 	}
-	cJSON_Delete(j);
 	return usable ? NULL : why;
 }
 
@@ -654,21 +677,6 @@ int fleet_main(int argc, char **argv, const char *state_dir, const char *cli)
 	       f.short_mode ? "short" : "full", f.runs, f.burst, f.seconds, conc, f.live, sysconf(_SC_NPROCESSORS_ONLN),
 	       load);
 
-	/* What the host does to a start that no change of ours can: said before the figures it moves. */
-	struct statfs cgfs;
-	bool v2 = statfs("/sys/fs/cgroup", &cgfs) == 0 && cgfs.f_type == 0x63677270; /* CGROUP2_SUPER_MAGIC */
-	bool dynmods = false;
-	FILE *mf = fopen("/proc/mounts", "re");
-	char ml[1024];
-	while (mf && fgets(ml, sizeof(ml), mf))
-		dynmods = dynmods || (!strncmp(ml, "cgroup", 6) && strstr(ml, "favordynmods"));
-	if (mf)
-		fclose(mf);
-	printf("fleet: host: %s\n", v2 ? "cgroup v2: first processes are born in their cgroups"
-		: dynmods ? "cgroup v1 with favordynmods: moves into cgroups do not wait"
-			  : "cgroup v1 without favordynmods: about every other start waits 5-20 ms for an RCU grace period "
-			    "(space doctor; scripts/setup.sh sets it)");
-
 	struct bu_env env;
 	/* The pool holds K live clones plus the bursts: 8 GiB sparse is plenty for busybox clones. */
 	r = bu_env_open(&env, f.state, 8ull << 30, f.template_name, why, sizeof(why));
@@ -679,17 +687,22 @@ int fleet_main(int argc, char **argv, const char *state_dir, const char *cli)
 		return host ? SKIP : 1;
 	}
 	int rc = 0;
-	char line[1024] = "";
-	if (doctor_says(env.state, "jail", why, sizeof(why))) {
-		printf("fleet: jail: skipped: %s\n", why);
+	char line[1024] = "", dwhy[512] = "";
+	cJSON *doc = doctor_report(env.state, dwhy, sizeof(dwhy));
+	/* What the host does to a start that no change of ours can (the cgroup regime), before the figures. */
+	const char *cg_status = NULL, *cg = doctor_check(doc, "cgroups", &cg_status);
+	if (cg)
+		printf("fleet: host: %s%s\n", cg_status && strcmp(cg_status, "ok") ? "warning: " : "", cg);
+	if (doctor_says(doc, "jail", dwhy, sizeof(dwhy))) {
+		printf("fleet: jail: skipped: %s\n", dwhy);
 		rc = SKIP;
 	} else {
 		printf("fleet: jail isolation (template: busybox tree; peer: bwrap over a btrfs snapshot of it)\n");
 		r = run_isolation(&f, &env, line, sizeof(line));
 		rc = r < 0 ? SKIP : r > 0 || f.errors ? 1 : 0;
 	}
-	if (doctor_says(env.state, "vm", why, sizeof(why)))
-		printf("fleet: vm: skipped: %s\n", why);
+	if (doctor_says(doc, "vm", dwhy, sizeof(dwhy)))
+		printf("fleet: vm: skipped: %s\n", dwhy);
 	else if (!vm_template)
 		printf("fleet: vm: skipped: give --vm-template NAME (a template with a kernel) to measure VM sandboxes\n");
 	else {
@@ -707,6 +720,7 @@ int fleet_main(int argc, char **argv, const char *state_dir, const char *cli)
 			rc = 1;
 		free(v.ids);
 	}
+	cJSON_Delete(doc);
 	if (bu_env_close(&env) < 0)
 		rc = 1;
 	if (line[0])
