@@ -185,6 +185,7 @@ static bool body_limit_ok(struct serve_req *r)
 	uint64_t limit = body_limit(r);
 	if (util_parse_uint(cl, 0, UINT64_MAX, &len) < 0 || len <= limit)
 		return true;
+	r->answer_now = true; /* not worth reading: the connection closes after the answer */
 	serve_reply_error(r, 413, "too_large", "request body of %llu bytes is over the limit of %llu",
 			  (unsigned long long)len, (unsigned long long)limit);
 	return false;
@@ -214,6 +215,33 @@ static void body_append(struct serve_req *r, const char *data, size_t len)
 	r->body[r->body_len] = '\0';
 }
 
+/* The call with the request's headers: its route, the caller's key, the body's limit, the route's start. */
+static enum MHD_Result request_begin(struct serve_req *r)
+{
+	/* A cluster host's signed request, or a request for another host's sandbox (serve_cluster.c). */
+	int cd = serve_cluster_dispatch(r);
+	if (cd < 0)
+		return MHD_YES;
+	int pm = cd > 0 ? 0 : serve_port_match(r);
+	if (pm < 0)
+		return MHD_YES;
+	if (pm > 0)
+		r->route = &port_route;
+	else if (cd == 0 && !route_find(r))
+		return MHD_YES;
+	/* A forwarded request's key is checked here again (the host that forwarded it vouches for nothing but
+	 * itself): local keys, or those another host of the cluster published. */
+	if (r->route->auth == SERVE_AUTH_KEY && !authenticate(r))
+		return MHD_YES;
+	if (r->route->auth == SERVE_AUTH_ENVD && !e2b_envd_authenticate(r))
+		return MHD_YES;
+	if (!body_limit_ok(r))
+		return MHD_YES;
+	if (r->route->start && r->route->start(r) != MHD_YES)
+		return MHD_NO;
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 				  const char *version, const char *upload_data, size_t *upload_data_size,
 				  void **con_cls)
@@ -232,28 +260,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->path = url;
 		r->started_ns = util_now_ns();
 		*con_cls = r;
-		/* A cluster host's signed request, or a request for another host's sandbox (serve_cluster.c). */
-		int cd = serve_cluster_dispatch(r);
-		if (cd < 0)
-			return MHD_YES;
-		int pm = cd > 0 ? 0 : serve_port_match(r);
-		if (pm < 0)
-			return MHD_YES;
-		if (pm > 0)
-			r->route = &port_route;
-		else if (cd == 0 && !route_find(r))
-			return MHD_YES;
-		/* A forwarded request's key is checked here again (the host that forwarded it vouches for nothing but
-		 * itself): local keys, or those another host of the cluster published. */
-		if (r->route->auth == SERVE_AUTH_KEY && !authenticate(r))
-			return MHD_YES;
-		if (r->route->auth == SERVE_AUTH_ENVD && !e2b_envd_authenticate(r))
-			return MHD_YES;
-		if (!body_limit_ok(r))
-			return MHD_YES;
-		if (r->route->start && r->route->start(r) != MHD_YES)
-			return MHD_NO;
-		return MHD_YES;
+		r->first_call = true;
+		enum MHD_Result ret = request_begin(r);
+		r->first_call = false;
+		return ret;
 	}
 	if (*upload_data_size) {
 		/* A body that trickles in (a byte now and then keeps the idle timeout away) holds a thread:
@@ -263,11 +273,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				r->path, (unsigned long long)(srv->request_timeout_ns / 1000000000ull));
 			return MHD_NO;
 		}
-		/* After an early answer the rest of the body is read and dropped. */
+		/* After an early answer the rest of the body is read and dropped, up to SERVE_DRAIN_MAX. */
 		if (!r->answered)
 			body_append(r, upload_data, *upload_data_size);
+		else if ((r->drained += *upload_data_size) > SERVE_DRAIN_MAX && r->held)
+			return MHD_NO;
 		*upload_data_size = 0;
 		return MHD_YES;
+	}
+	if (r->held) {
+		enum MHD_Result ret = MHD_queue_response(r->conn, r->held_status, r->held);
+		MHD_destroy_response(r->held);
+		r->held = NULL;
+		return ret;
 	}
 	if (r->answered)
 		return MHD_YES;
@@ -295,6 +313,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)cls;
 	if (!r)
 		return;
+	if (r->held)
+		MHD_destroy_response(r->held); /* the client went before its body ended */
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	char addr[INET6_ADDRSTRLEN] = "-";
 	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)

@@ -102,6 +102,7 @@ struct serve_plane {
 };
 
 #define SERVE_MAX_PARAMS 2
+#define SERVE_DRAIN_MAX (1u << 20) /* body bytes read and dropped after an early answer before closing */
 #define SERVE_APIKEY_ID_SIZE 32       /* "key-" + 10 hex digits, with room */
 
 struct serve_req {
@@ -112,6 +113,11 @@ struct serve_req {
 	const struct serve_route *route;
 	char params[SERVE_MAX_PARAMS][128]; /* the "{...}" segments, in order */
 	bool answered;                /* a response was queued */
+	bool first_call;              /* in the call with the headers, before any of the body */
+	bool answer_now;              /* queue the next answer even there (the connection then closes) */
+	struct MHD_Response *held;    /* an answer given before the body, queued once the body is drained */
+	unsigned held_status;
+	uint64_t drained;             /* body bytes dropped after an answer */
 
 	char *body;                   /* collected body (NUL-terminated), when there is no sink */
 	size_t body_len;

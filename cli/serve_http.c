@@ -41,10 +41,17 @@ enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Res
 		snprintf(v, sizeof(v), "%s; ms=%llu", r->cluster_pull_from, (unsigned long long)(r->cluster_pull_ns / 1000000));
 		MHD_add_response_header(resp, "X-Space-Cluster-Pull", v);
 	}
-	enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
-	MHD_destroy_response(resp);
 	r->answered = true;
 	r->status = status;
+	if (r->first_call && !r->answer_now) {
+		/* An answer before the body (a refusal): queued once the body is read and dropped. Queued now, it
+		 * would close the connection under a client still sending, which then sees EPIPE, not the answer. */
+		r->held = resp;
+		r->held_status = status;
+		return MHD_YES;
+	}
+	enum MHD_Result ret = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
 	return ret;
 }
 

@@ -298,33 +298,89 @@ static void boost_pid1(const struct jail_plan *p, pid_t pid)
  * cgroup v1 (no CLONE_INTO_CGROUP): the stager joins the jail's cgroups itself, through a short-lived child
  * that writes its pid while it goes on with its namespaces and the rootfs mount, so that PID 1, cloned
  * after the join, is born in them. A migration waits for an RCU grace period (5-20 ms measured on a 2-core
- * host); here it overlaps the mounts instead of following them. The child shares our memory (no
- * allocation: util_cgroup_attach is child-safe) and runs on a stack of its own.
+ * host); here it overlaps the mounts instead of following them. The child shares our memory and runs on a
+ * stack of its own, but also our thread's errno (no TLS of its own): it makes raw write() syscalls only,
+ * which never set errno, on cgroup.procs files the stager opened for it, so that nothing it does can change
+ * an errno the stager is about to read. Architectures without a raw syscall below move PID 1 the usual way.
  */
 #define JOIN_STACK (64 * 1024)
+#define JOIN_MAX_FDS 8
+
+#if defined(__x86_64__) && JAIL_CLONE_VM
+#define JOIN_RAW 1
+static long raw_write(int fd, const void *buf, size_t n)
+{
+	long ret;
+	__asm__ volatile("syscall"
+	                 : "=a"(ret)
+	                 : "0"((long)SYS_write), "D"((long)fd), "S"(buf), "d"(n)
+	                 : "rcx", "r11", "memory");
+	return ret;
+}
+#elif defined(__aarch64__) && JAIL_CLONE_VM
+#define JOIN_RAW 1
+static long raw_write(int fd, const void *buf, size_t n)
+{
+	register long x8 __asm__("x8") = SYS_write;
+	register long x0 __asm__("x0") = fd;
+	register long x1 __asm__("x1") = (long)buf;
+	register long x2 __asm__("x2") = (long)n;
+	__asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2) : "memory");
+	return x0;
+}
+#elif !JAIL_CLONE_VM
+#define JOIN_RAW 1 /* the child has a memory (and errno) of its own */
+static long raw_write(int fd, const void *buf, size_t n)
+{
+	ssize_t w = write(fd, buf, n);
+	return w < 0 ? -errno : w;
+}
+#else
+#define JOIN_RAW 0
+#endif
 
 struct joiner {
-	const struct jail_plan *p;
-	pid_t target, pid;
+	int fds[JOIN_MAX_FDS];
+	size_t nfds, len;
+	char pid[16];
+	pid_t child;
 	void *stack;
 };
 
 static int join_entry(void *arg)
 {
+#if JOIN_RAW
 	const struct joiner *j = arg;
-	return util_cgroup_attach(j->p->cgroup, j->target) < 0 ? 1 : 0;
+	for (size_t i = 0; i < j->nfds; i++) {
+		long w;
+		int tries = 0;
+		/* v1 cgroup files fail with EINTR whenever a signal is pending; one value is one write. */
+		while ((w = raw_write(j->fds[i], j->pid, j->len)) == -EINTR && ++tries < 100)
+			;
+		if (w != (long)j->len)
+			return 1;
+	}
+	return 0;
+#else
+	(void)arg;
+	return 1;
+#endif
 }
 
 static void join_start(const struct jail_plan *p, struct joiner *j)
 {
-	*j = (struct joiner){ .p = p, .target = (pid_t)syscall(SYS_getpid), .pid = -1 };
-	if (p->cgroup_fd >= 0)
+	*j = (struct joiner){ .child = -1 };
+	if (p->cgroup_fd >= 0 || !JOIN_RAW)
 		return; /* v2: PID 1 is created in the cgroup */
+	int n = snprintf(j->pid, sizeof(j->pid), "%d", (int)syscall(SYS_getpid));
+	if (n <= 0 || (size_t)n >= sizeof(j->pid) || util_cgroup_procs_open(p->cgroup, j->fds, JOIN_MAX_FDS, &j->nfds) < 0)
+		return;
+	j->len = (size_t)n;
 	void *st = mmap(NULL, JOIN_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (st == MAP_FAILED)
 		return;
-	j->pid = clone(join_entry, (char *)st + JOIN_STACK, JAIL_CLONE_VM | SIGCHLD, j);
-	if (j->pid < 0)
+	j->child = clone(join_entry, (char *)st + JOIN_STACK, JAIL_CLONE_VM | SIGCHLD, j);
+	if (j->child < 0)
 		munmap(st, JOIN_STACK);
 	else
 		j->stack = st;
@@ -333,15 +389,18 @@ static void join_start(const struct jail_plan *p, struct joiner *j)
 /* True when the stager is in the jail's cgroups now (else PID 1 is moved into them the usual way). */
 static bool join_wait(struct joiner *j)
 {
-	if (j->pid <= 0)
-		return false;
 	int st = 0;
-	pid_t w;
-	while ((w = waitpid(j->pid, &st, 0)) < 0 && errno == EINTR)
-		;
-	munmap(j->stack, JOIN_STACK);
-	j->pid = -1;
-	return w > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	pid_t w = -1;
+	if (j->child > 0) {
+		while ((w = waitpid(j->child, &st, 0)) < 0 && errno == EINTR)
+			;
+		munmap(j->stack, JOIN_STACK);
+	}
+	while (j->nfds)
+		close(j->fds[--j->nfds]);
+	bool joined = j->child > 0 && w > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	j->child = -1;
+	return joined;
 }
 
 static int stager_prepare(struct jail_plan *p, int out, char *loop, size_t looplen, int *ret_mfd);

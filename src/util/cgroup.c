@@ -445,6 +445,36 @@ int util_cgroup_attach(const char *spec, pid_t pid)
 	return 0;
 }
 
+int util_cgroup_procs_open(const char *spec, int *fds, size_t max, size_t *ret_n)
+{
+	char path[512];
+	const char *rel;
+	int ver, r = spec_parse(spec, &ver, &rel);
+	*ret_n = 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < (ver == 2 ? 1 : ARRAY_SIZE(v1_ctrls)); i++) {
+		r = cg_path(path, sizeof(path), ver, ver == 2 ? NULL : v1_ctrls[i], rel, "cgroup.procs");
+		if (r < 0)
+			goto fail;
+		int fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT && ver == 1)
+			continue; /* controller not used for this sandbox */
+		if (fd < 0 || *ret_n == max) {
+			r = fd < 0 ? -errno : -E2BIG;
+			if (fd >= 0)
+				close(fd);
+			goto fail;
+		}
+		fds[(*ret_n)++] = fd;
+	}
+	return 0;
+fail:
+	while (*ret_n)
+		close(fds[--*ret_n]);
+	return r;
+}
+
 int util_cgroup_dir_fd(const char *spec)
 {
 	char path[512];

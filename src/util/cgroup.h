@@ -43,6 +43,11 @@ int util_cgroup_helpers_create(const char *spec);
 /* Moves pid into the cgroup(s) of spec. Child-safe (no allocation: usable between fork and exec). */
 int util_cgroup_attach(const char *spec, pid_t pid);
 
+/* Opens for writing the cgroup.procs file of each cgroup of spec (v1: of each controller the sandbox
+ * uses) into fds (at most max, *ret_n of them), so that a pid can be moved in by a write alone. 0 or -errno
+ * (nothing left open). */
+int util_cgroup_procs_open(const char *spec, int *fds, size_t max, size_t *ret_n);
+
 /* v2: an O_PATH descriptor of the cgroup's directory, for clone3(CLONE_INTO_CGROUP), which creates a
  * process in it without the migration (and its RCU grace period) that util_cgroup_attach costs. v1:
  * -EOPNOTSUPP. */

@@ -230,6 +230,31 @@ st, data, _ = call("GET", "/files?path=rel", None, ENVD)
 check(st == 200 and data == b"two", "relative paths are under /root")
 st, data, _ = call("GET", "/files?path=%2Fnope", None, ENVD)
 check(st == 404 and json.loads(data)["code"] == 404, "download of a missing file: 404 with code 404")
+# A refusal given before the body (unknown user, no token) is answered once the body is read, so a client
+# still sending a large body gets the answer, not a broken pipe or a reset.
+def upload_late_body(hdrs, size):
+    """POST /files as an unknown user: the headers, a pause (the server answers meanwhile), then the body."""
+    c = http.client.HTTPConnection(url.hostname, url.port, timeout=120)
+    try:
+        c.putrequest("POST", "/files?path=%2Ftmp%2Flate&username=nosuchuser")
+        for k, v in {**hdrs, "Content-Type": "application/octet-stream", "Content-Length": str(size)}.items():
+            c.putheader(k, v)
+        c.endheaders()
+        time.sleep(0.2)
+        for i in range(0, size, 64 << 10):
+            c.send(b"z" * min(64 << 10, size - i))
+        r = c.getresponse()
+        r.read()
+        return r.status
+    except OSError as e:
+        return type(e).__name__
+    finally:
+        c.close()
+
+
+for what, hdrs, want in (("unknown user", ENVD, 400), ("no access token", noauth, 401)):
+    got = [upload_late_body(hdrs, size) for size in (100, 256 << 10)]
+    check(got == [want] * 2, f"upload refused before its body ({what}): {want}, not a broken pipe ({got})")
 # Without E2b-Sandbox-Id (SDKs before 2.15 on /files): the token names the sandbox (B is newer).
 st, data, _ = call("GET", "/files?path=%2Ftmp%2Fp1", None, {"X-Access-Token": TOKEN})
 check(st == 200 and data == b"one", "no sandbox header: the token's sandbox")
