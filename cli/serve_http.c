@@ -27,6 +27,12 @@ const char *serve_request_key(struct serve_req *r)
 	return NULL;
 }
 
+static bool expects_continue(struct serve_req *r)
+{
+	const char *e = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+	return e && !strcasecmp(e, "100-continue");
+}
+
 enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Response *resp)
 {
 	if (!resp)
@@ -43,9 +49,10 @@ enum MHD_Result serve_reply(struct serve_req *r, unsigned status, struct MHD_Res
 	}
 	r->answered = true;
 	r->status = status;
-	if (r->first_call && !r->answer_now) {
+	if (r->first_call && !r->answer_now && !expects_continue(r)) {
 		/* An answer before the body (a refusal): queued once the body is read and dropped. Queued now, it
-		 * would close the connection under a client still sending, which then sees EPIPE, not the answer. */
+		 * would close the connection under a client still sending, which then sees EPIPE, not the answer.
+		 * A client that asked "Expect: 100-continue" waits for it before sending: answered at once. */
 		r->held = resp;
 		r->held_status = status;
 		return MHD_YES;
