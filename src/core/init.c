@@ -100,19 +100,20 @@ static int init_loop_pool(space_ctx *ctx, const struct space_init_options *o, ch
 
 /*
  * <state>/run, where each sandbox has its runtime directory (its sockets, its log, pid files: made at every
- * create, removed at every destroy), becomes a link to <pool>/run, on the pool's btrfs: the one file system
- * libspace owns. A file made on the host's own file system can cost far more (0.2-0.7 ms each on an ext4
- * root, against about 0.02 ms on the pool, measured on the same host), and a create makes six. A run/ that
- * still holds sandboxes' directories stays as it is; a link to another pool (an init onto a new pool, which
- * the caller allowed only when the old one was empty) is pointed at this one.
+ * create, removed at every destroy), and <state>/locks, where each sandbox has its lock file (made at its
+ * create, removed at its destroy), become links to <pool>/run and <pool>/locks, on the pool's btrfs: the one
+ * file system libspace owns. A file made on the host's own file system can cost far more (0.2-0.7 ms each on
+ * an ext4 root, against about 0.02 ms on the pool, measured on the same host), and a create makes seven. A
+ * directory that still holds sandboxes' files stays as it is; a link to another pool (an init onto a new
+ * pool, which the caller allowed only when the old one was empty) is pointed at this one.
  */
-static int run_link(space_ctx *ctx, const char *root)
+static int pool_link(space_ctx *ctx, const char *root, const char *name)
 {
 	char link[PATH_MAX], target[PATH_MAX], cur[PATH_MAX], tmp[PATH_MAX + 8], cache[PATH_MAX + 16];
-	int r = ctx_state_path(ctx, "run", link, sizeof(link));
+	int r = ctx_state_path(ctx, name, link, sizeof(link));
 	if (r < 0)
 		return r;
-	if ((size_t)snprintf(target, sizeof(target), "%s/run", root) >= sizeof(target))
+	if ((size_t)snprintf(target, sizeof(target), "%s/%s", root, name) >= sizeof(target))
 		return -ENAMETOOLONG;
 	ssize_t n = readlink(link, cur, sizeof(cur) - 1);
 	if (n >= 0) {
@@ -120,7 +121,7 @@ static int run_link(space_ctx *ctx, const char *root)
 		if (!strcmp(cur, target))
 			return 0;
 	} else if (errno == EINVAL) {
-		/* A directory: the doctor's cached verdict is made again; anything else means sandboxes. */
+		/* A directory: run/ may hold the doctor's cached verdict (made again); anything else means sandboxes. */
 		snprintf(cache, sizeof(cache), "%s/vm-usable", link);
 		(void)unlink(cache);
 		if (rmdir(link) < 0)
@@ -227,10 +228,12 @@ SPACE_API int space_init(space_ctx *ctx, const struct space_init_options *opts)
 		r = ctx_error(ctx, r, "prepare pool %s", root);
 		goto fail;
 	}
-	if ((r = run_link(ctx, root)) < 0) {
-		r = ctx_error(ctx, r, "link %s/run to %s/run", ctx->state_dir, root);
-		goto fail;
-	}
+	static const char *const linked[] = { "run", "locks" };
+	for (size_t i = 0; i < ARRAY_SIZE(linked); i++)
+		if ((r = pool_link(ctx, root, linked[i])) < 0) {
+			r = ctx_error(ctx, r, "link %s/%s to %s/%s", ctx->state_dir, linked[i], root, linked[i]);
+			goto fail;
+		}
 	r = store_begin(s);
 	if (r < 0) {
 		r = ctx_error(ctx, r, "store: %s", store_errmsg(s));

@@ -104,7 +104,7 @@ int store_pool_unmount(const char *mountpoint)
 
 int store_pool_prepare(const char *root)
 {
-	static const char *const dirs[] = { "templates", "sandboxes", "checkpoints", ".tmp", "run" };
+	static const char *const dirs[] = { "templates", "sandboxes", "checkpoints", ".tmp", "run", "locks" };
 	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
 		char p[PATH_MAX];
 		if (snprintf(p, sizeof(p), "%s/%s", root, dirs[i]) >= (int)sizeof(p))

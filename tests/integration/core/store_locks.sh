@@ -16,6 +16,9 @@ export SPACE_QUIET_JAIL=1
 make_state 2G
 S=(--state "$STATE")
 expect_rc 0 "$SPACE" init --isolation jail "${S[@]}"
+# Lock files are made and removed at every create and destroy: they live on the pool, not the host's file system.
+[ "$(readlink "$STATE/locks")" = "$STATE/pool/locks" ] && [ -d "$STATE/pool/locks" ] ||
+	fail "init: $STATE/locks is not a link to the pool's locks/ ($(ls -ld "$STATE/locks" 2>&1))"
 WORK=$(mktemp -d /tmp/space-work-XXXXXX)
 on_exit "rm -rf '$WORK'"
 make_busybox_tree "$WORK/tree"
@@ -23,7 +26,7 @@ expect_rc 0 "$SPACE" template import tiny --rootfs "$WORK/tree" "${S[@]}"
 on_exit 'for x in $(ls "$STATE/pool/sandboxes" 2>/dev/null); do "$SPACE" rm "$x" --state "$STATE"; done'
 ms() { date +%s%3N; }
 sql() { sqlite3 "$STATE/space.db" "$1"; }
-checks=0
+checks=1
 holder=
 
 # hold ID SECONDS: another process holds sandbox ID's lock for SECONDS; returns once it holds it.
