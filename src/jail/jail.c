@@ -584,6 +584,34 @@ struct stager_args {
 	int out;
 };
 
+/*
+ * The stager starts with a copy of the caller's descriptor table, which in a large caller (an agent runtime
+ * with hundreds of sandboxes, each with its sockets and pipes) holds thousands of descriptors. The joiner
+ * and PID 1 would each copy it again, and every copy costs the kernel a reference per descriptor when it is
+ * made and a flush per descriptor when it is closed (at exit or exec): measured on a 2-core host with 2,000
+ * descriptors, the largest cost of a create that grew with the caller's size. So the stager first keeps only
+ * what the jail needs, renumbered from 3 up in its plan (its own copy), and closes the rest once. A kernel
+ * without close_range (before 5.9) keeps them all, as before.
+ */
+static void stager_compact_fds(struct jail_plan *p, int *out)
+{
+	int *need[] = { out, &p->agent_fd, &p->null_fd, &p->log_fd, &p->cgroup_fd, &p->listen_fd };
+	const int k = (int)ARRAY_SIZE(need);
+	int tmp[ARRAY_SIZE(need)];
+	/* Copies above the target numbers first: a descriptor to keep may sit on one of them. */
+	for (int i = 0; i < k; i++)
+		if (*need[i] >= 0 && (tmp[i] = fcntl(*need[i], F_DUPFD_CLOEXEC, 3 + k)) < 0)
+			return;
+	for (int i = 0; i < k; i++)
+		if (*need[i] >= 0 && dup3(tmp[i], 3 + i, O_CLOEXEC) < 0)
+			return; /* the originals are all still open: nothing changed that the plan names */
+	if (syscall(SYS_close_range, 3u + (unsigned)k, ~0U, 0) < 0)
+		return;
+	for (int i = 0; i < k; i++)
+		if (*need[i] >= 0)
+			*need[i] = 3 + i;
+}
+
 static int stager_entry(void *arg)
 {
 	const struct stager_args *a = arg;
@@ -593,7 +621,11 @@ static int stager_entry(void *arg)
 		if (sig != SIGKILL && sig != SIGSTOP && sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
 			signal(sig, SIG_DFL);
 	}
-	_exit(stager_main(a->p, a->caller, a->out) == 0 ? 0 : 1);
+	/* The caller's plan is shared memory: the stager (and PID 1, on its stack) work on a copy. */
+	struct jail_plan p = *a->p;
+	int out = a->out;
+	stager_compact_fds(&p, &out);
+	_exit(stager_main(&p, a->caller, out) == 0 ? 0 : 1);
 }
 
 /* ---- caller side ---- */
@@ -691,6 +723,7 @@ int jail_start(const struct jail_config *cfg, struct jail_info *ret, char *errbu
 	p.agent_fd = agent_fd;
 	p.null_fd = null_fd;
 	p.log_fd = cfg->log_fd >= 0 ? cfg->log_fd : null_fd;
+	p.listen_fd = cfg->listen_fd;
 
 	const void *bpf = NULL;
 	int r = jail_seccomp_program(&bpf, &p.bpf_len);

@@ -54,7 +54,7 @@ struct jail_config;
 /* Everything the children need, prepared before the first clone. */
 struct jail_plan {
 	const struct jail_config *cfg;
-	int agent_fd, log_fd, null_fd;
+	int agent_fd, log_fd, null_fd, listen_fd; /* listen_fd: cfg->listen_fd, renumbered by the stager */
 	const char *stage;
 	const char *hostname;
 	const char *const *argv;

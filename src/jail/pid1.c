@@ -30,7 +30,7 @@
 static int pid1_set_fds(const struct jail_plan *p)
 {
 	int listen = -1, log = -1, null = -1;
-	if (p->cfg->listen_fd >= 0 && (listen = fcntl(p->cfg->listen_fd, F_DUPFD_CLOEXEC, 10)) < 0)
+	if (p->listen_fd >= 0 && (listen = fcntl(p->listen_fd, F_DUPFD_CLOEXEC, 10)) < 0)
 		return -errno;
 	if ((log = fcntl(p->log_fd, F_DUPFD_CLOEXEC, 10)) < 0 || (null = fcntl(p->null_fd, F_DUPFD_CLOEXEC, 10)) < 0)
 		return -errno;
