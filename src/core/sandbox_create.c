@@ -18,6 +18,7 @@
 
 #include "core/autosnap.h"
 #include "core/backend.h"
+#include "core/create_gate.h"
 #include "core/info.h"
 #include "core/internal.h"
 #include "core/logcap.h"
@@ -399,7 +400,13 @@ int sandbox_create_from(space_ctx *ctx, const struct space_sandbox_options *o, c
 	if ((r = sandbox_pool_space_check(ctx, root)) < 0)
 		return r;
 	trace_mark(&trace, "checks");
-	return create_checked(ctx, o, root, tname, disk_src, ops, &trace, ret);
+	if ((r = create_gate_enter()) < 0)
+		return ctx_error_msg(ctx, r, "SPACE_CREATE_CONCURRENCY='%s' is not a number of 0..100000",
+				     getenv("SPACE_CREATE_CONCURRENCY"));
+	trace_mark(&trace, "queue");
+	r = create_checked(ctx, o, root, tname, disk_src, ops, &trace, ret);
+	create_gate_leave();
+	return r;
 }
 
 SPACE_API int space_sandbox_create(space_ctx *ctx, const struct space_sandbox_options *o, space_sandbox **ret)

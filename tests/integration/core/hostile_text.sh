@@ -169,6 +169,11 @@ ok "a sandbox's $before rows pruned to $after at its next event (cap 50), none o
 expect_rc 1 env SPACE_EVENTS_KEEP=lots "$SPACE" events "$B" "${S[@]}"
 echo "$err" | grep -q SPACE_EVENTS_KEEP || fail "no word of the bad setting: $err"
 ok "SPACE_EVENTS_KEEP=lots is refused with its name"
+n_before=$(sqlite3 "$DB" "SELECT count(*) FROM sandboxes")
+expect_rc 1 env SPACE_CREATE_CONCURRENCY=-1 "$SPACE" create --template tiny --isolation jail "${S[@]}"
+echo "$err" | grep -q "SPACE_CREATE_CONCURRENCY='-1'" || fail "no word of the bad setting: $err"
+[ "$(sqlite3 "$DB" "SELECT count(*) FROM sandboxes")" = "$n_before" ] || fail "a refused create left a row"
+ok "SPACE_CREATE_CONCURRENCY=-1 refuses the create with its name, before anything is made"
 
 # ---- removal with the sandbox ------------------------------------------------------------------------
 expect_rc 0 "$SPACE" rm "$B" "${S[@]}"
@@ -183,4 +188,4 @@ ok "space rm removes a sandbox's events; --keep-events keeps them"
 left=$(leaks_of "$A" "$B")
 [ -z "$left" ] || fail "left behind: $left"
 echo "hostile-text: $checks checks passed"
-[ "$checks" = 7 ] || fail "ran $checks checks of 7"
+[ "$checks" = 8 ] || fail "ran $checks checks of 8"
