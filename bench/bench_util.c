@@ -3,6 +3,7 @@
 #include "bench_util.h"
 
 #include <arpa/inet.h>
+#include <btrfsutil.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -268,6 +269,40 @@ void bu_peer_close(struct bu_peer *p)
 		}
 	}
 	p->dir[0] = p->base[0] = '\0';
+}
+
+static bool dir_empty(const char *path)
+{
+	_cleanup_closedir_ DIR *d = opendir(path);
+	if (!d)
+		return true;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			return false;
+	return true;
+}
+
+long bu_settle(const char *fs_path, const char *sandboxes_dir, unsigned max_ms)
+{
+	uint64_t t0 = util_now_ns();
+	for (;;) {
+		uint64_t *ids = NULL;
+		size_t n = 0;
+		enum btrfs_util_error e = btrfs_util_deleted_subvolumes(fs_path, &ids, &n);
+		free(ids);
+		if (e != BTRFS_UTIL_OK)
+			return -(errno ? errno : EIO);
+		long waited = (long)((util_now_ns() - t0) / 1000000);
+		if (n == 0 && (!sandboxes_dir || dir_empty(sandboxes_dir)))
+			return waited;
+		if (waited >= (long)max_ms)
+			return -ETIMEDOUT;
+		/* The cleaner runs after a transaction commits; on an idle file system that is up to 30 s away. */
+		if (n)
+			(void)btrfs_util_sync(fs_path);
+		util_sleep_ms(20);
+	}
 }
 
 int bu_peer_run(struct bu_peer *p, unsigned slot, double *ret_tti_ms, double *ret_destroy_ms)

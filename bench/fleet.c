@@ -32,6 +32,20 @@
 
 #define SKIP 77
 
+void fleet_settle(struct fleet *f)
+{
+	if (!f->pool[0])
+		return;
+	char sandboxes[4300];
+	snprintf(sandboxes, sizeof(sandboxes), "%s/sandboxes", f->pool);
+	long ms = bu_settle(f->pool, sandboxes, 60000);
+	f->settles++;
+	if (ms >= 0)
+		f->settle_ms += (double)ms;
+	else
+		f->settle_timeouts++;
+}
+
 void fleet_note_id(struct fleet *f, const char *id)
 {
 	pthread_mutex_lock(&f->lock);
@@ -266,6 +280,7 @@ static void phase_cold(struct fleet *f, space_ctx *ctx, struct results *R)
 {
 	for (unsigned i = 0; i < f->runs; i++) {
 		double tti, create, destroy, ptti, pdestroy;
+		fleet_settle(f);
 		f->steps = &R->cold_steps;
 		int r = fleet_cycle(f, ctx, true, &tti, &create, &destroy, NULL);
 		f->steps = NULL;
@@ -275,6 +290,7 @@ static void phase_cold(struct fleet *f, space_ctx *ctx, struct results *R)
 			bu_series_add(&R->destroy, destroy);
 		}
 		if (f->have_peer) {
+			fleet_settle(f);
 			int pr = bu_peer_run(&f->peer, 0, &ptti, &pdestroy);
 			if (pr == 0) {
 				bu_series_add(&R->peer_tti, ptti);
@@ -432,6 +448,10 @@ static void steps_rows(struct fleet_steps *st)
 static void report(struct fleet *f, struct results *R, const struct bu_scan *leaks, char *line, size_t len)
 {
 	char name[96];
+	if (f->settles)
+		printf("  every timed run and phase began settled (the previous ones' reclaim and btrfs cleaning done): "
+		       "%u waits, %.1f s in all, %u timed out at 60 s\n",
+		       f->settles, f->settle_ms / 1000, f->settle_timeouts);
 	printf("  %-44s %12s %12s %9s\n", "figure (ms unless said)", "libspace", "bwrap", "ratio");
 	row("TTI cold p50 (create -> exec true returns)", p(&R->tti, 50), p(&R->peer_tti, 50), "");
 	row("TTI cold p99", p(&R->tti, 99), p(&R->peer_tti, 99), "");
@@ -605,6 +625,11 @@ static int run_isolation(struct fleet *f, struct bu_env *env, char *line, size_t
 	struct results R = { 0 };
 	char why[512];
 	space_ctx *ctx = env->ctx;
+	struct space_pool_info *pi = NULL;
+	if (space_pool_get_info(ctx, &pi) == 0) {
+		snprintf(f->pool, sizeof(f->pool), "%s", pi->path);
+		space_pool_info_free(pi);
+	}
 	f->have_peer = bu_peer_open(&f->peer, ctx, f->template_name, f->peer.bwrap, why, sizeof(why)) == 0;
 	if (!f->have_peer)
 		printf("  peer: not measured: %s\n", why);
@@ -627,17 +652,32 @@ static int run_isolation(struct fleet *f, struct bu_env *env, char *line, size_t
 	phase_pool(f, ctx, &R);
 	phase_exec(f, ctx, &R);
 	printf("  [%s] burst of %u...\n", f->isolation, f->burst);
+	fleet_settle(f);
 	fleet_run_burst(f, env->state, &R.burst);
 	printf("  [%s] burst of %u over HTTP...\n", f->isolation, f->burst);
+	fleet_settle(f);
 	char hwhy[200];
 	if (fleet_run_burst_http(f, env->state, f->cli, &R.http_burst, &R.http_errors, hwhy, sizeof(hwhy)) < 0)
 		snprintf(R.http_why, sizeof(R.http_why), "not measured: %s", hwhy);
-	for (unsigned i = 0; i < f->n_conc; i++) {
-		printf("  [%s] sustained, %u client(s) for %u s (and the peer)...\n", f->isolation, f->conc[i], f->seconds);
-		fleet_run_sustained(f, env->state, f->conc[i], &R.sus[i]);
+	/*
+	 * Each concurrency in two halves, in ascending order and then in descending order (ABBA): every pass
+	 * leaves the host a little slower (caches of names the sandboxes used, which the kernel keeps), and in
+	 * one ascending sweep the highest concurrency would always run last, on the slowest host. Over both
+	 * sweeps every concurrency has the same mean position, so a drift that is linear in time cancels.
+	 */
+	unsigned first = (f->seconds + 1) / 2, second = f->seconds - first;
+	for (unsigned k = 0; k < 2 * f->n_conc; k++) {
+		unsigned i = k < f->n_conc ? k : 2 * f->n_conc - 1 - k, secs = k < f->n_conc ? first : second;
+		R.sus[i].clients = f->conc[i];
+		if (!secs)
+			continue;
+		printf("  [%s] sustained, %u client(s) for %u s (and the peer), %s half...\n", f->isolation,
+		       f->conc[i], secs, k < f->n_conc ? "first" : "second");
+		fleet_run_sustained(f, env->state, secs, &R.sus[i]);
 	}
 	if (f->live) {
 		printf("  [%s] density: %u live...\n", f->isolation, f->live);
+		fleet_settle(f);
 		fleet_run_density(f, env->state, &R.dens);
 	}
 	if (f->have_peer)

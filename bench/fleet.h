@@ -27,6 +27,9 @@ struct fleet {
 	const char *cli;           /* the space binary (for `space serve`), or NULL */
 	struct bu_peer peer;
 	bool have_peer;
+	char pool[4200];           /* the pool's root, for fleet_settle ("" until known) */
+	double settle_ms;          /* waited in fleet_settle, in all */
+	unsigned settles, settle_timeouts;
 	/* while set, fleet_cycle adds each step of space_sandbox_create_steps() to it (single-threaded phases) */
 	struct fleet_steps *steps;
 
@@ -49,6 +52,9 @@ struct fleet_steps {
 };
 /* Adds the steps of one "name 1.2, name 0.3 = 1.5 ms" text. */
 void fleet_steps_add(struct fleet_steps *st, const char *text);
+
+/* Before a timed run or phase: waits until the previous ones' deletions are done (bu_settle). */
+void fleet_settle(struct fleet *f);
 
 /* Records a sandbox id (thread-safe). */
 void fleet_note_id(struct fleet *f, const char *id);
@@ -73,11 +79,13 @@ int fleet_run_burst_http(struct fleet *f, const char *state, const char *cli, st
 
 struct fleet_sustained {
 	unsigned clients;
-	double rate, peer_rate;       /* completed cycles per second */
+	double rate, peer_rate;       /* completed cycles per second, over every pass */
 	struct bu_series lib, peer;   /* per-cycle latency */
 	unsigned errors, peer_errors;
+	double cycles, secs, peer_cycles, peer_secs; /* the passes' sums */
 };
-int fleet_run_sustained(struct fleet *f, const char *state, unsigned clients, struct fleet_sustained *ret);
+/* One pass of `seconds` at ret->clients clients, libspace's then the peer's, added to *ret. */
+int fleet_run_sustained(struct fleet *f, const char *state, unsigned seconds, struct fleet_sustained *ret);
 
 struct fleet_density {
 	unsigned live;                /* how many were made */

@@ -302,8 +302,8 @@ static void *sustained_thread(void *arg)
 	return NULL;
 }
 
-static int sustained_pass(struct fleet *f, const char *state, unsigned n, bool peer, double *rate,
-			  struct bu_series *lat, unsigned *errors)
+static int sustained_pass(struct fleet *f, const char *state, unsigned n, unsigned seconds, bool peer,
+			  double *cycles_sum, double *secs_sum, struct bu_series *lat, unsigned *errors)
 {
 	struct worker *w = calloc(n, sizeof(*w));
 	pthread_t *t = calloc(n, sizeof(*t));
@@ -314,11 +314,12 @@ static int sustained_pass(struct fleet *f, const char *state, unsigned n, bool p
 		return -ENOMEM;
 	}
 	gate_init(&go);
+	fleet_settle(f);
 	for (unsigned i = 0; i < n; i++)
 		w[i] = (struct worker){ .f = f, .state = state, .go = &go, .index = i, .peer = peer };
 	start_threads(w, n, sustained_thread, t);
 	/* The deadline counts from the gate; a cycle begun before it runs to its end and counts. */
-	uint64_t deadline = util_now_ns() + (uint64_t)f->seconds * 1000000000ull;
+	uint64_t deadline = util_now_ns() + (uint64_t)seconds * 1000000000ull;
 	for (unsigned i = 0; i < n; i++)
 		w[i].deadline = deadline;
 	gate_open(&go, n);
@@ -333,18 +334,22 @@ static int sustained_pass(struct fleet *f, const char *state, unsigned n, bool p
 		if (w[i].end > end)
 			end = w[i].end;
 	}
-	*rate = end > go.t0 ? (double)cycles / ((double)(end - go.t0) / 1e9) : 0;
+	*cycles_sum += (double)cycles;
+	*secs_sum += end > go.t0 ? (double)(end - go.t0) / 1e9 : 0;
 	free(w);
 	free(t);
 	return 0;
 }
 
-int fleet_run_sustained(struct fleet *f, const char *state, unsigned clients, struct fleet_sustained *ret)
+int fleet_run_sustained(struct fleet *f, const char *state, unsigned seconds, struct fleet_sustained *ret)
 {
-	ret->clients = clients;
-	int r = sustained_pass(f, state, clients, false, &ret->rate, &ret->lib, &ret->errors);
+	int r = sustained_pass(f, state, ret->clients, seconds, false, &ret->cycles, &ret->secs, &ret->lib,
+			       &ret->errors);
 	if (r == 0 && f->have_peer)
-		r = sustained_pass(f, state, clients, true, &ret->peer_rate, &ret->peer, &ret->peer_errors);
+		r = sustained_pass(f, state, ret->clients, seconds, true, &ret->peer_cycles, &ret->peer_secs,
+				   &ret->peer, &ret->peer_errors);
+	ret->rate = ret->secs > 0 ? ret->cycles / ret->secs : 0;
+	ret->peer_rate = ret->peer_secs > 0 ? ret->peer_cycles / ret->peer_secs : 0;
 	return r;
 }
 
