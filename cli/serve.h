@@ -112,7 +112,7 @@ struct serve_req {
 	const char *path;
 	const struct serve_route *route;
 	char params[SERVE_MAX_PARAMS][128]; /* the "{...}" segments, in order */
-	bool answered;                /* a response was queued */
+	bool answered;                /* a response was queued (or held: see held) */
 	bool first_call;              /* in the call with the headers, before any of the body */
 	bool answer_now;              /* queue the next answer even there (the connection then closes) */
 	struct MHD_Response *held;    /* an answer given before the body, queued once the body is drained */

@@ -40,11 +40,8 @@ static const char *const v1_ctrls[] = { "memory", "cpu", "pids", "freezer" };
 /* Formats a one-line error into buf (NULL or len 0: nothing). */
 #define set_err(buf, len, ...) ((buf) && (len) ? (void)snprintf((buf), (len), __VA_ARGS__) : (void)0)
 
-static int write_str(const char *path, const char *s)
+static int write_value(int fd, const char *s)
 {
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
 	size_t n = strlen(s);
 	/* A value is one write, so a retry is the same write. v1's memory.limit_in_bytes fails with EINTR
 	 * whenever a signal is pending for the writer (a helper's SIGCHLD), even with nothing to reclaim. */
@@ -55,6 +52,12 @@ static int write_str(const char *path, const char *s)
 	if (w < 0)
 		return -errno;
 	return (size_t)w == n ? 0 : -EIO;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : write_value(fd, s);
 }
 
 static int read_line(const char *path, char *buf, size_t len)
@@ -424,25 +427,19 @@ int util_cgroup_helpers_create(const char *spec)
 
 int util_cgroup_attach(const char *spec, pid_t pid)
 {
-	char val[32], path[512];
-	const char *rel;
-	int ver, r = spec_parse(spec, &ver, &rel);
+	char val[32];
+	int fds[ARRAY_SIZE(v1_ctrls)];
+	size_t n;
+	int r = util_cgroup_procs_open(spec, fds, ARRAY_SIZE(fds), &n);
 	if (r < 0)
 		return r;
 	snprintf(val, sizeof(val), "%d", (int)pid);
-	if (ver == 2)
-		return cg_write(2, NULL, rel, "cgroup.procs", val);
-	for (size_t i = 0; i < ARRAY_SIZE(v1_ctrls); i++) {
-		r = cg_path(path, sizeof(path), 1, v1_ctrls[i], rel, NULL);
-		if (r < 0)
-			return r;
-		if (access(path, F_OK) < 0)
-			continue; /* controller not used for this sandbox */
-		r = cg_write(1, v1_ctrls[i], rel, "cgroup.procs", val);
-		if (r < 0)
-			return r;
+	for (size_t i = 0; i < n; i++) {
+		if (r == 0)
+			r = write_value(fds[i], val);
+		close(fds[i]);
 	}
-	return 0;
+	return r;
 }
 
 int util_cgroup_procs_open(const char *spec, int *fds, size_t max, size_t *ret_n)
