@@ -128,7 +128,7 @@ has "nested-kvm exited 75 (emulator hang): running once more" "$notes"; check "t
 has "nested-kvm exited 75 (emulator hang): running once more" "$(cat "$tmp/stderr")"; check "...on stderr too" $?
 judged "$rc"; check "the retried run is judged on its own complete result" $?
 has "running once more" "$(cat "$tmp/verdict")"; check "the judge prints the retry note" $?
-has "--timeout 1200 --mem 64 --rw $tmp/w -- sh" "$(head -n 1 "$tmp/calls")"; check "nested-kvm gets --timeout, the options, --rw" $?
+has "--timeout 1200 --cpus 1 --mem 64 --rw $tmp/w -- sh" "$(head -n 1 "$tmp/calls")"; check "nested-kvm gets --timeout, one CPU, the options, --rw" $?
 
 run_with none:125 run
 check "125 before the script started is run once more: rc $rc, $calls calls" $((rc != 0 || calls != 2))
