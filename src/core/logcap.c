@@ -83,11 +83,42 @@ static int take_uid(space_ctx *ctx, const char *owner, bool fresh, uint32_t *ret
 	return r < 0 ? ctx_error(ctx, r, "allocate a host uid for the log writer (%s)", UIDALLOC_DIR) : 0;
 }
 
-void logcap_release(space_ctx *ctx, const char *sandbox_id)
+uint32_t logcap_recorded_uid(const char *runtime_dir)
 {
-	char owner[UIDALLOC_OWNER_MAX + 1];
+	char path[PATH_MAX], line[80];
+	if (!runtime_dir || !runtime_dir[0] ||
+	    (size_t)snprintf(path, sizeof(path), "%s/" LOGCAP_PID, runtime_dir) >= sizeof(path))
+		return 0;
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, line, sizeof(line) - 1);
+	if (n <= 0)
+		return 0;
+	line[n] = '\0';
+	int pid;
+	unsigned long long start;
+	unsigned uid;
+	if (sscanf(line, "%d %llu %u", &pid, &start, &uid) != 3)
+		return 0;
+	enum uidalloc_kind kind;
+	uint32_t first;
+	return uidalloc_slot_of(uid, &kind, &first) && kind == UIDALLOC_SINGLE && first == uid ? uid : 0;
+}
+
+void logcap_release(space_ctx *ctx, const char *sandbox_id, uint32_t recorded_uid)
+{
+	char owner[UIDALLOC_OWNER_MAX + 1], cur[UIDALLOC_OWNER_MAX + 2];
 	if (owner_text(ctx, sandbox_id, owner, sizeof(owner)) < 0)
 		return;
+	/* The recorded slot, when it is still this writer's (the owner text names the sandbox): one file. */
+	if (recorded_uid && uidalloc_owner(UIDALLOC_SINGLE, recorded_uid, cur, sizeof(cur)) == 0 &&
+	    !strcmp(cur, owner)) {
+		int r = uidalloc_release(UIDALLOC_SINGLE, recorded_uid, owner);
+		if (r < 0)
+			ctx_log(ctx, SPACE_LOG_WARNING,
+				"sandbox %s: free the log writer's host uid: %s (`space init` reclaims it)", sandbox_id,
+				strerror(-r));
+		return;
+	}
 	struct find f = { .owner = owner };
 	/* Collected first: the directory is not changed under its own listing. */
 	int r = uidalloc_foreach(find_one, &f);
@@ -98,12 +129,14 @@ void logcap_release(space_ctx *ctx, const char *sandbox_id)
 			sandbox_id, strerror(-r));
 }
 
-/* Records the writer's pid and start time in runtime_dir, for logcap_dead(). */
-static void record_pid(space_ctx *ctx, const char *runtime_dir, const struct util_child *child)
+/* Records the writer's pid and start time in runtime_dir, for logcap_dead(), and its uid slot, for
+ * logcap_release(). */
+static void record_pid(space_ctx *ctx, const char *runtime_dir, const struct util_child *child, uint32_t uid)
 {
-	char path[PATH_MAX], line[64];
+	char path[PATH_MAX], line[80];
 	snprintf(path, sizeof(path), "%s/" LOGCAP_PID, runtime_dir);
-	int n = snprintf(line, sizeof(line), "%d %llu\n", (int)child->pid, (unsigned long long)child->start_time);
+	int n = snprintf(line, sizeof(line), "%d %llu %u\n", (int)child->pid, (unsigned long long)child->start_time,
+			 (unsigned)uid);
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || util_write_all(fd, line, (size_t)n) < 0)
 		ctx_log(ctx, SPACE_LOG_WARNING, "record the log writer's pid in %s: %s", path, strerror(errno));
@@ -174,6 +207,7 @@ int logcap_prepare(space_ctx *ctx, const char *sandbox_id, const char *runtime_d
 		start_close(s);
 		return r;
 	}
+	s->uid = uid;
 	snprintf(s->uid_arg, sizeof(s->uid_arg), "%u", uid);
 	snprintf(s->max_arg, sizeof(s->max_arg), "%llu", (unsigned long long)max);
 	const char *argv[] = { "space-logcap", "--uid", s->uid_arg, "--max-bytes", s->max_arg, NULL };
@@ -199,7 +233,7 @@ int logcap_start_finish(space_ctx *ctx, const char *runtime_dir, struct logcap_s
 	}
 	if (s->child.pidfd >= 0)
 		close(s->child.pidfd);
-	record_pid(ctx, runtime_dir, &s->child);
+	record_pid(ctx, runtime_dir, &s->child, s->uid);
 	/* Ours goes now: its status pipe reaches EOF if it dies. */
 	*ret_status_fd = TAKE_FD(s->sread);
 	start_close(s);

@@ -19,7 +19,7 @@
 #define LOGCAP_LOG "sandbox.log"
 #define LOGCAP_LOG_OLD "sandbox.log.1"
 #define LOGCAP_FIFO "log.fifo" /* the jail's end of it is its only way to the log */
-#define LOGCAP_PID "logcap.pid" /* "PID START-TIME" of the running writer */
+#define LOGCAP_PID "logcap.pid" /* "PID START-TIME UID" of the running writer */
 
 /*
  * The pipe of sandbox_id's log: a FIFO in runtime_dir, made anew, which only root reaches on the host (so
@@ -56,6 +56,7 @@ struct logcap_start {
 	int fds[5];
 	int logfd, oldfd, null, sread, swrite;
 	struct util_child child;
+	uint32_t uid;
 	int r;
 };
 int logcap_prepare(space_ctx *ctx, const char *sandbox_id, const char *runtime_dir, bool fresh, int read_fd,
@@ -81,8 +82,14 @@ int logcap_wait_ready(space_ctx *ctx, int status_fd);
  * does not parse is refused with ctx's last error, never ignored. */
 int logcap_max_bytes(space_ctx *ctx, uint64_t *ret);
 
-/* Frees the uid slot of sandbox_id's log writer (the sandbox is destroyed). Fine when there is none. */
-void logcap_release(space_ctx *ctx, const char *sandbox_id);
+/* The uid slot the log writer recorded in runtime_dir (logcap.pid), for logcap_release(); 0 when none is
+ * recorded (no writer started, or one recorded by an older version). Read before runtime_dir goes. */
+uint32_t logcap_recorded_uid(const char *runtime_dir);
+
+/* Frees the uid slot of sandbox_id's log writer (the sandbox is destroyed). Fine when there is none.
+ * recorded_uid (logcap_recorded_uid(), 0: unknown) is freed when it is still this writer's slot, without
+ * listing every slot on the machine (thousands with as many live sandboxes); else they are listed. */
+void logcap_release(space_ctx *ctx, const char *sandbox_id, uint32_t recorded_uid);
 
 /* Writes runtime_dir's sandbox.log.1 (if any) then sandbox.log to dst_fd: the log in order. -ENOENT (with
  * ctx's last error) when there is no sandbox.log. */

@@ -375,7 +375,7 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 		 * failed creation could not stop. */
 		(void)sandbox_stop_helpers(ctx, row->info.id);
 		uids_release(ctx, row);
-		logcap_release(ctx, row->info.id);
+		logcap_release(ctx, row->info.id, logcap_recorded_uid(row->runtime_dir));
 		return 0;
 	}
 	const struct backend_ops *ops;
@@ -410,6 +410,8 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 		if ((r = store_btrfs_snapshot(row->info.path, keep_disk, true)) < 0)
 			return ctx_error(ctx, r, "snapshot the disk of %s into %s", row->info.id, keep_disk);
 	}
+	/* Read before the runtime directory goes with the disk. */
+	uint32_t logcap_uid = logcap_recorded_uid(row->runtime_dir);
 	r = sandbox_release_disk(ctx, row);
 	trace_mark(&trace, "disk");
 	if (r < 0) {
@@ -420,7 +422,7 @@ static int destroy_row(space_ctx *ctx, struct sandbox_row *row, const char *reas
 	 * killed in between is rerun, and releasing a slot twice is a no-op). */
 	util_fault_point("destroy", 3);
 	uids_release(ctx, row);
-	logcap_release(ctx, row->info.id);
+	logcap_release(ctx, row->info.id, logcap_uid);
 	trace_mark(&trace, "uids");
 	util_fault_point("destroy", 4);
 	r = sandbox_mark(ctx, row->info.id, SPACE_SANDBOX_DESTROYED, reason);

@@ -320,10 +320,11 @@ fail: {
 	if (started)
 		backend_stop_started(ctx, ops, &row, &proc);
 	(void)sandbox_stop_helpers(ctx, b->id); /* a log writer, a gateway, a snapshot helper */
+	uint32_t logcap_uid = logcap_recorded_uid(row.runtime_dir); /* before the runtime directory goes */
 	(void)sandbox_release_disk(ctx, &row);
 	/* Slots first: a kill between the two would leave them held by a row nobody destroys again. */
 	uids_release(ctx, &row);
-	logcap_release(ctx, b->id);
+	logcap_release(ctx, b->id, logcap_uid);
 	(void)sandbox_mark(ctx, b->id, SPACE_SANDBOX_DESTROYED, msg);
 	snprintf(ctx->last_error, sizeof(ctx->last_error), "%s", msg);
 	return r;

@@ -121,6 +121,9 @@ expect_rc 0 "$SPACE" ls "${S[@]}" # the reap
 lc2=$(cut -d' ' -f1 "$STATE/run/$lid/logcap.pid")
 [ "$lc2" != "$lc" ] && [ "$(cat /proc/"$lc2"/comm 2>/dev/null)" = space-logcap ] ||
 	fail "after the reap, the log writer is '$lc2' (killed: $lc)"
+luid=$(cut -d' ' -f3 "$STATE/run/$lid/logcap.pid")
+wuid=$(awk '/^Uid:/ { print $2 }' /proc/"$lc2"/status 2>/dev/null)
+[ -n "$luid" ] && [ "$luid" = "$wuid" ] || fail "logcap.pid records uid '$luid'; the new writer runs as '$wuid'"
 expect_rc 0 "$SPACE" events "$lid" "${S[@]}"
 echo "$out" | grep -q "its log writer (space-logcap) died; a new one started" || fail "no helper event: $out"
 # The agent's own line at the end of its lifetime goes to the new writer.
@@ -129,7 +132,12 @@ expect_rc 0 "$SPACE" timeout "$lid" 1 "${S[@]}"
 for _ in $(seq 100); do kill -0 "$lpid" 2>/dev/null || break; sleep 0.1; done
 expect_rc 0 "$SPACE" logs "$lid" "${S[@]}"
 echo "$out" | grep -q "lifetime has ended" || fail "the log did not grow after the new writer started: $out"
-"$SPACE" rm -f "$lid" "${S[@]}" >/dev/null 2>&1
+# The writer's uid slot is recorded beside its pid (a destroy frees it without listing every slot of the
+# machine), and the destroy frees it.
+grep -lsF " $lid logcap" /run/space-uids/* >/dev/null || fail "no uid slot names the log writer of $lid"
+expect_rc 0 "$SPACE" rm -f "$lid" "${S[@]}"
+held=$(grep -lsF " $lid " /run/space-uids/*)
+[ -z "$held" ] || fail "uid slots still held after rm: $held"
 ok
 
 # ---- help texts that said the wrong thing ----
