@@ -258,24 +258,52 @@ static void log_line(int fd, const char *fmt, ...)
 		util_write_all(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
-/* In the jail's network namespace (/proc/sys/net is the writer's), what an owner of the namespace would
+/*
+ * The directory of the IPv4 sysctls of the stager's network namespace (the jail's), from a procfs instance of
+ * the stager's own: detached, it goes with the descriptor. In the host's /proc every network namespace that
+ * was looked up has its own "sys/net" entry under that one name, and each lookup compares them one by one
+ * (1.5 ms of a start at 1,000 live sandboxes); a new instance holds this namespace's alone. Where the kernel
+ * has no fsopen(), the host's /proc: the same files, found more slowly.
+ */
+static int net_ipv4_sysctl_dir(void)
+{
+	int fs = fsopen("proc", FSOPEN_CLOEXEC);
+	if (fs >= 0) {
+		int mnt = fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0
+				  ? -1
+				  : fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+		close(fs);
+		if (mnt >= 0) {
+			int dir = openat(mnt, "sys/net/ipv4", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			close(mnt);
+			if (dir >= 0)
+				return dir;
+		}
+	}
+	return open("/proc/sys/net/ipv4", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* In the jail's network namespace (its sysctls are the writer's), what an owner of the namespace would
  * allow anyway: binding ports below 1024, and ping sockets for every group (raw sockets are refused). */
 static void stager_net_sysctls(const struct jail_plan *p)
 {
 	static const struct {
-		const char *path, *value;
+		const char *name, *value;
 	} v[] = {
-		{ "/proc/sys/net/ipv4/ip_unprivileged_port_start", "0" },
-		{ "/proc/sys/net/ipv4/ping_group_range", "0 2147483647" },
+		{ "ip_unprivileged_port_start", "0" },
+		{ "ping_group_range", "0 2147483647" },
 	};
+	int dir = net_ipv4_sysctl_dir();
 	for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
-		int fd = open(v[i].path, O_WRONLY | O_CLOEXEC);
+		int fd = dir < 0 ? -1 : openat(dir, v[i].name, O_WRONLY | O_CLOEXEC);
 		int r = fd < 0 ? -errno : util_write_all(fd, v[i].value, strlen(v[i].value));
 		if (fd >= 0)
 			close(fd);
 		if (r < 0)
-			log_line(p->log_fd, "space-jail: %s: %s (left as it was)\n", v[i].path, errdesc(r));
+			log_line(p->log_fd, "space-jail: net.ipv4.%s: %s (left as it was)\n", v[i].name, errdesc(r));
 	}
+	if (dir >= 0)
+		close(dir);
 }
 
 /* PID 1 above the caller's priority (jail_config.agent_priority_boost): only host root can raise it, and

@@ -32,7 +32,7 @@
 #define CG_ROOT "/sys/fs/cgroup"
 #define CGROUP_SUPER_MAGIC_ 0x27e0eb
 #define CGROUP2_SUPER_MAGIC_ 0x63677270
-#define CPU_PERIOD_US 100000
+#define CPU_PERIOD_US 100000 /* the kernel's default period */
 
 /* v1 controllers a sandbox uses; "required" ones must exist, the others only when their limit is set. */
 static const char *const v1_ctrls[] = { "memory", "cpu", "pids", "freezer" };
@@ -313,14 +313,12 @@ static int set_limits(int ver, const char *rel, const struct util_cgroup_limits 
 			*ret_file = "cpu.max";
 			r = cg_write(2, NULL, rel, "cpu.max", val);
 		} else {
-			snprintf(val, sizeof(val), "%u", CPU_PERIOD_US);
-			*ret_file = "cpu.cfs_period_us";
+			/* The period is the kernel's default (every cpu cgroup starts with it, and nothing of ours
+			 * writes another): only the quota is written. Each write walks every cpu cgroup of the host
+			 * (the kernel checks the hierarchy's bandwidth), thousands with as many live sandboxes. */
+			snprintf(val, sizeof(val), "%llu", quota);
+			*ret_file = "cpu.cfs_quota_us";
 			r = cg_write(1, "cpu", rel, *ret_file, val);
-			if (r >= 0) {
-				snprintf(val, sizeof(val), "%llu", quota);
-				*ret_file = "cpu.cfs_quota_us";
-				r = cg_write(1, "cpu", rel, *ret_file, val);
-			}
 		}
 		if (r < 0)
 			return r;
