@@ -271,19 +271,21 @@ void bu_peer_close(struct bu_peer *p)
 	p->dir[0] = p->base[0] = '\0';
 }
 
-static bool dir_empty(const char *path)
+/* Whether the directory at path holds at most max entries (a missing one holds none). */
+static bool dir_at_most(const char *path, unsigned max)
 {
 	_cleanup_closedir_ DIR *d = opendir(path);
 	if (!d)
 		return true;
 	struct dirent *de;
+	unsigned n = 0;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && ++n > max)
 			return false;
 	return true;
 }
 
-long bu_settle(const char *fs_path, const char *sandboxes_dir, unsigned max_ms)
+long bu_settle(const char *fs_path, const char *sandboxes_dir, unsigned keep, unsigned max_ms)
 {
 	uint64_t t0 = util_now_ns();
 	for (;;) {
@@ -294,7 +296,7 @@ long bu_settle(const char *fs_path, const char *sandboxes_dir, unsigned max_ms)
 		if (e != BTRFS_UTIL_OK)
 			return -(errno ? errno : EIO);
 		long waited = (long)((util_now_ns() - t0) / 1000000);
-		if (n == 0 && (!sandboxes_dir || dir_empty(sandboxes_dir)))
+		if (n == 0 && (!sandboxes_dir || dir_at_most(sandboxes_dir, keep)))
 			return waited;
 		if (waited >= (long)max_ms)
 			return -ETIMEDOUT;

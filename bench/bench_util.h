@@ -59,13 +59,14 @@ int bu_peer_open(struct bu_peer *p, space_ctx *ctx, const char *template_name, c
 		 size_t why_len);
 void bu_peer_close(struct bu_peer *p);
 /*
- * Waits, up to max_ms, until the host is quiet for the next timed phase: no sandbox directory left under
- * sandboxes_dir (NULL: not checked; libspace's background reclaim of the phase's destroys) and no deleted
+ * Waits, up to max_ms, until the host is quiet for the next timed phase: at most keep sandbox directories
+ * left under sandboxes_dir (NULL: not checked; libspace's background reclaim of the phase's destroys; keep
+ * counts those meant to stay, the density phase's live ones) and no deleted
  * subvolume left for the btrfs of fs_path to clean (the kernel's cleaner works after a deletion returns;
  * libspace's and the peer's alike). Without it a phase's timings carry the previous phase's deletions, and
  * each phase more than the one before. Returns the ms waited, or -errno (-ETIMEDOUT at max_ms).
  */
-long bu_settle(const char *fs_path, const char *sandboxes_dir, unsigned max_ms);
+long bu_settle(const char *fs_path, const char *sandboxes_dir, unsigned keep, unsigned max_ms);
 /* Snapshot `slot` of the base and run argv (NULL: `true`) in it. *ret_tti_ms from the snapshot to the
  * command's exit; *ret_destroy_ms (may be NULL) the snapshot's deletion. */
 int bu_peer_run(struct bu_peer *p, unsigned slot, double *ret_tti_ms, double *ret_destroy_ms);

@@ -34,11 +34,16 @@
 
 void fleet_settle(struct fleet *f)
 {
+	fleet_settle_keep(f, 0);
+}
+
+void fleet_settle_keep(struct fleet *f, unsigned keep)
+{
 	if (!f->pool[0])
 		return;
 	char sandboxes[4300];
 	snprintf(sandboxes, sizeof(sandboxes), "%s/sandboxes", f->pool);
-	long ms = bu_settle(f->pool, sandboxes, 60000);
+	long ms = bu_settle(f->pool, sandboxes, keep, 60000);
 	f->settles++;
 	if (ms >= 0)
 		f->settle_ms += (double)ms;
@@ -498,10 +503,11 @@ static void report(struct fleet *f, struct results *R, const struct bu_scan *lea
 	row(name, d->live ? d->rss_mib_per_sb : NAN, NAN, "MiB");
 	row("  host-side PSS per sandbox", d->live ? d->pss_mib_per_sb : NAN, NAN, "MiB");
 	snprintf(name, sizeof(name), "  TTI p50 at %u live", d->live);
-	row(name, p(&d->tti, 50), p(&R->peer_tti, 50), "");
-	row("  TTI p99 at K live", p(&d->tti, 99), p(&R->peer_tti, 99), "");
+	row(name, p(&d->tti, 50), p(&d->peer_tti, 50), "");
+	steps_rows(&d->steps);
+	row("  TTI p99 at K live", p(&d->tti, 99), p(&d->peer_tti, 99), "");
 	row("  TTI p50 at K live / at 0", p(&d->tti, 50) / p(&R->tti, 50),
-	    NAN, "ratio");
+	    p(&d->peer_tti, 50) / p(&R->peer_tti, 50), "ratio");
 	snprintf(name, sizeof(name), "  the leak scan sees them: %u procs, %u mounts, %u loops, %u cgroups, %u netns",
 		 d->scan.procs, d->scan.mounts, d->scan.loops, d->scan.cgroups, d->scan.netns);
 	row_text(name, "");
@@ -538,7 +544,7 @@ static void report(struct fleet *f, struct results *R, const struct bu_scan *lea
 static void results_free(struct results *R)
 {
 	struct bu_series *all[] = { &R->tti, &R->create, &R->destroy, &R->peer_tti, &R->peer_destroy, &R->pool_tti,
-				    &R->exec, &R->burst.lib, &R->burst.peer, &R->dens.tti, &R->http_burst };
+				    &R->exec, &R->burst.lib, &R->burst.peer, &R->dens.tti, &R->dens.peer_tti, &R->http_burst };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		bu_series_free(all[i]);
 	for (unsigned i = 0; i < FLEET_CONC_MAX; i++) {
@@ -548,6 +554,7 @@ static void results_free(struct results *R)
 	for (unsigned i = 0; i < FLEET_STEPS_MAX; i++) {
 		bu_series_free(&R->cold_steps.step[i].ms);
 		bu_series_free(&R->pool_steps.step[i].ms);
+		bu_series_free(&R->dens.steps.step[i].ms);
 	}
 }
 

@@ -55,6 +55,8 @@ void fleet_steps_add(struct fleet_steps *st, const char *text);
 
 /* Before a timed run or phase: waits until the previous ones' deletions are done (bu_settle). */
 void fleet_settle(struct fleet *f);
+/* The same, with keep sandboxes meant to stay (the density phase's live ones). */
+void fleet_settle_keep(struct fleet *f, unsigned keep);
 
 /* Records a sandbox id (thread-safe). */
 void fleet_note_id(struct fleet *f, const char *id);
@@ -94,6 +96,8 @@ struct fleet_density {
 	double procs_per_sb;
 	struct bu_scan scan;          /* what the leak scan sees of them while they live (proves it looks) */
 	struct bu_series tti;         /* TTI of one more while they live */
+	struct bu_series peer_tti;    /* the peer's, run alternately with it while they live */
+	struct fleet_steps steps;     /* where the milliseconds of those creates go */
 	double create_s, destroy_s;   /* wall time to make and to remove them all */
 };
 int fleet_run_density(struct fleet *f, const char *state, struct fleet_density *ret);

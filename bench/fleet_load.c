@@ -446,10 +446,25 @@ int fleet_run_density(struct fleet *f, const char *state, struct fleet_density *
 	space_ctx *ctx = NULL;
 	if (space_ctx_new(&co, &ctx) == 0) {
 		unsigned n = f->runs < 50 ? f->runs : 50;
+		printf("  [%s] TTI at %u live, %u runs (and the peer)...\n", f->isolation, live, n);
 		for (unsigned i = 0; i < n; i++) {
 			double tti;
+			/* As settled as each cold TTI run at 0 live: only the live ones are left. */
+			fleet_settle_keep(f, live);
+			f->steps = &ret->steps;
 			if (fleet_cycle(f, ctx, true, &tti, NULL, NULL, NULL) == 0)
 				bu_series_add(&ret->tti, tti);
+			f->steps = NULL;
+			/* The peer on the same host with them live: how much of the slowdown is the host's. */
+			if (f->have_peer) {
+				double ptti;
+				fleet_settle_keep(f, live);
+				int pr = bu_peer_run(&f->peer, 0, &ptti, NULL);
+				if (pr == 0)
+					bu_series_add(&ret->peer_tti, ptti);
+				else
+					fleet_error(f, "peer run at %u live: %s", live, strerror(-pr));
+			}
 		}
 		space_ctx_free(ctx);
 	}
