@@ -170,10 +170,11 @@ WRAPPER
 		# then; its exit still runs the caller's EXIT trap).
 		_nr_pid= _nr_dog=
 		trap 'nested_run_stop; exit 143' TERM INT
-		# One emulated CPU (NESTED_CPUS, default 1) unless the caller asks for more: the emulator's faults
-		# seen in this suite (the emulated host frozen with both CPUs spinning, its kernel's GS base wrong
-		# after a VM exit, guests' triple faults and hung boots) came with two emulated CPUs, which race in
-		# the emulator's SVM; one CPU has no cross-CPU interrupt, TLB shootdown or vCPU migration.
+		# One emulated CPU (NESTED_CPUS, default 1) unless the caller asks for more. Most of the emulator's
+		# faults seen in this suite came with two emulated CPUs (the emulated host frozen with both CPUs
+		# spinning, its kernel's GS base wrong after a VM exit, guests' triple faults and a hung boot); one
+		# CPU gives the emulator's SVM no cross-CPU interrupt, TLB shootdown or vCPU migration to race on.
+		# It does not end them all: a run on one CPU has also frozen idle (the emulator at 0 % of a CPU).
 		"$nested_tool" --timeout "${NESTED_RUN_TIMEOUT:-1200}" --cpus "${NESTED_CPUS:-1}" "$@" --rw "$_nr_dir" \
 			-- sh "$_nr_dir/.nested-wrapper.sh" &
 		_nr_pid=$!
