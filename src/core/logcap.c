@@ -83,7 +83,9 @@ static int take_uid(space_ctx *ctx, const char *owner, bool fresh, uint32_t *ret
 	return r < 0 ? ctx_error(ctx, r, "allocate a host uid for the log writer (%s)", UIDALLOC_DIR) : 0;
 }
 
-uint32_t logcap_recorded_uid(const char *runtime_dir)
+/* What record_pid() wrote in runtime_dir: the number of fields read (0: none), pid and start time first, then
+ * the uid (a record of an older version has no uid: 2). */
+static int read_record(const char *runtime_dir, int *pid, unsigned long long *start, unsigned *uid)
 {
 	char path[PATH_MAX], line[80];
 	if (!runtime_dir || !runtime_dir[0] ||
@@ -94,10 +96,16 @@ uint32_t logcap_recorded_uid(const char *runtime_dir)
 	if (n <= 0)
 		return 0;
 	line[n] = '\0';
+	int k = sscanf(line, "%d %llu %u", pid, start, uid);
+	return k < 0 ? 0 : k;
+}
+
+uint32_t logcap_recorded_uid(const char *runtime_dir)
+{
 	int pid;
 	unsigned long long start;
 	unsigned uid;
-	if (sscanf(line, "%d %llu %u", &pid, &start, &uid) != 3)
+	if (read_record(runtime_dir, &pid, &start, &uid) != 3)
 		return 0;
 	enum uidalloc_kind kind;
 	uint32_t first;
@@ -291,18 +299,11 @@ int logcap_restart(space_ctx *ctx, const char *sandbox_id, const char *runtime_d
 
 int logcap_dead(const char *runtime_dir)
 {
-	char path[PATH_MAX], line[64];
-	snprintf(path, sizeof(path), "%s/" LOGCAP_PID, runtime_dir);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0; /* no log writer of ours (a VM, or a jail started before this version) */
-	ssize_t n = read(fd, line, sizeof(line) - 1);
-	if (n <= 0)
-		return 0;
-	line[n] = '\0';
 	int pid;
 	unsigned long long start;
-	if (sscanf(line, "%d %llu", &pid, &start) != 2 || pid <= 0)
+	unsigned uid;
+	/* No record: no log writer of ours (a VM, or a jail started before this version). */
+	if (read_record(runtime_dir, &pid, &start, &uid) < 2 || pid <= 0)
 		return 0;
 	return util_proc_alive(pid, start) ? 0 : 1;
 }
